@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/* internal.h: declarations shared by libbgrun's own files, never installed. */
+
+#ifndef BGRUN_INTERNAL_H
+#define BGRUN_INTERNAL_H
+
+#include "bgrun.h"
+#include "config.h"
+
+#include <pthread.h>
+
+/*
+ * One launch, fully resolved from the options: the exact argv and envp
+ * to execute and the stdio wiring. In the synchronous path the strings are
+ * borrowed from the caller; for a queued launch everything lives in one
+ * block owned by the request (arena).
+ */
+struct bgrun__req {
+	const char *file;        /* the program to find (argv[0] or /bin/sh) */
+	char **argv;             /* NULL-terminated */
+	char **envp;             /* NULL-terminated */
+	const char *cwd;         /* NULL: the caller's */
+	struct bgrun_stdio in, out, err;
+	bool detach;
+	void *arena;             /* owns everything above when non-NULL */
+};
+
+/* Builds req from opts, borrowing strings (deep == false) or copying them. */
+int bgrun__req_build(const struct bgrun_spawn_opts *opts, bool deep,
+		     struct bgrun__req *ret_req);
+void bgrun__req_release(struct bgrun__req *req);
+
+/* What a successful platform launch produced. */
+struct bgrun__proc {
+	pid_t pid;
+	int pidfd;                /* -1 when pidfds are unavailable */
+	int64_t start_realtime_ns;
+	int64_t start_mono_ns;
+};
+
+/*
+ * PLATFORM (spawn-posix.c): launch req; on failure, *failure gets the stage
+ * and nothing is left behind.
+ */
+int bgrun__platform_spawn(const struct bgrun__req *req,
+			  struct bgrun__proc *ret_proc,
+			  struct bgrun_failure *failure);
+/*
+ * Reaps proc if it has ended: 1 and *ret_status filled; 0 if still running
+ * (only with nohang); -errno on error (-ECHILD: reaped by someone else).
+ */
+int bgrun__platform_reap(struct bgrun__proc *proc, bool nohang,
+			 struct bgrun_status *ret_status);
+/* Waits up to timeout_ms (< 0: forever) for proc to be reapable. */
+int bgrun__platform_wait_ready(const struct bgrun__proc *proc, int timeout_ms);
+int bgrun__platform_kill(const struct bgrun__proc *proc, int sig);
+void bgrun__platform_close(struct bgrun__proc *proc);
+
+/* reap.c: the library's reaper for children nobody else waits for. */
+void bgrun__reaper_adopt(struct bgrun__proc *proc); /* consumes proc */
+
+/* async.c: the spawner thread for ensurestart off. */
+int bgrun__async_submit(const struct bgrun_spawn_opts *opts,
+			struct bgrun_child *child);
+
+/* child.c: the caller's handle. */
+struct bgrun_child *bgrun__child_new(void);
+void bgrun__child_set_started(struct bgrun_child *child,
+			      const struct bgrun__proc *proc);
+void bgrun__child_set_failed(struct bgrun_child *child, int error,
+			     const struct bgrun_failure *failure);
+void bgrun__child_ref(struct bgrun_child *child);
+void bgrun__child_unref(struct bgrun_child *child);
+
+/* Clocks, in nanoseconds. */
+int64_t bgrun__now_ns(int clock_id);
+
+/*
+ * pthread_atfork handlers: a caller may fork() (we never do). Prepare takes
+ * the module's lock so no state is half-updated; the parent releases it;
+ * the child releases it and forgets the threads and children it inherited
+ * images of, which do not exist or are not its own there.
+ */
+enum bgrun__fork_phase {
+	BGRUN__FORK_PREPARE,
+	BGRUN__FORK_PARENT,
+	BGRUN__FORK_CHILD,
+};
+void bgrun__reaper_atfork(enum bgrun__fork_phase phase);
+void bgrun__async_atfork(enum bgrun__fork_phase phase);
+void bgrun__init_once(void);
+
+/* Creates a thread with every signal blocked (caller's mask restored). */
+int bgrun__thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg);
+
+#endif /* BGRUN_INTERNAL_H */

@@ -1,0 +1,590 @@
+/* SPDX-License-Identifier: MIT */
+/* spawn-posix.c: the runbgcommand primitive on posix_spawn; the only place that starts processes. */
+
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#if HAVE_PIDFD_OPEN || HAVE_PIDFD_SEND_SIGNAL
+#include <sys/pidfd.h>
+#endif
+
+/*
+ * Why posix_spawn: glibc implements it with clone(CLONE_VM|CLONE_VFORK), so
+ * no page table is copied (the cost does not grow with the caller's
+ * memory), the child runs only glibc's own code between clone and execve,
+ * and exec failures come back synchronously with the child already reaped.
+ * Everything that can fail in a way the caller wants to hear about (opening
+ * files, the working directory, finding the program) is done here, in the
+ * parent, before spawning; the file actions left for the child are dup2,
+ * fchdir and closefrom, which cannot fail on valid descriptors.
+ */
+
+#define DEFAULT_PATH "/bin:/usr/bin"
+
+/* The descriptors the parent prepared for the child, closed after spawn. */
+struct wiring {
+	int fd[3];     /* source for 0, 1, 2; -1: none (see wire_one) */
+	int cwd_fd;    /* O_PATH directory or -1 */
+};
+
+static void wiring_close(struct wiring *w)
+{
+	for (int i = 0; i < 3; i++)
+		if (w->fd[i] >= 0)
+			(void)close(w->fd[i]);
+	if (w->cwd_fd >= 0)
+		(void)close(w->cwd_fd);
+}
+
+/*
+ * Every descriptor the library owns lives at 3 or above, close-on-exec, so
+ * the dup2 actions onto 0, 1 and 2 can never overwrite a source that is
+ * still to be used (a caller whose own 0, 1 or 2 are closed would
+ * otherwise hand us those numbers).
+ */
+static int fd_high(int fd)
+{
+	int h;
+
+	if (fd >= 3)
+		return fd;
+	h = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (h < 0)
+		h = -errno;
+	(void)close(fd);
+	return h;
+}
+
+static int open_high(const char *path, int flags, mode_t mode)
+{
+	int fd;
+
+	do
+		fd = open(path, flags | O_CLOEXEC, mode);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return -errno;
+	return fd_high(fd);
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * stdin bytes live in an anonymous file (a memfd, else an unlinked
+ * temporary file), never in a pipe: the caller never blocks, whatever the
+ * size, and the child can even seek it (Mercurial's stdin_bytes does the
+ * same with a temporary file).
+ */
+static int bytes_file(const void *bytes, size_t len)
+{
+	int fd = -1, r;
+
+#if HAVE_MEMFD_CREATE
+	fd = memfd_create("bgrun-stdin", MFD_CLOEXEC);
+	if (fd < 0)
+		fd = -errno;
+#endif
+	if (fd < 0) {
+		const char *dir = getenv("TMPDIR");
+
+		if (dir == NULL || dir[0] == '\0')
+			dir = "/tmp";
+		fd = open_high(dir, O_TMPFILE | O_RDWR, 0600);
+		if (fd < 0) {
+			char tmpl[PATH_MAX];
+
+			if (snprintf(tmpl, sizeof(tmpl), "%s/bgrun-stdin-XXXXXX",
+				     dir) >= (int)sizeof(tmpl))
+				return -ENAMETOOLONG;
+			fd = mkostemp(tmpl, O_CLOEXEC);
+			if (fd < 0)
+				return -errno;
+			(void)unlink(tmpl);
+		}
+	}
+	fd = fd_high(fd);
+	if (fd < 0)
+		return fd;
+	r = write_all(fd, bytes, len);
+	if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
+		r = -errno;
+	if (r < 0) {
+		(void)close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static int dup_high(int fd)
+{
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+	return h < 0 ? -errno : h;
+}
+
+/*
+ * Prepares the source descriptor for the child's `target` (0, 1 or 2) from
+ * *s: *ret_fd is a descriptor of ours, or -1 when the file actions need
+ * none (/dev/null is opened by the child, stderr joins stdout there).
+ */
+static int wire_one(const struct bgrun_stdio *s, int target, int *ret_fd)
+{
+	int fd;
+
+	*ret_fd = -1;
+	switch (s->kind) {
+	case BGRUN_STDIO_NULL:
+	case BGRUN_STDIO_STDOUT:
+		return 0;
+	case BGRUN_STDIO_INHERIT:
+		/* A closed descriptor of the caller becomes /dev/null. */
+		if (fcntl(target, F_GETFD) < 0)
+			return 0;
+		fd = dup_high(target);
+		break;
+	case BGRUN_STDIO_FD:
+		fd = dup_high(s->fd);
+		break;
+	case BGRUN_STDIO_FILE:
+		if (target == 0)
+			fd = open_high(s->path, O_RDONLY, 0);
+		else
+			fd = open_high(s->path,
+				       O_WRONLY | O_CREAT |
+					       (s->append ? O_APPEND : O_TRUNC),
+				       0666);
+		break;
+	case BGRUN_STDIO_BYTES:
+		if (s->len == 0)
+			return 0;
+		fd = bytes_file(s->bytes, s->len);
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (fd < 0)
+		return fd;
+	*ret_fd = fd;
+	return 0;
+}
+
+static const char *env_get(char **envp, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (size_t i = 0; envp[i] != NULL; i++)
+		if (strncmp(envp[i], name, len) == 0 && envp[i][len] == '=')
+			return envp[i] + len + 1;
+	return NULL;
+}
+
+/*
+ * execvpe(3)'s search, done in the parent with the child's PATH and
+ * relative to the child's working directory: the first regular executable
+ * file wins; a candidate that exists but cannot be executed makes the
+ * result EACCES if nothing better is found; errors that mean "not here" go
+ * on to the next entry, any other error stops the search.
+ */
+static int find_program(const char *file, char **envp, int cwd_fd,
+			char *buf, size_t size, const char **ret_path)
+{
+	const char *path, *p, *end;
+	bool eacces = false;
+	size_t flen = strlen(file);
+
+	if (flen == 0)
+		return -ENOENT;
+	if (strchr(file, '/') != NULL) {
+		*ret_path = file;
+		return 0;
+	}
+	path = env_get(envp, "PATH");
+	if (path == NULL)
+		path = DEFAULT_PATH;
+	for (p = path;; p = end + 1) {
+		size_t dlen;
+		struct stat st;
+
+		end = strchrnul(p, ':');
+		dlen = (size_t)(end - p);
+		/* An empty entry means the working directory, as in execvp. */
+		if (dlen + 1 + flen + 1 <= size) {
+			if (dlen > 0) {
+				memcpy(buf, p, dlen);
+				buf[dlen] = '/';
+				memcpy(buf + dlen + 1, file, flen + 1);
+			} else {
+				memcpy(buf, file, flen + 1);
+			}
+			if (fstatat(cwd_fd, buf, &st, 0) == 0) {
+				if (S_ISREG(st.st_mode) &&
+				    faccessat(cwd_fd, buf, X_OK, AT_EACCESS) == 0) {
+					if (dlen == 0) {
+						/* Keep it a path for execve. */
+						memmove(buf + 2, buf, flen + 1);
+						memcpy(buf, "./", 2);
+					}
+					*ret_path = buf;
+					return 0;
+				}
+				eacces = true;
+			} else if (errno == EACCES) {
+				eacces = true;
+			} else if (errno != ENOENT && errno != ENOTDIR &&
+				   errno != ENAMETOOLONG && errno != ELOOP &&
+				   errno != ESTALE && errno != ENODEV &&
+				   errno != ETIMEDOUT) {
+				return -errno;
+			}
+		}
+		if (*end == '\0')
+			break;
+	}
+	return eacces ? -EACCES : -ENOENT;
+}
+
+/* Closes every descriptor >= 3 in the child: closefrom, or a list. */
+static int add_closefrom(posix_spawn_file_actions_t *fa)
+{
+#if HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDCLOSEFROM_NP
+	return -posix_spawn_file_actions_addclosefrom_np(fa, 3);
+#else
+	/*
+	 * Fallback: close what is open now. A descriptor another thread opens
+	 * between this scan and the spawn is not in the list; the library's
+	 * own descriptors are close-on-exec, so only such a caller's
+	 * descriptor without O_CLOEXEC could slip through.
+	 */
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int r = 0;
+
+	if (d == NULL) {
+		struct rlimit rl;
+		long max = 1024;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		    rl.rlim_cur != RLIM_INFINITY)
+			max = (long)rl.rlim_cur;
+		for (long fd = 3; fd < max && r == 0; fd++)
+			r = -posix_spawn_file_actions_addclose(fa, (int)fd);
+		return r;
+	}
+	while (r == 0 && (e = readdir(d)) != NULL) {
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] != '.' && fd >= 3 && fd != dirfd(d))
+			r = -posix_spawn_file_actions_addclose(fa, fd);
+	}
+	(void)closedir(d);
+	return r;
+#endif
+}
+
+static int add_fd_actions(posix_spawn_file_actions_t *fa,
+			  const struct bgrun__req *req, const struct wiring *w)
+{
+	const struct bgrun_stdio *s[3] = { &req->in, &req->out, &req->err };
+	int r = 0;
+
+	for (int i = 0; i < 3 && r == 0; i++) {
+		if (w->fd[i] >= 0)
+			r = posix_spawn_file_actions_adddup2(fa, w->fd[i], i);
+		else if (s[i]->kind == BGRUN_STDIO_STDOUT)
+			r = posix_spawn_file_actions_adddup2(fa, 1, 2);
+		else
+			r = posix_spawn_file_actions_addopen(
+				fa, i, "/dev/null", i == 0 ? O_RDONLY : O_WRONLY,
+				0);
+	}
+	if (r != 0)
+		return -r;
+	return add_closefrom(fa);
+}
+
+#if !HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDFCHDIR_NP && \
+	!HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDCHDIR_NP
+/*
+ * Fallback without a chdir file action: let /bin/sh change directory and
+ * exec the program. The program's argv[0] becomes its path.
+ */
+#define CHDIR_SCRIPT "cd -- \"$0\" && exec \"$@\""
+#endif
+
+/*
+ * Every signal, including the two that glibc reserves for itself (SIGCANCEL
+ * and SIGSETXID, 32 and 33), which sigfillset() and sigaddset() leave out.
+ * Why they matter: glibc's posix_spawn blocks all signals around clone,
+ * and its child sets each reserved signal that is blocked and not in the
+ * sigdefault set to SIG_IGN; an ignored disposition survives execve, so
+ * the program would start with 32 and 33 ignored. With their bits in the
+ * set (written directly, sigaddset refuses them) the child resets them to
+ * SIG_DFL like every other signal.
+ */
+static void sigset_all(sigset_t *set)
+{
+	unsigned long *word = (unsigned long *)set;
+	const unsigned bits = 8 * sizeof(*word);
+
+	(void)sigfillset(set);
+	for (int sig = 1; sig < SIGRTMIN; sig++)
+		if (sigismember(set, sig) != 1 &&
+		    (unsigned)(sig - 1) / bits < sizeof(*set) / sizeof(*word))
+			word[(sig - 1) / bits] |= 1UL << ((sig - 1) % bits);
+}
+
+static int do_spawn(const struct bgrun__req *req, const struct wiring *w,
+		    const char *path, pid_t *ret_pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t set;
+	char **argv = req->argv;
+	int r;
+
+	r = posix_spawn_file_actions_init(&fa);
+	if (r != 0)
+		return -r;
+	r = posix_spawnattr_init(&attr);
+	if (r != 0) {
+		(void)posix_spawn_file_actions_destroy(&fa);
+		return -r;
+	}
+	if (w->cwd_fd >= 0) {
+#if HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDFCHDIR_NP
+		r = -posix_spawn_file_actions_addfchdir_np(&fa, w->cwd_fd);
+#elif HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDCHDIR_NP
+		r = -posix_spawn_file_actions_addchdir_np(&fa, req->cwd);
+#else
+		size_t n = 0;
+
+		while (req->argv[n] != NULL)
+			n++;
+		argv = malloc((n + 5) * sizeof(*argv));
+		if (argv == NULL) {
+			r = -ENOMEM;
+		} else {
+			argv[0] = (char *)"/bin/sh";
+			argv[1] = (char *)"-c";
+			argv[2] = (char *)CHDIR_SCRIPT;
+			argv[3] = (char *)req->cwd;
+			argv[4] = (char *)path;
+			for (size_t i = 1; i <= n; i++)
+				argv[4 + i] = req->argv[i];
+			path = "/bin/sh";
+		}
+#endif
+	}
+	if (r == 0)
+		r = add_fd_actions(&fa, req, w);
+	/*
+	 * The child starts with an empty mask and every signal at its
+	 * default, whatever the calling thread blocks or the process ignores
+	 * (ignored dispositions survive execve, handlers do not).
+	 */
+	(void)sigemptyset(&set);
+	if (r == 0)
+		r = -posix_spawnattr_setsigmask(&attr, &set);
+	sigset_all(&set);
+	if (r == 0)
+		r = -posix_spawnattr_setsigdefault(&attr, &set);
+	if (r == 0)
+		r = -posix_spawnattr_setflags(
+			&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+				       (req->detach ? POSIX_SPAWN_SETSID : 0));
+	if (r == 0)
+		r = -posix_spawn(ret_pid, path, &fa, &attr, argv, req->envp);
+	if (argv != req->argv)
+		free(argv);
+	(void)posix_spawnattr_destroy(&attr);
+	(void)posix_spawn_file_actions_destroy(&fa);
+	return r;
+}
+
+static int fail(struct bgrun_failure *failure, enum bgrun_stage stage, int r)
+{
+	if (failure != NULL) {
+		failure->stage = stage;
+		failure->error = r;
+	}
+	return r;
+}
+
+int bgrun__platform_spawn(const struct bgrun__req *req,
+			  struct bgrun__proc *ret_proc,
+			  struct bgrun_failure *failure)
+{
+	const struct bgrun_stdio *s[3] = { &req->in, &req->out, &req->err };
+	static const enum bgrun_stage stages[3] = {
+		BGRUN_STAGE_STDIN, BGRUN_STAGE_STDOUT, BGRUN_STAGE_STDERR
+	};
+	struct wiring w = { { -1, -1, -1 }, -1 };
+	struct bgrun__proc proc = { .pidfd = -1 };
+	char buf[PATH_MAX];
+	const char *path = NULL;
+	int r;
+
+	if (req->cwd != NULL) {
+		w.cwd_fd = open_high(req->cwd, O_PATH | O_DIRECTORY, 0);
+		if (w.cwd_fd < 0) {
+			r = fail(failure, BGRUN_STAGE_CWD, w.cwd_fd);
+			goto out;
+		}
+		/* fchdir needs search permission, which O_PATH did not check. */
+		if (faccessat(w.cwd_fd, ".", X_OK, AT_EACCESS) < 0) {
+			r = fail(failure, BGRUN_STAGE_CWD, -errno);
+			goto out;
+		}
+	}
+	r = find_program(req->file, req->envp,
+			 w.cwd_fd >= 0 ? w.cwd_fd : AT_FDCWD, buf, sizeof(buf),
+			 &path);
+	if (r < 0) {
+		r = fail(failure, BGRUN_STAGE_EXEC, r);
+		goto out;
+	}
+	for (int i = 0; i < 3; i++) {
+		r = wire_one(s[i], i, &w.fd[i]);
+		if (r < 0) {
+			r = fail(failure, stages[i], r);
+			goto out;
+		}
+	}
+	proc.start_realtime_ns = bgrun__now_ns(CLOCK_REALTIME);
+	proc.start_mono_ns = bgrun__now_ns(CLOCK_MONOTONIC);
+	r = do_spawn(req, &w, path, &proc.pid);
+	if (r < 0) {
+		r = fail(failure, BGRUN_STAGE_EXEC, r);
+		goto out;
+	}
+#if HAVE_PIDFD_OPEN
+	/* Our child is not reaped yet, so its pid cannot have been reused. */
+	proc.pidfd = pidfd_open(proc.pid, 0);
+	if (proc.pidfd >= 0)
+		proc.pidfd = fd_high(proc.pidfd);
+	if (proc.pidfd < 0)
+		proc.pidfd = -1;
+#endif
+	*ret_proc = proc;
+	r = 0;
+out:
+	wiring_close(&w);
+	return r;
+}
+
+int bgrun__platform_reap(struct bgrun__proc *proc, bool nohang,
+			 struct bgrun_status *ret_status)
+{
+	struct bgrun_status st = { .pid = proc->pid };
+	int wstatus;
+	pid_t r;
+
+	do
+		r = wait4(proc->pid, &wstatus, nohang ? WNOHANG : 0,
+			  &st.rusage);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	if (r == 0)
+		return 0;
+	st.end_realtime_ns = bgrun__now_ns(CLOCK_REALTIME);
+	st.duration_ns = bgrun__now_ns(CLOCK_MONOTONIC) - proc->start_mono_ns;
+	st.start_realtime_ns = proc->start_realtime_ns;
+	if (WIFEXITED(wstatus)) {
+		st.exited = true;
+		st.exit_code = WEXITSTATUS(wstatus);
+	} else if (WIFSIGNALED(wstatus)) {
+		st.signaled = true;
+		st.signal = WTERMSIG(wstatus);
+		st.core_dumped = WCOREDUMP(wstatus);
+	}
+	*ret_status = st;
+	return 1;
+}
+
+int bgrun__platform_wait_ready(const struct bgrun__proc *proc, int timeout_ms)
+{
+	int64_t deadline = bgrun__now_ns(CLOCK_MONOTONIC) +
+			   (int64_t)timeout_ms * 1000000;
+
+	for (;;) {
+		int left = -1, r;
+
+		if (timeout_ms >= 0) {
+			int64_t ns = deadline - bgrun__now_ns(CLOCK_MONOTONIC);
+
+			left = ns > 0 ? (int)((ns + 999999) / 1000000) : 0;
+		}
+		if (proc->pidfd >= 0) {
+			struct pollfd p = { .fd = proc->pidfd, .events = POLLIN };
+
+			r = poll(&p, 1, left);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+				return -errno;
+			return r > 0 ? 1 : 0;
+		} else {
+			/* No pidfd: peek with WNOWAIT, leaving it reapable. */
+			siginfo_t si = { 0 };
+			struct timespec ts = { 0, 1000000 };
+
+			r = waitid(P_PID, (id_t)proc->pid, &si,
+				   WEXITED | WNOWAIT | (left < 0 ? 0 : WNOHANG));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+				return -errno;
+			if (si.si_pid != 0)
+				return 1;
+			if (left == 0)
+				return 0;
+			(void)nanosleep(&ts, NULL);
+		}
+	}
+}
+
+int bgrun__platform_kill(const struct bgrun__proc *proc, int sig)
+{
+#if HAVE_PIDFD_SEND_SIGNAL
+	if (proc->pidfd >= 0)
+		return pidfd_send_signal(proc->pidfd, sig, NULL, 0) < 0 ? -errno
+									: 0;
+#endif
+	return kill(proc->pid, sig) < 0 ? -errno : 0;
+}
+
+void bgrun__platform_close(struct bgrun__proc *proc)
+{
+	if (proc->pidfd >= 0)
+		(void)close(proc->pidfd);
+	proc->pidfd = -1;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/* util.c: small helpers shared by the library: clocks, threads, messages. */
+
+#include "internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+int64_t bgrun__now_ns(int clock_id)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(clock_id, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * The library's threads must never run the caller's signal handlers nor
+ * take a process-directed signal meant for the caller's threads, so they
+ * start with every signal blocked. The creating thread's mask is restored
+ * before returning.
+ */
+int bgrun__thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	pthread_attr_t attr;
+	int r;
+
+	(void)sigfillset(&all);
+	r = pthread_attr_init(&attr);
+	if (r != 0)
+		return -r;
+	(void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(ret_thread, &attr, fn, arg);
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	(void)pthread_attr_destroy(&attr);
+	return -r;
+}
+
+const char *bgrun_strerror(int error)
+{
+	if (error >= 0)
+		return "Success";
+	return strerror(-error);
+}
+
+const char *bgrun_stage_name(enum bgrun_stage stage)
+{
+	switch (stage) {
+	case BGRUN_STAGE_NONE:
+		return "none";
+	case BGRUN_STAGE_ARGS:
+		return "arguments";
+	case BGRUN_STAGE_SETUP:
+		return "setup";
+	case BGRUN_STAGE_CWD:
+		return "cwd";
+	case BGRUN_STAGE_STDIN:
+		return "stdin";
+	case BGRUN_STAGE_STDOUT:
+		return "stdout";
+	case BGRUN_STAGE_STDERR:
+		return "stderr";
+	case BGRUN_STAGE_EXEC:
+		return "exec";
+	}
+	return "unknown";
+}
+
+static void atfork_prepare(void)
+{
+	bgrun__async_atfork(BGRUN__FORK_PREPARE);
+	bgrun__reaper_atfork(BGRUN__FORK_PREPARE);
+}
+
+static void atfork_parent(void)
+{
+	bgrun__reaper_atfork(BGRUN__FORK_PARENT);
+	bgrun__async_atfork(BGRUN__FORK_PARENT);
+}
+
+static void atfork_child(void)
+{
+	bgrun__reaper_atfork(BGRUN__FORK_CHILD);
+	bgrun__async_atfork(BGRUN__FORK_CHILD);
+}
+
+static void init(void)
+{
+	(void)pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+void bgrun__init_once(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	(void)pthread_once(&once, init);
+}
