@@ -21,8 +21,16 @@ struct bgrun__req {
 	char **envp;             /* NULL-terminated */
 	const char *cwd;         /* NULL: the caller's */
 	struct bgrun_stdio in, out, err;
+	const int *pass_fds;
+	size_t n_pass_fds;
 	bool detach;
+	bool new_pgroup;
 	void *arena;             /* owns everything above when non-NULL */
+	/*
+	 * A queued launch cannot borrow the caller's descriptors past the
+	 * call: it owns duplicates of in/out/err.fd (kind FD) and of pass_fds.
+	 */
+	bool owns_fds;
 };
 
 /* Builds req from opts, borrowing strings (deep == false) or copying them. */

@@ -4,8 +4,10 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -56,6 +58,9 @@ static int validate(const struct bgrun_spawn_opts *o)
 	for (size_t i = 0; o->env_unset != NULL && o->env_unset[i] != NULL; i++)
 		if (o->env_unset[i][0] == '\0' || strchr(o->env_unset[i], '='))
 			return -EINVAL;
+	for (size_t i = 0; o->pass_fds != NULL && i < o->n_pass_fds; i++)
+		if (o->pass_fds[i] < 0)
+			return -EBADF;
 	for (int i = 0; i < 3; i++) {
 		switch (s[i]->kind) {
 		case BGRUN_STDIO_NULL:
@@ -176,25 +181,85 @@ static const char *copy_str(const char *s, char **pos)
 	return out;
 }
 
+static int dup_cloexec(int fd)
+{
+	int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+	return d < 0 ? -errno : d;
+}
+
+static void close_owned_fds(struct bgrun__req *req)
+{
+	struct bgrun_stdio *s[3] = { &req->in, &req->out, &req->err };
+
+	for (int i = 0; i < 3; i++)
+		if (s[i]->kind == BGRUN_STDIO_FD && s[i]->fd >= 0)
+			(void)close(s[i]->fd);
+	for (size_t i = 0; i < req->n_pass_fds; i++)
+		if (req->pass_fds[i] >= 0)
+			(void)close(req->pass_fds[i]);
+}
+
+/*
+ * A queued launch runs after the call returned, when the caller may have
+ * closed or reused its descriptors: take duplicates now. The caller's own
+ * 0, 1, 2 (INHERIT) are taken now too, as they are at the time of the call.
+ */
+static int take_fds(struct bgrun__req *req, int *pass)
+{
+	struct bgrun_stdio *s[3] = { &req->in, &req->out, &req->err };
+	int r = 0;
+
+	for (size_t i = 0; i < req->n_pass_fds; i++)
+		pass[i] = -1;
+	for (int i = 0; i < 3; i++) {
+		if (s[i]->kind == BGRUN_STDIO_INHERIT) {
+			if (fcntl(i, F_GETFD) < 0) {
+				s[i]->kind = BGRUN_STDIO_NULL;
+				continue;
+			}
+			s[i]->kind = BGRUN_STDIO_FD;
+			s[i]->fd = i;
+		}
+		if (s[i]->kind == BGRUN_STDIO_FD)
+			s[i]->fd = r < 0 ? -1 : dup_cloexec(s[i]->fd);
+		if (s[i]->kind == BGRUN_STDIO_FD && s[i]->fd < 0 && r == 0)
+			r = s[i]->fd;
+	}
+	for (size_t i = 0; i < req->n_pass_fds && r == 0; i++) {
+		pass[i] = dup_cloexec(req->pass_fds[i]);
+		if (pass[i] < 0)
+			r = pass[i];
+	}
+	req->pass_fds = pass;
+	req->owns_fds = true;
+	return r;
+}
+
 /*
  * A queued launch outlives the caller's buffers: move argv, envp, paths
- * and stdin bytes into one allocation. Pointer slots come first so they
- * stay aligned; strings and bytes follow.
+ * and stdin bytes into one allocation, and take its own descriptors.
+ * Layout: pointer slots, then the pass_fds ints (both aligned), then
+ * strings and bytes. On failure the request still owns what it holds and
+ * bgrun__req_release() frees it.
  */
 static int make_deep(struct bgrun__req *req)
 {
+	size_t nptr = vec_len((const char *const *)req->argv) + 1 +
+		      vec_len((const char *const *)req->envp) + 1;
 	size_t size = vec_bytes(req->argv) + vec_bytes(req->envp) +
-		      str_bytes(req->cwd) + str_bytes(req->out.path) +
-		      str_bytes(req->err.path) + req->in.len;
+		      req->n_pass_fds * sizeof(int) + str_bytes(req->cwd) +
+		      str_bytes(req->out.path) + str_bytes(req->err.path) +
+		      req->in.len;
 	char *arena, **slots, *pos;
+	int *pass;
 
-	arena = malloc(size > 0 ? size : 1);
+	arena = malloc(size);
 	if (arena == NULL)
 		return -ENOMEM;
 	slots = (char **)arena;
-	pos = arena + (vec_len((const char *const *)req->argv) + 1 +
-		       vec_len((const char *const *)req->envp) + 1) *
-			      sizeof(char *);
+	pass = (int *)(arena + nptr * sizeof(char *));
+	pos = (char *)(pass + req->n_pass_fds);
 	{
 		char **argv = copy_vec(req->argv, &slots, &pos);
 		char **envp = copy_vec(req->envp, &slots, &pos);
@@ -213,7 +278,7 @@ static int make_deep(struct bgrun__req *req)
 		req->in.bytes = pos;
 	}
 	req->arena = arena;
-	return 0;
+	return take_fds(req, pass);
 }
 
 int bgrun__req_build(const struct bgrun_spawn_opts *opts, bool deep,
@@ -238,11 +303,16 @@ int bgrun__req_build(const struct bgrun_spawn_opts *opts, bool deep,
 	req.err = opts->err;
 	if (req.in.kind != BGRUN_STDIO_BYTES)
 		req.in.len = 0;
+	req.pass_fds = opts->pass_fds;
+	req.n_pass_fds = opts->pass_fds != NULL ? opts->n_pass_fds : 0;
 	req.detach = opts->detach;
+	req.new_pgroup = opts->new_pgroup;
 	if (deep) {
 		r = make_deep(&req);
-		if (r < 0)
-			goto fail;
+		if (r < 0) {
+			bgrun__req_release(&req);
+			return r;
+		}
 	}
 	*ret_req = req;
 	return 0;
@@ -256,6 +326,8 @@ void bgrun__req_release(struct bgrun__req *req)
 {
 	if (req == NULL)
 		return;
+	if (req->owns_fds)
+		close_owned_fds(req);
 	if (req->arena != NULL) {
 		free(req->arena);
 	} else {

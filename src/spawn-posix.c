@@ -35,9 +35,18 @@
 
 #define DEFAULT_PATH "/bin:/usr/bin"
 
-/* The descriptors the parent prepared for the child, closed after spawn. */
+/*
+ * The descriptors the parent prepared for the child, closed after spawn.
+ * Every one of them is numbered `low` or above, where low = 3 + the
+ * number of pass_fds: the dup2 actions onto 0, 1, 2, 3, ... can then never
+ * overwrite a source that is still to be used (a caller whose own 0, 1 or
+ * 2 are closed would otherwise hand us those numbers).
+ */
 struct wiring {
+	int low;
 	int fd[3];     /* source for 0, 1, 2; -1: none (see wire_one) */
+	int *pass;     /* sources for 3, 4, ... (n_pass of them) */
+	size_t n_pass;
 	int cwd_fd;    /* O_PATH directory or -1 */
 };
 
@@ -46,30 +55,29 @@ static void wiring_close(struct wiring *w)
 	for (int i = 0; i < 3; i++)
 		if (w->fd[i] >= 0)
 			(void)close(w->fd[i]);
+	for (size_t i = 0; i < w->n_pass; i++)
+		if (w->pass[i] >= 0)
+			(void)close(w->pass[i]);
+	free(w->pass);
 	if (w->cwd_fd >= 0)
 		(void)close(w->cwd_fd);
 }
 
-/*
- * Every descriptor the library owns lives at 3 or above, close-on-exec, so
- * the dup2 actions onto 0, 1 and 2 can never overwrite a source that is
- * still to be used (a caller whose own 0, 1 or 2 are closed would
- * otherwise hand us those numbers).
- */
-static int fd_high(int fd)
+/* Moves a descriptor of ours (consumed) to `low` or above. */
+static int fd_high(int fd, int low)
 {
 	int h;
 
-	if (fd >= 3)
+	if (fd >= low)
 		return fd;
-	h = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	h = fcntl(fd, F_DUPFD_CLOEXEC, low);
 	if (h < 0)
 		h = -errno;
 	(void)close(fd);
 	return h;
 }
 
-static int open_high(const char *path, int flags, mode_t mode)
+static int open_high(const char *path, int flags, mode_t mode, int low)
 {
 	int fd;
 
@@ -78,7 +86,7 @@ static int open_high(const char *path, int flags, mode_t mode)
 	while (fd < 0 && errno == EINTR);
 	if (fd < 0)
 		return -errno;
-	return fd_high(fd);
+	return fd_high(fd, low);
 }
 
 static int write_all(int fd, const char *p, size_t len)
@@ -103,7 +111,7 @@ static int write_all(int fd, const char *p, size_t len)
  * size, and the child can even seek it (Mercurial's stdin_bytes does the
  * same with a temporary file).
  */
-static int bytes_file(const void *bytes, size_t len)
+static int bytes_file(const void *bytes, size_t len, int low)
 {
 	int fd = -1, r;
 
@@ -117,7 +125,7 @@ static int bytes_file(const void *bytes, size_t len)
 
 		if (dir == NULL || dir[0] == '\0')
 			dir = "/tmp";
-		fd = open_high(dir, O_TMPFILE | O_RDWR, 0600);
+		fd = open_high(dir, O_TMPFILE | O_RDWR, 0600, low);
 		if (fd < 0) {
 			char tmpl[PATH_MAX];
 
@@ -130,7 +138,7 @@ static int bytes_file(const void *bytes, size_t len)
 			(void)unlink(tmpl);
 		}
 	}
-	fd = fd_high(fd);
+	fd = fd_high(fd, low);
 	if (fd < 0)
 		return fd;
 	r = write_all(fd, bytes, len);
@@ -143,9 +151,9 @@ static int bytes_file(const void *bytes, size_t len)
 	return fd;
 }
 
-static int dup_high(int fd)
+static int dup_high(int fd, int low)
 {
-	int h = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, low);
 
 	return h < 0 ? -errno : h;
 }
@@ -155,7 +163,8 @@ static int dup_high(int fd)
  * *s: *ret_fd is a descriptor of ours, or -1 when the file actions need
  * none (/dev/null is opened by the child, stderr joins stdout there).
  */
-static int wire_one(const struct bgrun_stdio *s, int target, int *ret_fd)
+static int wire_one(const struct bgrun_stdio *s, int target, int low,
+		    int *ret_fd)
 {
 	int fd;
 
@@ -168,24 +177,24 @@ static int wire_one(const struct bgrun_stdio *s, int target, int *ret_fd)
 		/* A closed descriptor of the caller becomes /dev/null. */
 		if (fcntl(target, F_GETFD) < 0)
 			return 0;
-		fd = dup_high(target);
+		fd = dup_high(target, low);
 		break;
 	case BGRUN_STDIO_FD:
-		fd = dup_high(s->fd);
+		fd = dup_high(s->fd, low);
 		break;
 	case BGRUN_STDIO_FILE:
 		if (target == 0)
-			fd = open_high(s->path, O_RDONLY, 0);
+			fd = open_high(s->path, O_RDONLY, 0, low);
 		else
 			fd = open_high(s->path,
 				       O_WRONLY | O_CREAT |
 					       (s->append ? O_APPEND : O_TRUNC),
-				       0666);
+				       0666, low);
 		break;
 	case BGRUN_STDIO_BYTES:
 		if (s->len == 0)
 			return 0;
-		fd = bytes_file(s->bytes, s->len);
+		fd = bytes_file(s->bytes, s->len, low);
 		break;
 	default:
 		return -EINVAL;
@@ -271,11 +280,11 @@ static int find_program(const char *file, char **envp, int cwd_fd,
 	return eacces ? -EACCES : -ENOENT;
 }
 
-/* Closes every descriptor >= 3 in the child: closefrom, or a list. */
-static int add_closefrom(posix_spawn_file_actions_t *fa)
+/* Closes every descriptor >= low in the child: closefrom, or a list. */
+static int add_closefrom(posix_spawn_file_actions_t *fa, int low)
 {
 #if HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDCLOSEFROM_NP
-	return -posix_spawn_file_actions_addclosefrom_np(fa, 3);
+	return -posix_spawn_file_actions_addclosefrom_np(fa, low);
 #else
 	/*
 	 * Fallback: close what is open now. A descriptor another thread opens
@@ -294,14 +303,14 @@ static int add_closefrom(posix_spawn_file_actions_t *fa)
 		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
 		    rl.rlim_cur != RLIM_INFINITY)
 			max = (long)rl.rlim_cur;
-		for (long fd = 3; fd < max && r == 0; fd++)
+		for (long fd = low; fd < max && r == 0; fd++)
 			r = -posix_spawn_file_actions_addclose(fa, (int)fd);
 		return r;
 	}
 	while (r == 0 && (e = readdir(d)) != NULL) {
 		int fd = atoi(e->d_name);
 
-		if (e->d_name[0] != '.' && fd >= 3 && fd != dirfd(d))
+		if (e->d_name[0] != '.' && fd >= low && fd != dirfd(d))
 			r = -posix_spawn_file_actions_addclose(fa, fd);
 	}
 	(void)closedir(d);
@@ -325,9 +334,11 @@ static int add_fd_actions(posix_spawn_file_actions_t *fa,
 				fa, i, "/dev/null", i == 0 ? O_RDONLY : O_WRONLY,
 				0);
 	}
+	for (size_t i = 0; i < w->n_pass && r == 0; i++)
+		r = posix_spawn_file_actions_adddup2(fa, w->pass[i], 3 + (int)i);
 	if (r != 0)
 		return -r;
-	return add_closefrom(fa);
+	return add_closefrom(fa, w->low);
 }
 
 #if !HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDFCHDIR_NP && \
@@ -419,7 +430,10 @@ static int do_spawn(const struct bgrun__req *req, const struct wiring *w,
 	if (r == 0)
 		r = -posix_spawnattr_setflags(
 			&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-				       (req->detach ? POSIX_SPAWN_SETSID : 0));
+				       (req->detach ? POSIX_SPAWN_SETSID
+						    : req->new_pgroup
+							      ? POSIX_SPAWN_SETPGROUP
+							      : 0));
 	if (r == 0)
 		r = -posix_spawn(ret_pid, path, &fa, &attr, argv, req->envp);
 	if (argv != req->argv)
@@ -446,14 +460,16 @@ int bgrun__platform_spawn(const struct bgrun__req *req,
 	static const enum bgrun_stage stages[3] = {
 		BGRUN_STAGE_STDIN, BGRUN_STAGE_STDOUT, BGRUN_STAGE_STDERR
 	};
-	struct wiring w = { { -1, -1, -1 }, -1 };
+	struct wiring w = { .low = 3 + (int)req->n_pass_fds,
+			    .fd = { -1, -1, -1 },
+			    .cwd_fd = -1 };
 	struct bgrun__proc proc = { .pidfd = -1 };
 	char buf[PATH_MAX];
 	const char *path = NULL;
 	int r;
 
 	if (req->cwd != NULL) {
-		w.cwd_fd = open_high(req->cwd, O_PATH | O_DIRECTORY, 0);
+		w.cwd_fd = open_high(req->cwd, O_PATH | O_DIRECTORY, 0, w.low);
 		if (w.cwd_fd < 0) {
 			r = fail(failure, BGRUN_STAGE_CWD, w.cwd_fd);
 			goto out;
@@ -472,10 +488,25 @@ int bgrun__platform_spawn(const struct bgrun__req *req,
 		goto out;
 	}
 	for (int i = 0; i < 3; i++) {
-		r = wire_one(s[i], i, &w.fd[i]);
+		r = wire_one(s[i], i, w.low, &w.fd[i]);
 		if (r < 0) {
 			r = fail(failure, stages[i], r);
 			goto out;
+		}
+	}
+	if (req->n_pass_fds > 0) {
+		w.pass = malloc(req->n_pass_fds * sizeof(*w.pass));
+		if (w.pass == NULL) {
+			r = fail(failure, BGRUN_STAGE_SETUP, -ENOMEM);
+			goto out;
+		}
+		for (; w.n_pass < req->n_pass_fds; w.n_pass++) {
+			w.pass[w.n_pass] = dup_high(req->pass_fds[w.n_pass], w.low);
+			if (w.pass[w.n_pass] < 0) {
+				r = fail(failure, BGRUN_STAGE_SETUP,
+					 w.pass[w.n_pass]);
+				goto out;
+			}
 		}
 	}
 	proc.start_realtime_ns = bgrun__now_ns(CLOCK_REALTIME);
@@ -489,7 +520,7 @@ int bgrun__platform_spawn(const struct bgrun__req *req,
 	/* Our child is not reaped yet, so its pid cannot have been reused. */
 	proc.pidfd = pidfd_open(proc.pid, 0);
 	if (proc.pidfd >= 0)
-		proc.pidfd = fd_high(proc.pidfd);
+		proc.pidfd = fd_high(proc.pidfd, 3);
 	if (proc.pidfd < 0)
 		proc.pidfd = -1;
 #endif
