@@ -36,7 +36,7 @@ enum bgrun_stdio_kind {
 	BGRUN_STDIO_NULL = 0, /* /dev/null (the default for all three) */
 	BGRUN_STDIO_INHERIT,  /* the caller's own descriptor 0, 1 or 2 */
 	BGRUN_STDIO_FD,       /* .fd, a descriptor of the caller (borrowed) */
-	BGRUN_STDIO_FILE,     /* .path, opened by the library (stdout/stderr) */
+	BGRUN_STDIO_FILE,     /* .path, opened by the library (stdin: read) */
 	BGRUN_STDIO_BYTES,    /* .bytes/.len, stdin only: fed from memory */
 	BGRUN_STDIO_STDOUT,   /* stderr only: the same open file as stdout */
 };
@@ -123,6 +123,20 @@ struct bgrun_spawn_opts {
 	 */
 	bool detach;
 	/*
+	 * new_pgroup (default false): when not detached, the child leads a new
+	 * process group (POSIX_SPAWN_SETPGROUP), so that a supervisor can
+	 * signal it and everything it starts with killpg() without signalling
+	 * itself. Ignored when detached (a session leader leads its group).
+	 */
+	bool new_pgroup;
+	/*
+	 * Extra descriptors of the caller (borrowed) that the child receives
+	 * as 3, 4, ... in this order, without close-on-exec. Every other
+	 * descriptor above 2 is closed in the child.
+	 */
+	const int *pass_fds;
+	size_t n_pass_fds;
+	/*
 	 * ensurestart (default true): bgrun_spawn() returns only once the
 	 * program has been executed, and any failure is its return value.
 	 * false: the launch is queued to a library thread and bgrun_spawn()
@@ -173,7 +187,7 @@ struct bgrun_status {
  * -EMFILE ...; opts->failure says which step. Nothing is left behind: no
  * process, no descriptor.
  *
- * The child always starts with descriptors 0, 1, 2 only, an empty signal
+ * The child always starts with descriptors 0, 1, 2 (and pass_fds) only, an empty signal
  * mask and every signal at its default disposition, whatever the caller's
  * state. Cost: one posix_spawn (clone(CLONE_VM|CLONE_VFORK) in glibc),
  * independent of the caller's memory size.
@@ -232,6 +246,329 @@ const char *bgrun_strerror(int error);
 
 /* A short name for a stage ("exec", "stdout", ...). */
 const char *bgrun_stage_name(enum bgrun_stage stage);
+
+/*
+ * Parses a duration: a decimal number with an optional unit, ns, us, ms,
+ * s (the default), m, h or d ("1.5s", "250ms", "10m", "3d"). -EINVAL for
+ * anything else, including negative values; -ERANGE past about 292 years.
+ */
+int bgrun_parse_duration(const char *text, int64_t *ret_ns);
+
+/*
+ * ===================================================================
+ * EVENTS AND THE STORE (src/event.c, src/store*.c)
+ * ===================================================================
+ *
+ * One event type describes everything that gets recorded: bgrun's own
+ * launches, Mercurial's logtoprocess events (commandfinish, command,
+ * commandexception, uiblocked, develwarn, ...), clone hooks. The store is
+ * an SQLite database holding one row per event id.
+ *
+ * Unknown integers are BGRUN_NULL and unknown strings NULL; both are
+ * stored as SQL NULL, never as a sentinel value.
+ */
+#define BGRUN_NULL INT64_MIN
+
+/* The values of struct bgrun_event.result. */
+#define BGRUN_RESULT_RUNNING "running"
+#define BGRUN_RESULT_SUCCESS "success"      /* exited with code 0 */
+#define BGRUN_RESULT_FAILED "failed"        /* exited with another code */
+#define BGRUN_RESULT_SIGNALED "signaled"    /* killed by a signal */
+#define BGRUN_RESULT_TIMEOUT "timeout"      /* killed by its supervisor */
+#define BGRUN_RESULT_SPAWN_FAILED "spawn_failed"
+#define BGRUN_RESULT_LOST "lost"            /* its supervisor vanished */
+
+/* The longest event id (a UUID's 36 characters). */
+#define BGRUN_EVENT_ID_MAX 36
+
+/*
+ * One event. Every pointer is borrowed: the struct owns nothing but id.
+ * Text fields hold UTF-8; the store replaces the bytes of any field that
+ * is not valid UTF-8 by \xNN escapes, except argv, which is kept exactly.
+ */
+struct bgrun_event {
+	/*
+	 * Unique id made by the client before the first write (a UUID v4 by
+	 * bgrun_event_init), so that a retried write updates the same row
+	 * instead of adding one. 1 to 36 characters of [0-9A-Za-z._-].
+	 */
+	char id[BGRUN_EVENT_ID_MAX + 1];
+	const char *event;   /* required: "commandfinish", "exthook", ... */
+	const char *source;  /* "bgrun", "hg", "clone-hook", ... */
+	const char *host;
+	int64_t uid;
+	const char *user;
+	const char *boot_id; /* /proc/sys/kernel/random/boot_id */
+	int64_t pid;         /* the command's */
+	/*
+	 * The process that writes the row (a bgrun supervisor) and its
+	 * start time (bgrun_proc_starttime()): with boot_id they tell whether
+	 * a `running` row's writer still exists, even after pid reuse.
+	 */
+	int64_t supervisor_pid;
+	int64_t supervisor_start;
+	/* The exact bytes of the command, NULL-terminated; NULL: unknown. */
+	const char *const *argv;
+	/*
+	 * For people: NULL is made from argv at write time, each argument
+	 * shell-quoted like Mercurial's procutil.shellquote, non-printable
+	 * and invalid bytes shown as \xNN.
+	 */
+	const char *display;
+	const char *cwd;
+	const char *tag;
+	int64_t start_ns;    /* CLOCK_REALTIME, ns since the epoch */
+	int64_t end_ns;      /* CLOCK_REALTIME, ns since the epoch */
+	int64_t duration_ns; /* CLOCK_MONOTONIC difference */
+	int64_t exit_code;   /* 0..255, or BGRUN_NULL if it did not exit */
+	int64_t signal;      /* the signal that killed it, or BGRUN_NULL */
+	int64_t core_dumped; /* 0, 1 or BGRUN_NULL */
+	const char *result;  /* BGRUN_RESULT_* or NULL (not a command) */
+	/* Resource use of the command (wait4's rusage). */
+	int64_t user_cpu_ns;
+	int64_t sys_cpu_ns;
+	int64_t max_rss_kb;
+	int64_t minor_faults;
+	int64_t major_faults;
+	int64_t in_blocks;
+	int64_t out_blocks;
+	int64_t vol_ctxsw;
+	int64_t invol_ctxsw;
+	const char *stdout_path;
+	const char *stderr_path;
+	const char *message;
+	/* A JSON object (text); anything else makes the write -EINVAL. */
+	const char *options_json;
+};
+
+/*
+ * Fills *ev for a new event: every integer BGRUN_NULL, every string NULL,
+ * then a new random id (UUID v4 from getrandom), event and source
+ * (borrowed), host (uname), uid and user (getuid, getpwuid_r) and boot_id.
+ * host, user and boot_id point into storage of the library that lives
+ * until the process exits and never changes; the id lives in the struct,
+ * so a copy of the struct is a copy of the event. Never fails: what it
+ * cannot learn stays unknown.
+ */
+void bgrun_event_init(struct bgrun_event *ev, const char *event,
+		      const char *source);
+
+/*
+ * Records how a command ended: pid, exit_code or signal (the other stays
+ * BGRUN_NULL), core_dumped, result (success, failed or signaled), start,
+ * end and duration, and the rusage fields. Other fields are untouched (a
+ * supervisor that killed the command on a timeout sets result itself).
+ */
+void bgrun_event_set_status(struct bgrun_event *ev,
+			    const struct bgrun_status *st);
+
+/*
+ * The start time of process pid (field 22 of /proc/PID/stat, clock ticks
+ * since boot), or BGRUN_NULL if there is no such process.
+ */
+int64_t bgrun_proc_starttime(pid_t pid);
+
+/*
+ * The display string of argv, as described at struct bgrun_event.display:
+ * *ret_display is malloc'd (the caller frees it). -ENOMEM, -EINVAL (argv
+ * NULL).
+ */
+int bgrun_argv_display(const char *const *argv, char **ret_display);
+
+/*
+ * THE STORE
+ *
+ * An SQLite database in WAL mode, schema versioned by PRAGMA user_version
+ * and marked by PRAGMA application_id 0x62677275 ("bgru"). Any number of
+ * processes may open it at once, for reading and writing. Write
+ * transactions of all processes are serialised by an advisory lock
+ * (flock) on the file <db>-lock beside the database, so concurrent writers
+ * wait for each other instead of failing with SQLITE_BUSY (and so that
+ * SQLite 3.40's WAL-reset race cannot happen between them).
+ *
+ * Errors, beyond the usual -ENOMEM, -EIO, -ENOSPC, -EACCES:
+ *   -EBADMSG  the file is not a bgrun store: not SQLite at all, corrupt,
+ *             or an SQLite database of another application
+ *   -EPROTO   a bgrun store of a schema version this library cannot use
+ *             (newer, or older when opened read-only)
+ *   -EROFS    a write on a store opened BGRUN_STORE_READONLY
+ *   -EBUSY    another program (not using the lock) held the database
+ *             longer than the busy timeout (10 s)
+ *   -EINVAL   an invalid argument or event
+ * After a failure bgrun_store_errmsg() gives a one-line explanation.
+ *
+ * THREAD SAFETY: a store is used by one thread at a time (open one per
+ * thread, or lock around it). A store must not be used by a process
+ * fork()ed after it was opened: the child opens its own.
+ */
+struct bgrun_store;
+
+#define BGRUN_STORE_READONLY 0x1u /* never create or change anything */
+
+/*
+ * The default database path: $BGRUN_DB, else
+ * $XDG_STATE_HOME/bgrun/events.db, else $HOME/.local/state/bgrun/events.db
+ * (relative XDG_STATE_HOME values are ignored, as the spec says).
+ * *ret_path is malloc'd. -ENOENT when neither XDG_STATE_HOME nor HOME is
+ * set.
+ */
+int bgrun_store_default_path(char **ret_path);
+
+/*
+ * Opens the store at path (borrowed).
+ *
+ * Read-write (flags 0): creates missing parent directories (mode 0700)
+ * and the database (0600) and its lock file (0600), brings the schema up
+ * to date (each migration step in its own transaction) and puts it in WAL
+ * mode. A database whose application_id is not ours is refused unless it
+ * is empty (application_id 0 and no tables).
+ *
+ * BGRUN_STORE_READONLY: opens with SQLITE_OPEN_READONLY and creates
+ * nothing: a missing file (or a database nothing was ever written to) is
+ * -ENOENT.
+ *
+ * On failure, if ret_errmsg is not NULL, *ret_errmsg receives a malloc'd
+ * one-line message naming the path, fit to print after the program's name
+ * (the caller frees it; NULL if even that allocation failed). This is the
+ * one output parameter written on failure only.
+ */
+int bgrun_store_open(const char *path, unsigned flags,
+		     struct bgrun_store **ret_store, char **ret_errmsg);
+
+/* Closes the store; accepts NULL. */
+void bgrun_store_close(struct bgrun_store *store);
+
+/*
+ * A one-line message about the last failed call on store ("" if none).
+ * Valid until the next call on the store.
+ */
+const char *bgrun_store_errmsg(const struct bgrun_store *store);
+
+/*
+ * Writes an event: inserts it, or updates the row with the same id. An
+ * update happens only when the stored row is `running` (any new values
+ * replace it; fields the new event leaves unknown keep their stored
+ * value), or when it is `lost` and the new event has a final result. So a
+ * supervisor's `running` row becomes its final row, a retried final write
+ * changes nothing, and a late `running` write never overwrites a final
+ * row. The row is committed (WAL, synchronous=NORMAL: durable across a
+ * crash of the process, not necessarily of the machine) when this
+ * returns. Returns 1 if the row was inserted or changed, 0 if not.
+ */
+int bgrun_store_put(struct bgrun_store *store, const struct bgrun_event *ev);
+
+/*
+ * Writes n events in one transaction (all or none): the same rules as
+ * bgrun_store_put for each. Returns the number of rows inserted or
+ * changed.
+ */
+int bgrun_store_put_batch(struct bgrun_store *store,
+			  const struct bgrun_event *evs, size_t n);
+
+/*
+ * Lost rows. A `running` row is lost when its supervisor is gone: its
+ * boot_id differs from the current boot's, or no process supervisor_pid
+ * exists (or it is a zombie), or its start time differs from
+ * supervisor_start. (A row of this boot without supervisor_pid cannot be
+ * judged and stays running; so does every row of this boot when /proc is
+ * unreadable.) Queries report such rows as `lost` while the stored row
+ * stays `running`; bgrun_store_mark_lost() stores `lost` in them and sets
+ * *ret_count (optional) to how many.
+ */
+int bgrun_store_mark_lost(struct bgrun_store *store, int64_t *ret_count);
+
+/*
+ * What to read. Plain data: start from BGRUN_QUERY_INIT. An event's time
+ * is its start_ns, or the time it was first recorded when start_ns is
+ * unknown. Strings are borrowed; NULL means no condition.
+ */
+struct bgrun_query {
+	int64_t since_ns;     /* time >= since_ns; BGRUN_NULL: no bound */
+	int64_t until_ns;     /* time < until_ns; BGRUN_NULL: no bound */
+	bool failed;          /* result other than success and running */
+	const char *result;   /* this result ("lost" as reported) */
+	const char *cmd_glob; /* display GLOB cmd_glob (case-sensitive) */
+	const char *tag;
+	const char *cwd;
+	const char *source;
+	const char *event;
+	int64_t limit;        /* at most this many rows; 0: all */
+};
+
+#define BGRUN_QUERY_INIT { .since_ns = BGRUN_NULL, .until_ns = BGRUN_NULL }
+
+/* A row as read back: valid only during the callback. */
+struct bgrun_event_row {
+	/*
+	 * The event. ev.argv is decoded to its exact bytes; ev.result is the
+	 * result as reported, `lost` for a lost `running` row.
+	 */
+	struct bgrun_event ev;
+	size_t argc;               /* the number of strings in ev.argv */
+	const char *stored_result; /* the result column as stored */
+	int64_t recorded_ns;       /* when the row was first written */
+	int64_t time_ns;           /* start_ns, else recorded_ns */
+	/*
+	 * The whole row as one JSON object made by SQLite: a key per column
+	 * (argv as its JSON array, options_json under "options"), result as
+	 * reported.
+	 */
+	const char *json;
+};
+
+/*
+ * Called for each row; returning non-zero stops the read, and that value
+ * becomes the return value of the call that invoked it.
+ */
+typedef int (*bgrun_store_row_cb)(void *data,
+				  const struct bgrun_event_row *row);
+
+/*
+ * Calls cb for each event matching query (all conditions together),
+ * newest first (by time, then the latest written first). Returns 0 when
+ * all were given.
+ */
+int bgrun_store_query(struct bgrun_store *store,
+		      const struct bgrun_query *query,
+		      bgrun_store_row_cb cb, void *data);
+
+/*
+ * Calls cb once for the event whose id is id_or_prefix or, failing that,
+ * the only one whose id starts with it. -ENOENT: none; -EEXIST: the
+ * prefix matches several events; -EINVAL: not a possible id prefix.
+ */
+int bgrun_store_get(struct bgrun_store *store, const char *id_or_prefix,
+		    bgrun_store_row_cb cb, void *data);
+
+/* Per-command statistics (durations in ns, BGRUN_NULL if none known). */
+struct bgrun_stats_row {
+	const char *display; /* the command (NULL: events without one) */
+	int64_t runs;        /* finished runs (not running) */
+	int64_t failures;    /* finished with a result other than success */
+	int64_t p50_ns;      /* median duration (nearest rank) */
+	int64_t p95_ns;      /* 95th percentile duration (nearest rank) */
+	int64_t max_ns;
+};
+
+typedef int (*bgrun_store_stats_cb)(void *data,
+				    const struct bgrun_stats_row *row);
+
+/*
+ * Calls cb once per display string among the events matching query
+ * (limit ignored), in display order. Percentiles use the nearest-rank
+ * method over the runs with a known duration.
+ */
+int bgrun_store_stats(struct bgrun_store *store,
+		      const struct bgrun_query *query,
+		      bgrun_store_stats_cb cb, void *data);
+
+/*
+ * Marks lost rows (as bgrun_store_mark_lost), then deletes every event
+ * whose time is before older_than_ns, except rows still running, in one
+ * transaction. *ret_deleted (optional) gets the number deleted.
+ */
+int bgrun_store_prune(struct bgrun_store *store, int64_t older_than_ns,
+		      int64_t *ret_deleted);
 
 #ifdef __cplusplus
 }

@@ -80,6 +80,13 @@ void bgrun__child_set_failed(struct bgrun_child *child, int error,
 void bgrun__child_ref(struct bgrun_child *child);
 void bgrun__child_unref(struct bgrun_child *child);
 
+/*
+ * Moves a descriptor of the library's own (consumed, even on error) to
+ * `low` or above, close-on-exec: a caller that closed its 0, 1 or 2 must
+ * never find a library descriptor there.
+ */
+int bgrun__fd_high(int fd, int low);
+
 /* Clocks, in nanoseconds. */
 int64_t bgrun__now_ns(int clock_id);
 

@@ -110,21 +110,21 @@ static int start(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 	pthread_t t;
-	int r;
+	int fd, r;
 
-	R.epfd = epoll_create1(EPOLL_CLOEXEC);
-	R.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (R.epfd < 0 || R.wakefd < 0 ||
-	    epoll_ctl(R.epfd, EPOLL_CTL_ADD, R.wakefd, &ev) < 0) {
+	fd = epoll_create1(EPOLL_CLOEXEC);
+	R.epfd = fd < 0 ? -errno : bgrun__fd_high(fd, 3);
+	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	R.wakefd = fd < 0 ? -errno : bgrun__fd_high(fd, 3);
+	r = R.epfd < 0 ? R.epfd : R.wakefd < 0 ? R.wakefd : 0;
+	if (r == 0 && epoll_ctl(R.epfd, EPOLL_CTL_ADD, R.wakefd, &ev) < 0)
 		r = -errno;
-		goto fail;
+	if (r == 0)
+		r = bgrun__thread_start(&t, reaper_main, NULL);
+	if (r == 0) {
+		R.started = true;
+		return 0;
 	}
-	r = bgrun__thread_start(&t, reaper_main, NULL);
-	if (r < 0)
-		goto fail;
-	R.started = true;
-	return 0;
-fail:
 	if (R.wakefd >= 0)
 		(void)close(R.wakefd);
 	if (R.epfd >= 0)

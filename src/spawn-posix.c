@@ -64,7 +64,7 @@ static void wiring_close(struct wiring *w)
 }
 
 /* Moves a descriptor of ours (consumed) to `low` or above. */
-static int fd_high(int fd, int low)
+int bgrun__fd_high(int fd, int low)
 {
 	int h;
 
@@ -86,7 +86,7 @@ static int open_high(const char *path, int flags, mode_t mode, int low)
 	while (fd < 0 && errno == EINTR);
 	if (fd < 0)
 		return -errno;
-	return fd_high(fd, low);
+	return bgrun__fd_high(fd, low);
 }
 
 static int write_all(int fd, const char *p, size_t len)
@@ -138,7 +138,7 @@ static int bytes_file(const void *bytes, size_t len, int low)
 			(void)unlink(tmpl);
 		}
 	}
-	fd = fd_high(fd, low);
+	fd = bgrun__fd_high(fd, low);
 	if (fd < 0)
 		return fd;
 	r = write_all(fd, bytes, len);
@@ -216,6 +216,25 @@ static const char *env_get(char **envp, const char *name)
 }
 
 /*
+ * Can `path` (relative to cwd_fd) be executed? 0 if it is a regular file
+ * we may execute; -EACCES if it exists but is not; else the stat error.
+ * The exec itself can still fail (ENOEXEC, E2BIG), but checking first
+ * spares the caller's output files from being opened (and truncated) for
+ * a program that cannot run.
+ */
+static int check_program(int cwd_fd, const char *path)
+{
+	struct stat st;
+
+	if (fstatat(cwd_fd, path, &st, 0) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) ||
+	    faccessat(cwd_fd, path, X_OK, AT_EACCESS) < 0)
+		return -EACCES;
+	return 0;
+}
+
+/*
  * execvpe(3)'s search, done in the parent with the child's PATH and
  * relative to the child's working directory: the first regular executable
  * file wins; a candidate that exists but cannot be executed makes the
@@ -228,10 +247,14 @@ static int find_program(const char *file, char **envp, int cwd_fd,
 	const char *path, *p, *end;
 	bool eacces = false;
 	size_t flen = strlen(file);
+	int r;
 
 	if (flen == 0)
 		return -ENOENT;
 	if (strchr(file, '/') != NULL) {
+		r = check_program(cwd_fd, file);
+		if (r < 0)
+			return r;
 		*ret_path = file;
 		return 0;
 	}
@@ -240,40 +263,34 @@ static int find_program(const char *file, char **envp, int cwd_fd,
 		path = DEFAULT_PATH;
 	for (p = path;; p = end + 1) {
 		size_t dlen;
-		struct stat st;
 
 		end = strchrnul(p, ':');
 		dlen = (size_t)(end - p);
-		/* An empty entry means the working directory, as in execvp. */
-		if (dlen + 1 + flen + 1 <= size) {
-			if (dlen > 0) {
-				memcpy(buf, p, dlen);
-				buf[dlen] = '/';
-				memcpy(buf + dlen + 1, file, flen + 1);
-			} else {
-				memcpy(buf, file, flen + 1);
-			}
-			if (fstatat(cwd_fd, buf, &st, 0) == 0) {
-				if (S_ISREG(st.st_mode) &&
-				    faccessat(cwd_fd, buf, X_OK, AT_EACCESS) == 0) {
-					if (dlen == 0) {
-						/* Keep it a path for execve. */
-						memmove(buf + 2, buf, flen + 1);
-						memcpy(buf, "./", 2);
-					}
-					*ret_path = buf;
-					return 0;
-				}
-				eacces = true;
-			} else if (errno == EACCES) {
-				eacces = true;
-			} else if (errno != ENOENT && errno != ENOTDIR &&
-				   errno != ENAMETOOLONG && errno != ELOOP &&
-				   errno != ESTALE && errno != ENODEV &&
-				   errno != ETIMEDOUT) {
-				return -errno;
-			}
+		/*
+		 * An empty entry means the working directory, as in execvp;
+		 * spell it "." so that the result stays a path for execve.
+		 */
+		if (dlen == 0) {
+			p = ".";
+			dlen = 1;
 		}
+		if (dlen + 1 + flen + 1 > size)
+			goto next;
+		memcpy(buf, p, dlen);
+		buf[dlen] = '/';
+		memcpy(buf + dlen + 1, file, flen + 1);
+		r = check_program(cwd_fd, buf);
+		if (r == 0) {
+			*ret_path = buf;
+			return 0;
+		}
+		if (r == -EACCES)
+			eacces = true;
+		else if (r != -ENOENT && r != -ENOTDIR && r != -ENAMETOOLONG &&
+			 r != -ELOOP && r != -ESTALE && r != -ENODEV &&
+			 r != -ETIMEDOUT)
+			return r;
+next:
 		if (*end == '\0')
 			break;
 	}
@@ -520,7 +537,7 @@ int bgrun__platform_spawn(const struct bgrun__req *req,
 	/* Our child is not reaped yet, so its pid cannot have been reused. */
 	proc.pidfd = pidfd_open(proc.pid, 0);
 	if (proc.pidfd >= 0)
-		proc.pidfd = fd_high(proc.pidfd, 3);
+		proc.pidfd = bgrun__fd_high(proc.pidfd, 3);
 	if (proc.pidfd < 0)
 		proc.pidfd = -1;
 #endif

@@ -4,6 +4,8 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -98,4 +100,37 @@ void bgrun__init_once(void)
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 	(void)pthread_once(&once, init);
+}
+
+int bgrun_parse_duration(const char *text, int64_t *ret_ns)
+{
+	static const struct {
+		const char *name;
+		double ns;
+	} units[] = {
+		{ "ns", 1 },	     { "us", 1e3 },	 { "ms", 1e6 },
+		{ "s", 1e9 },	     { "", 1e9 },	 { "m", 60e9 },
+		{ "min", 60e9 },     { "h", 3600e9 },	 { "d", 86400e9 },
+	};
+	char *end;
+	double v;
+
+	if (text == NULL)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(text, &end);
+	/* Plain decimals only: strtod would also take "1e3" and "0x10". */
+	if (errno != 0 || end == text ||
+	    end != text + strspn(text, "0123456789.") || !isfinite(v))
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].name) == 0) {
+			v *= units[i].ns;
+			if (v >= 9.2e18)
+				return -ERANGE;
+			*ret_ns = (int64_t)llround(v);
+			return 0;
+		}
+	}
+	return -EINVAL;
 }

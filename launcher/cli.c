@@ -1,0 +1,397 @@
+/* SPDX-License-Identifier: MIT */
+/* cli.c: the bgrun command line: options, messages, exit codes. */
+
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Long options without a short form. */
+enum {
+	OPT_CLEAR_ENV = 256,
+	OPT_NO_ENSURESTART,
+	OPT_PRINT_PID,
+	OPT_VERSION,
+	OPT_NO_LOG,
+	OPT_TAG,
+	OPT_TIMEOUT,
+	OPT_KILL_AFTER,
+	OPT_PRINT_ID,
+	OPT_DB,
+	OPT_SUPERVISE,
+};
+
+static const struct option longopts[] = {
+	{ "stdout", required_argument, NULL, 'o' },
+	{ "stderr", required_argument, NULL, 'e' },
+	{ "append", no_argument, NULL, 'a' },
+	{ "cwd", required_argument, NULL, 'C' },
+	{ "env", required_argument, NULL, 'E' },
+	{ "unset", required_argument, NULL, 'u' },
+	{ "clear-env", no_argument, NULL, OPT_CLEAR_ENV },
+	{ "stdin", required_argument, NULL, 'i' },
+	{ "shell", no_argument, NULL, 's' },
+	{ "wait", no_argument, NULL, 'w' },
+	{ "no-ensurestart", no_argument, NULL, OPT_NO_ENSURESTART },
+	{ "print-pid", no_argument, NULL, OPT_PRINT_PID },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "no-log", no_argument, NULL, OPT_NO_LOG },
+	{ "tag", required_argument, NULL, OPT_TAG },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "kill-after", required_argument, NULL, OPT_KILL_AFTER },
+	{ "print-id", no_argument, NULL, OPT_PRINT_ID },
+	{ "db", required_argument, NULL, OPT_DB },
+	/* Internal: run as the supervisor of a launch with this event id. */
+	{ "_supervise", required_argument, NULL, OPT_SUPERVISE },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char usage_text[] =
+	"Usage: bgrun [OPTION]... [--] COMMAND [ARG]...\n"
+	"Launch COMMAND detached (in a new session) and return at once.\n"
+	"Its stdin, stdout and stderr are /dev/null unless redirected.\n"
+	"\n"
+	"  -o, --stdout=FILE     write the command's stdout to FILE\n"
+	"  -e, --stderr=FILE     write its stderr to FILE (joined if FILE is stdout's)\n"
+	"  -a, --append          append to the output files instead of truncating\n"
+	"  -i, --stdin=FILE      read stdin from FILE ('-': bgrun's own stdin)\n"
+	"  -C, --cwd=DIR         run the command in DIR\n"
+	"  -E, --env=NAME=VALUE  set a variable (repeatable)\n"
+	"  -u, --unset=NAME      remove a variable (repeatable, applied last)\n"
+	"      --clear-env       start from an empty environment\n"
+	"  -s, --shell           COMMAND is a /bin/sh script; ARGs are its $0, $1...\n"
+	"  -w, --wait            do not detach: wait, exit with the command's status\n"
+	"      --no-ensurestart  queue the launch, then wait for its outcome\n"
+	"      --print-pid       print the command's pid on stdout\n"
+	"\n"
+	"Unless --no-log, a supervisor waits for COMMAND and records its finish\n"
+	"(exit code or signal, duration, resource use) in the event log\n"
+	"($BGRUN_DB, else $XDG_STATE_HOME/bgrun/events.db); see 'logsink query'.\n"
+	"      --no-log          launch COMMAND alone, record nothing\n"
+	"      --tag=TEXT        record TEXT with the event\n"
+	"      --timeout=DUR     send SIGTERM to COMMAND after DUR (10s, 5m, 1h)\n"
+	"      --kill-after=DUR  then SIGKILL if still running DUR later\n"
+	"      --print-id        print the event id on stdout\n"
+	"      --db=PATH         the event log database\n"
+	"  -h, --help            display this help and exit\n"
+	"      --version         output version information and exit\n"
+	"\n"
+	"Exit status: 0 launched (with --wait: the command's status, 128+N for\n"
+	"signal N), 2 usage error, 125 bgrun failed, 126 COMMAND not executable,\n"
+	"127 COMMAND not found.\n";
+
+/*
+ * s with its control characters escaped, so that every message stays on
+ * one line. Valid until the fourth call after it.
+ */
+const char *cli_printable(const char *s)
+{
+	static char *ring[4];
+	static unsigned int next;
+	char *buf = malloc(4 * strlen(s) + 1), *q = buf;
+
+	if (buf == NULL)
+		return "(out of memory)";
+	free(ring[next % 4]);
+	ring[next++ % 4] = buf;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '\n')
+			q = stpcpy(q, "\\n");
+		else if (*p == '\t')
+			q = stpcpy(q, "\\t");
+		else if (*p < 0x20 || *p == 0x7f)
+			q += sprintf(q, "\\x%02x", *p);
+		else
+			*q++ = (char)*p;
+	}
+	*q = '\0';
+	return buf;
+}
+
+/* Prints "bgrun: MESSAGE" on stderr, as one line. */
+__attribute__((format(printf, 1, 0)))
+static void vmsg(const char *fmt, va_list ap)
+{
+	char line[8192];
+
+	(void)vsnprintf(line, sizeof(line), fmt, ap);
+	(void)fprintf(stderr, "bgrun: %s\n", line);
+}
+
+void cli_msg(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+}
+
+static const char try_help[] = "Try 'bgrun --help'.\n";
+
+/* A usage error: the reason, the hint, exit status 2. */
+__attribute__((format(printf, 1, 2), noreturn))
+static void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+	(void)fputs(try_help, stderr);
+	exit(EXIT_USAGE);
+}
+
+/* Flushes stdout; a write error (a full disk, a closed pipe) is ours. */
+int cli_flush_stdout(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_msg("write error: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void cli_parse(struct cli *c, int argc, char **argv)
+{
+	int64_t ns;
+	int opt, r;
+
+	*c = (struct cli){ .ensurestart = true, .log = true };
+
+	/* Sized for the worst case: every argument an -E or a -u. */
+	c->env_set = calloc((size_t)argc + 1, sizeof(*c->env_set));
+	c->env_unset = calloc((size_t)argc + 1, sizeof(*c->env_unset));
+	if (c->env_set == NULL || c->env_unset == NULL) {
+		cli_msg("%s", strerror(ENOMEM));
+		exit(EXIT_CANCELED);
+	}
+
+	/*
+	 * getopt prints its own messages ("unrecognized option", "option
+	 * requires an argument") prefixed with argv[0]; name them "bgrun"
+	 * whatever path we were started by, like every other message. The
+	 * leading '+' stops at COMMAND, so its options stay its own.
+	 */
+	argv[0] = (char *)"bgrun";
+	while ((opt = getopt_long(argc, argv, "+o:e:aC:E:u:i:swh", longopts,
+				  NULL)) != -1) {
+		switch (opt) {
+		case 'o':
+		case 'e':
+			/* The library takes "" for "no file" (EINVAL). */
+			if (optarg[0] == '\0')
+				usage_error("empty file name for -%c", opt);
+			*(opt == 'o' ? &c->out_path : &c->err_path) = optarg;
+			break;
+		case 'a':
+			c->append = true;
+			break;
+		case 'C':
+			c->cwd = optarg;
+			break;
+		case 'E':
+			if (optarg[0] == '=' || strchr(optarg, '=') == NULL)
+				usage_error("invalid environment assignment '%s': expected NAME=VALUE",
+					    cli_printable(optarg));
+			c->env_set[c->n_set++] = optarg;
+			break;
+		case 'u':
+			if (optarg[0] == '\0' || strchr(optarg, '=') != NULL)
+				usage_error("invalid variable name '%s' for --unset",
+					    cli_printable(optarg));
+			c->env_unset[c->n_unset++] = optarg;
+			break;
+		case OPT_CLEAR_ENV:
+			c->clear_env = true;
+			break;
+		case 'i':
+			c->in_path = optarg;
+			break;
+		case 's':
+			c->shell = true;
+			break;
+		case 'w':
+			c->wait = true;
+			break;
+		case OPT_NO_ENSURESTART:
+			c->ensurestart = false;
+			break;
+		case OPT_PRINT_PID:
+			c->print_pid = true;
+			break;
+		case OPT_NO_LOG:
+			c->log = false;
+			break;
+		case OPT_TAG:
+			c->tag = optarg;
+			break;
+		case OPT_TIMEOUT:
+		case OPT_KILL_AFTER:
+			r = bgrun_parse_duration(optarg, &ns);
+			if (r < 0 || ns == 0)
+				usage_error("invalid duration '%s' for --%s",
+					    cli_printable(optarg),
+					    opt == OPT_TIMEOUT ? "timeout"
+							       : "kill-after");
+			*(opt == OPT_TIMEOUT ? &c->timeout_ns
+					     : &c->kill_after_ns) = ns;
+			break;
+		case OPT_PRINT_ID:
+			c->print_id = true;
+			break;
+		case OPT_DB:
+			c->db = optarg;
+			break;
+		case OPT_SUPERVISE:
+			c->supervise_id = optarg;
+			break;
+		case 'h':
+			(void)fputs(usage_text, stdout);
+			exit(cli_flush_stdout() < 0 ? EXIT_CANCELED : EXIT_SUCCESS);
+		case OPT_VERSION:
+			(void)printf("bgrun %s\n", BGRUN_VERSION);
+			exit(cli_flush_stdout() < 0 ? EXIT_CANCELED : EXIT_SUCCESS);
+		default:
+			/* getopt has printed the reason. */
+			(void)fputs(try_help, stderr);
+			exit(EXIT_USAGE);
+		}
+	}
+	if (optind >= argc)
+		usage_error("missing command");
+	c->cmd = &argv[optind];
+	if (!c->log && (c->tag != NULL || c->timeout_ns > 0 || c->print_id))
+		usage_error("--tag, --timeout and --print-id need the log; drop --no-log");
+	if (c->kill_after_ns > 0 && c->timeout_ns == 0)
+		usage_error("--kill-after needs --timeout");
+	if (c->log && c->print_pid && !c->ensurestart && !c->wait)
+		usage_error("--print-pid needs the command started; drop --no-ensurestart");
+}
+
+void cli_free(struct cli *c)
+{
+	free(c->env_set);
+	free(c->env_unset);
+}
+
+/* Whether two paths name one file: the same string, or the same inode. */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (strcmp(a, b) == 0)
+		return true;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/*
+ * Prints one line saying what failed and why, and returns the exit code:
+ * only a failure to find or execute the program itself is 126 or 127.
+ */
+int cli_report_failure(const struct cli *c, int error,
+		       const struct bgrun_failure *failure)
+{
+	const char *prog = c->shell ? "/bin/sh" : c->cmd[0];
+	const char *name = cli_printable(prog);
+	const char *why = bgrun_strerror(error);
+	const char *path;
+
+	switch (failure->stage) {
+	case BGRUN_STAGE_EXEC:
+		if (error == -ENOENT) {
+			/* A name searched in PATH, or a path that is not there. */
+			if (strchr(prog, '/') == NULL)
+				cli_msg("%s: command not found", name);
+			else
+				cli_msg("%s: %s", name, why);
+			return EXIT_ENOENT;
+		}
+		/* Resources bgrun lacks are not the command's fault: 125. */
+		if (error == -E2BIG || error == -ENOMEM || error == -EMFILE ||
+		    error == -ENFILE || error == -EAGAIN)
+			break;
+		cli_msg("%s: cannot execute: %s", name, why);
+		return EXIT_CANNOT_INVOKE;
+	case BGRUN_STAGE_CWD:
+		cli_msg("cannot change directory to '%s': %s",
+		    cli_printable(c->cwd != NULL ? c->cwd : "."), why);
+		return EXIT_CANCELED;
+	case BGRUN_STAGE_STDIN:
+		if (c->in_path != NULL && strcmp(c->in_path, "-") == 0)
+			cli_msg("cannot pass standard input to %s: %s", name, why);
+		else
+			cli_msg("cannot open '%s' for stdin: %s",
+			    cli_printable(c->in_path != NULL ? c->in_path : "/dev/null"),
+			    why);
+		return EXIT_CANCELED;
+	case BGRUN_STAGE_STDOUT:
+	case BGRUN_STAGE_STDERR:
+		path = failure->stage == BGRUN_STAGE_STDOUT ? c->out_path
+							   : c->err_path;
+		cli_msg("cannot open '%s' for %s: %s",
+		    cli_printable(path != NULL ? path : "/dev/null"),
+		    failure->stage == BGRUN_STAGE_STDOUT ? "stdout" : "stderr",
+		    why);
+		return EXIT_CANCELED;
+	default:
+		break;
+	}
+	cli_msg("cannot launch %s: %s", name, why);
+	return EXIT_CANCELED;
+}
+
+/* The launch of COMMAND itself, as the options describe it. */
+void cli_spawn_opts(const struct cli *c, struct bgrun_spawn_opts *opts)
+{
+	static const char *const no_env[] = { NULL };
+
+	*opts = (struct bgrun_spawn_opts)BGRUN_SPAWN_OPTS_INIT;
+	if (c->shell) {
+		opts->shell = c->cmd[0];
+		if (c->cmd[1] != NULL)
+			opts->argv = (const char *const *)&c->cmd[1];
+	} else {
+		opts->argv = (const char *const *)c->cmd;
+	}
+	opts->env = c->clear_env ? no_env : NULL;
+	opts->env_set = c->env_set;
+	opts->env_unset = c->env_unset;
+	opts->cwd = c->cwd;
+
+	if (c->in_path != NULL && strcmp(c->in_path, "-") == 0) {
+		opts->in.kind = BGRUN_STDIO_INHERIT;
+	} else if (c->in_path != NULL) {
+		opts->in.kind = BGRUN_STDIO_FILE;
+		opts->in.path = c->in_path;
+	}
+	if (c->out_path != NULL) {
+		opts->out.kind = BGRUN_STDIO_FILE;
+		opts->out.path = c->out_path;
+		opts->out.append = c->append;
+	}
+	if (c->err_path != NULL && c->out_path != NULL &&
+	    same_file(c->out_path, c->err_path)) {
+		/* Two opens would clobber each other; share one instead. */
+		opts->err.kind = BGRUN_STDIO_STDOUT;
+	} else if (c->err_path != NULL) {
+		opts->err.kind = BGRUN_STDIO_FILE;
+		opts->err.path = c->err_path;
+		opts->err.append = c->append;
+	}
+	opts->detach = !c->wait;
+	opts->ensurestart = c->ensurestart;
+}
+
+int cli_status_code(const struct bgrun_status *st)
+{
+	return st->signaled ? 128 + st->signal : st->exit_code;
+}

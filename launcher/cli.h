@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* cli.h: what the bgrun command line asked for, shared by the launcher and its supervisor. */
+
+#ifndef BGRUN_CLI_H
+#define BGRUN_CLI_H
+
+#include "bgrun.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Exit codes, as coreutils env(1) and timeout(1) use them. */
+enum {
+	EXIT_USAGE = 2,
+	EXIT_CANCELED = 125,    /* bgrun's own failure */
+	EXIT_CANNOT_INVOKE = 126,
+	EXIT_ENOENT = 127,
+};
+
+struct cli {
+	const char *out_path;
+	const char *err_path;
+	const char *in_path;   /* "-": bgrun's own stdin */
+	const char *cwd;
+	const char **env_set;  /* NULL-terminated, sized for argc entries */
+	const char **env_unset;
+	size_t n_set, n_unset;
+	bool append, clear_env, shell, wait, ensurestart, print_pid;
+	/* Logging (a supervisor records the command's finish). */
+	bool log, print_id;
+	const char *tag;
+	const char *db;
+	int64_t timeout_ns;    /* 0: none */
+	int64_t kill_after_ns; /* 0: SIGKILL never follows SIGTERM */
+	/* Set in the supervisor: the event id its launcher chose. */
+	const char *supervise_id;
+	char **cmd;            /* COMMAND [ARGS...], NULL-terminated */
+};
+
+/* Parses argv into *c, or exits with a message (2: usage, 0: --help). */
+void cli_parse(struct cli *c, int argc, char **argv);
+void cli_free(struct cli *c);
+
+/* The spawn options for the command (pointers into c; static storage). */
+void cli_spawn_opts(const struct cli *c, struct bgrun_spawn_opts *opts);
+
+/* Prints one line for a failed launch and returns the exit code. */
+int cli_report_failure(const struct cli *c, int error,
+		       const struct bgrun_failure *failure);
+
+/* The exit code for a finished command: its code, or 128+N for signal N. */
+int cli_status_code(const struct bgrun_status *st);
+
+/* "bgrun: MESSAGE" on stderr, one line. */
+__attribute__((format(printf, 1, 2)))
+void cli_msg(const char *fmt, ...);
+
+/* Flushes stdout: 0, or -1 after saying why. */
+int cli_flush_stdout(void);
+
+/* s with control characters escaped; valid until the fourth call after. */
+const char *cli_printable(const char *s);
+
+/* supervise.c: the supervisor's main, given the parsed command line. */
+int supervise_main(const struct cli *c);
+
+#endif /* BGRUN_CLI_H */

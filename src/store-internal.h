@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/* store-internal.h: private declarations of the event model and the store. */
+
+#ifndef BGRUN_STORE_INTERNAL_H
+#define BGRUN_STORE_INTERNAL_H
+
+#include "bgrun.h"
+
+#include <sqlite3.h>
+
+/* PRAGMA application_id of a bgrun store: "bgru". */
+#define BGRUN__STORE_APP_ID 0x62677275
+/* The schema version this library writes (PRAGMA user_version). */
+#define BGRUN__STORE_VERSION 2
+/* How long SQLite waits for a program that does not take our lock. */
+#define BGRUN__STORE_BUSY_MS 10000
+
+/*
+ * The plain columns of the events table, each named like its field in
+ * struct bgrun_event: S for text, I for integers. The columns that are
+ * not plain (id, recorded_ns, time_ns, argv, options) are handled by
+ * hand. Every statement lists these in this order, so that a column's
+ * position is known (see BGRUN__COL_FIRST_* in the .c files).
+ */
+#define BGRUN__EVENT_COLUMNS(S, I) \
+	S(event) S(source) S(host) I(uid) S(user) S(boot_id) I(pid) \
+	I(supervisor_pid) I(supervisor_start) S(display) S(cwd) S(tag) \
+	I(start_ns) I(end_ns) I(duration_ns) I(exit_code) I(signal) \
+	I(core_dumped) S(result) I(user_cpu_ns) I(sys_cpu_ns) I(max_rss_kb) \
+	I(minor_faults) I(major_faults) I(in_blocks) I(out_blocks) \
+	I(vol_ctxsw) I(invol_ctxsw) S(stdout_path) S(stderr_path) S(message)
+
+/* Pieces of SQL made from the column list. */
+#define BGRUN__SQL_NAME(n) ", " #n
+#define BGRUN__SQL_JSON(n) ", '" #n "', " #n
+
+/*
+ * A row as read back: id, recorded_ns, time_ns, argv, options, then the
+ * plain columns from BGRUN__ROW_PLAIN, then the row as JSON.
+ */
+#define BGRUN__SQL_ROW \
+	"SELECT id, recorded_ns, time_ns, argv, options" \
+	BGRUN__EVENT_COLUMNS(BGRUN__SQL_NAME, BGRUN__SQL_NAME) \
+	", json_object('id', id" \
+	BGRUN__EVENT_COLUMNS(BGRUN__SQL_JSON, BGRUN__SQL_JSON) \
+	", 'argv', json(argv), 'options', json(options)" \
+	", 'recorded_ns', recorded_ns, 'time_ns', time_ns) FROM events"
+#define BGRUN__ROW_PLAIN 5
+
+struct bgrun__column {
+	const char *name;
+	size_t offset;  /* in struct bgrun_event */
+	bool text;      /* const char * (true) or int64_t (false) */
+};
+extern const struct bgrun__column bgrun__columns[];
+extern const size_t bgrun__n_columns;
+
+/* Statements kept prepared for the life of the store. */
+enum bgrun__stmt_id {
+	BGRUN__STMT_BEGIN,
+	BGRUN__STMT_COMMIT,
+	BGRUN__STMT_ROLLBACK,
+	BGRUN__STMT_ARGV_TEXT,
+	BGRUN__STMT_ARGV_HEX,
+	BGRUN__STMT_ARGV_DECODE,
+	BGRUN__STMT_OPTIONS_CHECK,
+	BGRUN__STMT_UPSERT,
+	BGRUN__STMT_JSON_LOST,
+	BGRUN__STMT_GET_EXACT,
+	BGRUN__STMT_GET_PREFIX,
+	BGRUN__STMT_RUNNING,
+	BGRUN__STMT_MARK_LOST,
+	BGRUN__STMT_PRUNE,
+	BGRUN__N_STMTS
+};
+
+/* The query filters, one bit each (store-query.c). */
+#define BGRUN__N_FILTERS 10
+#define BGRUN__N_FILTER_STMTS (2u << BGRUN__N_FILTERS) /* x query|stats */
+
+struct bgrun_store {
+	sqlite3 *db;
+	char *path;
+	int lock_fd;       /* <db>-lock; -1 when read-only */
+	bool readonly;
+	bool locked;       /* lock_fd is flock'ed by us */
+	sqlite3_stmt *stmts[BGRUN__N_STMTS];
+	sqlite3_stmt **filter_stmts; /* BGRUN__N_FILTER_STMTS, made lazily */
+	char errmsg[512];
+};
+
+/* store.c */
+int bgrun__store_stmt(struct bgrun_store *store, enum bgrun__stmt_id id,
+		      sqlite3_stmt **ret_stmt);
+int bgrun__store_prepare(struct bgrun_store *store, const char *sql,
+			 sqlite3_stmt **ret_stmt);
+/* Maps an SQLite result code to -errno (0 for OK, ROW and DONE). */
+int bgrun__sqlite_errno(sqlite3 *db, int rc);
+/*
+ * Records "what: SQLite's message" as the store's message and returns
+ * the -errno for rc.
+ */
+int bgrun__store_fail(struct bgrun_store *store, int rc, const char *what);
+/* Records a message of our own and returns error. */
+__attribute__((format(printf, 3, 4)))
+int bgrun__store_failf(struct bgrun_store *store, int error,
+		       const char *fmt, ...);
+/* Takes the write lock and begins an immediate transaction. */
+int bgrun__store_begin(struct bgrun_store *store);
+/* Commits (r >= 0) or rolls back, releases the lock; returns r or error. */
+int bgrun__store_end(struct bgrun_store *store, int r);
+
+/* store-write.c: lost rows, for mark_lost and prune (in a transaction). */
+int bgrun__store_mark_lost_locked(struct bgrun_store *store,
+				  int64_t *ret_count);
+
+/* event.c */
+/* The length of the valid UTF-8 sequence at s[0..n), or 0 if invalid. */
+size_t bgrun__utf8_seq(const unsigned char *s, size_t n);
+bool bgrun__utf8_valid(const char *s, size_t n);
+/*
+ * s with each byte that is not part of valid UTF-8 replaced by \xNN:
+ * *ret_copy is NULL when s is valid as it is, else a malloc'd copy.
+ */
+int bgrun__utf8_sanitize(const char *s, char **ret_copy);
+/* The current boot id, or NULL if unknown (process lifetime). */
+const char *bgrun__boot_id(void);
+/* Whether a `running` row with these fields has lost its supervisor. */
+bool bgrun__supervisor_gone(const char *boot_id, int64_t supervisor_pid,
+			    int64_t supervisor_start);
+
+#endif /* BGRUN_STORE_INTERNAL_H */

@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: MIT */
+/* store-write.c: writing events into the store: checks, argv as JSON, upserts, lost rows, pruning. */
+
+#include "internal.h"
+#include "store-internal.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define COUNT_COLUMN(n) +1
+enum { N_COLUMNS = 0 BGRUN__EVENT_COLUMNS(COUNT_COLUMN, COUNT_COLUMN) };
+
+/* The upsert's parameters: :id, :recorded_ns, :argv, :options, then these. */
+#define PARAM_FIRST_PLAIN 5
+
+/*
+ * What an event needs besides its own fields, made before the write lock
+ * is taken so that the lock is held for the SQL writes only.
+ */
+struct prepared {
+	char *argv_json;          /* NULL: argv unknown */
+	char *display;            /* made from argv when ev->display is NULL */
+	char *text[N_COLUMNS];    /* UTF-8-safe copies of text fields, or NULL */
+};
+
+static void prepared_release(struct prepared *p)
+{
+	free(p->argv_json);
+	free(p->display);
+	for (size_t i = 0; i < N_COLUMNS; i++)
+		free(p->text[i]);
+}
+
+static bool valid_id(const char *id)
+{
+	size_t n = strnlen(id, BGRUN_EVENT_ID_MAX + 1);
+
+	if (n == 0 || n > BGRUN_EVENT_ID_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			   "0123456789._-", id[i]) == NULL)
+			return false;
+	return true;
+}
+
+static bool valid_result(const char *result)
+{
+	static const char *const results[] = {
+		BGRUN_RESULT_RUNNING, BGRUN_RESULT_SUCCESS,
+		BGRUN_RESULT_FAILED, BGRUN_RESULT_SIGNALED,
+		BGRUN_RESULT_TIMEOUT, BGRUN_RESULT_SPAWN_FAILED,
+		BGRUN_RESULT_LOST,
+	};
+
+	if (result == NULL)
+		return true;
+	for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++)
+		if (strcmp(result, results[i]) == 0)
+			return true;
+	return false;
+}
+
+/* 1 if json is a valid JSON object, 0 if not (SQLite's judgement). */
+static int check_options(struct bgrun_store *store, const char *json)
+{
+	sqlite3_stmt *stmt;
+	int r, rc;
+
+	if (!bgrun__utf8_valid(json, strlen(json)))
+		return 0;
+	r = bgrun__store_stmt(store, BGRUN__STMT_OPTIONS_CHECK, &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_bind_text(stmt, 1, json, -1, SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		r = sqlite3_column_int(stmt, 0) != 0;
+	else
+		r = bgrun__store_fail(store, rc, "checking options_json");
+	(void)sqlite3_reset(stmt);
+	(void)sqlite3_clear_bindings(stmt);
+	return r;
+}
+
+/*
+ * argv as a JSON array built by SQLite, one json_insert per argument: a
+ * valid UTF-8 argument becomes a JSON string, any other an object
+ * {"hex": "..."} of its bytes. *ret_json is malloc'd.
+ */
+static int encode_argv(struct bgrun_store *store, const char *const *argv,
+		       char **ret_json)
+{
+	char *json = NULL, *next;
+	const char *acc = "[]";
+	sqlite3_stmt *stmt;
+	int r = 0, rc;
+
+	for (size_t i = 0; argv[i] != NULL; i++) {
+		size_t n = strlen(argv[i]);
+		bool text = bgrun__utf8_valid(argv[i], n);
+
+		r = bgrun__store_stmt(store, text ? BGRUN__STMT_ARGV_TEXT
+						  : BGRUN__STMT_ARGV_HEX,
+				      &stmt);
+		if (r < 0)
+			goto cleanup;
+		rc = sqlite3_bind_text(stmt, 1, acc, -1, SQLITE_STATIC);
+		if (rc == SQLITE_OK)
+			rc = text ? sqlite3_bind_text(stmt, 2, argv[i], (int)n,
+						      SQLITE_STATIC)
+				  : sqlite3_bind_blob(stmt, 2, argv[i], (int)n,
+						      SQLITE_STATIC);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_step(stmt);
+		next = NULL;
+		if (rc == SQLITE_ROW) {
+			const unsigned char *out = sqlite3_column_text(stmt, 0);
+
+			if (out != NULL)
+				next = strdup((const char *)out);
+			rc = next != NULL ? SQLITE_OK : SQLITE_NOMEM;
+		}
+		if (rc != SQLITE_OK)
+			r = bgrun__store_fail(store, rc, "encoding argv");
+		(void)sqlite3_reset(stmt);
+		(void)sqlite3_clear_bindings(stmt);
+		if (r < 0)
+			goto cleanup;
+		free(json);
+		acc = json = next;
+	}
+	if (json == NULL) {
+		json = strdup("[]");
+		if (json == NULL) {
+			r = -ENOMEM;
+			goto cleanup;
+		}
+	}
+	*ret_json = json;
+	json = NULL;
+cleanup:
+	free(json);
+	return r;
+}
+
+static int prepare_event(struct bgrun_store *store,
+			 const struct bgrun_event *ev, size_t index,
+			 struct prepared *p)
+{
+	int r;
+
+	if (!valid_id(ev->id))
+		return bgrun__store_failf(store, -EINVAL,
+					  "event %zu: invalid id", index);
+	if (ev->event == NULL || ev->event[0] == '\0')
+		return bgrun__store_failf(store, -EINVAL,
+					  "event %s: no event name", ev->id);
+	if (!valid_result(ev->result))
+		return bgrun__store_failf(store, -EINVAL,
+					  "event %s: unknown result", ev->id);
+	if (ev->core_dumped != BGRUN_NULL && ev->core_dumped != 0 &&
+	    ev->core_dumped != 1)
+		return bgrun__store_failf(store, -EINVAL,
+					  "event %s: core_dumped is not 0 or 1",
+					  ev->id);
+	if (ev->options_json != NULL) {
+		r = check_options(store, ev->options_json);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			return bgrun__store_failf(store, -EINVAL,
+						  "event %s: options_json is "
+						  "not a JSON object", ev->id);
+	}
+	if (ev->argv != NULL) {
+		r = encode_argv(store, ev->argv, &p->argv_json);
+		if (r < 0)
+			return r;
+		if (ev->display == NULL &&
+		    bgrun_argv_display(ev->argv, &p->display) < 0)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < N_COLUMNS; i++) {
+		const char *s;
+
+		if (!bgrun__columns[i].text)
+			continue;
+		memcpy(&s, (const char *)ev + bgrun__columns[i].offset,
+		       sizeof(s));
+		if (s != NULL && bgrun__utf8_sanitize(s, &p->text[i]) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The upsert of one prepared event: 1 if a row changed, else 0. */
+static int write_event(struct bgrun_store *store, const struct bgrun_event *ev,
+		       const struct prepared *p)
+{
+	sqlite3_stmt *stmt;
+	int r, rc;
+
+	r = bgrun__store_stmt(store, BGRUN__STMT_UPSERT, &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_bind_text(stmt, 1, ev->id, -1, SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(stmt, 2,
+					bgrun__now_ns(CLOCK_REALTIME));
+	if (rc == SQLITE_OK)
+		rc = p->argv_json != NULL
+			     ? sqlite3_bind_text(stmt, 3, p->argv_json, -1,
+						 SQLITE_STATIC)
+			     : sqlite3_bind_null(stmt, 3);
+	if (rc == SQLITE_OK)
+		rc = ev->options_json != NULL
+			     ? sqlite3_bind_text(stmt, 4, ev->options_json, -1,
+						 SQLITE_STATIC)
+			     : sqlite3_bind_null(stmt, 4);
+	for (size_t i = 0; i < N_COLUMNS && rc == SQLITE_OK; i++) {
+		const struct bgrun__column *c = &bgrun__columns[i];
+		const char *base = (const char *)ev + c->offset, *s;
+		int param = PARAM_FIRST_PLAIN + (int)i;
+		int64_t v;
+
+		assert(strcmp(sqlite3_bind_parameter_name(stmt, param) + 1,
+			      c->name) == 0);
+		if (c->text) {
+			memcpy(&s, base, sizeof(s));
+			if (p->text[i] != NULL)
+				s = p->text[i];
+			else if (s == NULL && p->display != NULL &&
+				 c->offset == offsetof(struct bgrun_event,
+						       display))
+				s = p->display;
+			rc = s != NULL ? sqlite3_bind_text(stmt, param, s, -1,
+							   SQLITE_STATIC)
+				       : sqlite3_bind_null(stmt, param);
+		} else {
+			memcpy(&v, base, sizeof(v));
+			rc = v != BGRUN_NULL
+				     ? sqlite3_bind_int64(stmt, param, v)
+				     : sqlite3_bind_null(stmt, param);
+		}
+	}
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(stmt);
+	if (rc == SQLITE_DONE)
+		r = sqlite3_changes(store->db) > 0 ? 1 : 0;
+	else
+		r = bgrun__store_failf(store,
+				       bgrun__sqlite_errno(store->db, rc),
+				       "writing event %s: %s", ev->id,
+				       sqlite3_errmsg(store->db));
+	(void)sqlite3_reset(stmt);
+	(void)sqlite3_clear_bindings(stmt);
+	return r;
+}
+
+int bgrun_store_put_batch(struct bgrun_store *store,
+			  const struct bgrun_event *evs, size_t n)
+{
+	struct prepared *preps = NULL;
+	int r = 0, changed = 0;
+
+	if (store == NULL || (evs == NULL && n > 0) || n > INT32_MAX)
+		return -EINVAL;
+	store->errmsg[0] = '\0';
+	if (store->readonly)
+		return bgrun__store_failf(store, -EROFS,
+					  "%s: the store is open read-only",
+					  store->path);
+	if (n == 0)
+		return 0;
+	preps = calloc(n, sizeof(*preps));
+	if (preps == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && r >= 0; i++)
+		r = prepare_event(store, &evs[i], i, &preps[i]);
+	if (r < 0)
+		goto cleanup;
+	r = bgrun__store_begin(store);
+	if (r < 0)
+		goto cleanup;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		r = write_event(store, &evs[i], &preps[i]);
+		if (r > 0)
+			changed++;
+	}
+	r = bgrun__store_end(store, r < 0 ? r : changed);
+cleanup:
+	for (size_t i = 0; i < n; i++)
+		prepared_release(&preps[i]);
+	free(preps);
+	if (r == -ENOMEM && store->errmsg[0] == '\0')
+		(void)bgrun__store_failf(store, r, "out of memory");
+	return r;
+}
+
+int bgrun_store_put(struct bgrun_store *store, const struct bgrun_event *ev)
+{
+	if (ev == NULL)
+		return -EINVAL;
+	return bgrun_store_put_batch(store, ev, 1);
+}
+
+static const char *column_text(sqlite3_stmt *stmt, int i)
+{
+	return (const char *)sqlite3_column_text(stmt, i);
+}
+
+static int64_t column_int(sqlite3_stmt *stmt, int i)
+{
+	if (sqlite3_column_type(stmt, i) == SQLITE_NULL)
+		return BGRUN_NULL;
+	return sqlite3_column_int64(stmt, i);
+}
+
+int bgrun__store_mark_lost_locked(struct bgrun_store *store,
+				  int64_t *ret_count)
+{
+	char (*ids)[BGRUN_EVENT_ID_MAX + 1] = NULL, (*grown)[BGRUN_EVENT_ID_MAX + 1];
+	size_t n = 0, cap = 0;
+	int64_t count = 0;
+	sqlite3_stmt *stmt;
+	int r, rc;
+
+	/* Judge first, then update: no writes under a running SELECT. */
+	r = bgrun__store_stmt(store, BGRUN__STMT_RUNNING, &stmt);
+	if (r < 0)
+		return r;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const char *id = column_text(stmt, 0);
+
+		if (id == NULL || strlen(id) > BGRUN_EVENT_ID_MAX ||
+		    !bgrun__supervisor_gone(column_text(stmt, 1),
+					    column_int(stmt, 2),
+					    column_int(stmt, 3)))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			grown = realloc(ids, cap * sizeof(*ids));
+			if (grown == NULL) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			ids = grown;
+		}
+		(void)strcpy(ids[n++], id);
+	}
+	r = rc == SQLITE_DONE ? 0
+			      : bgrun__store_fail(store, rc, "finding lost rows");
+	(void)sqlite3_reset(stmt);
+	if (r < 0)
+		goto cleanup;
+	r = bgrun__store_stmt(store, BGRUN__STMT_MARK_LOST, &stmt);
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		rc = sqlite3_bind_text(stmt, 1, ids[i], -1, SQLITE_STATIC);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_step(stmt);
+		if (rc == SQLITE_DONE)
+			count += sqlite3_changes(store->db);
+		else
+			r = bgrun__store_fail(store, rc, "marking lost rows");
+		(void)sqlite3_reset(stmt);
+		(void)sqlite3_clear_bindings(stmt);
+	}
+	if (r >= 0 && ret_count != NULL)
+		*ret_count = count;
+cleanup:
+	free(ids);
+	return r;
+}
+
+int bgrun_store_mark_lost(struct bgrun_store *store, int64_t *ret_count)
+{
+	int64_t count = 0;
+	int r;
+
+	if (store == NULL)
+		return -EINVAL;
+	store->errmsg[0] = '\0';
+	r = bgrun__store_begin(store);
+	if (r < 0)
+		return r;
+	r = bgrun__store_mark_lost_locked(store, &count);
+	r = bgrun__store_end(store, r);
+	if (r >= 0 && ret_count != NULL)
+		*ret_count = count;
+	return r < 0 ? r : 0;
+}
+
+int bgrun_store_prune(struct bgrun_store *store, int64_t older_than_ns,
+		      int64_t *ret_deleted)
+{
+	int64_t deleted = 0;
+	sqlite3_stmt *stmt;
+	int r, rc;
+
+	if (store == NULL || older_than_ns == BGRUN_NULL)
+		return -EINVAL;
+	store->errmsg[0] = '\0';
+	r = bgrun__store_begin(store);
+	if (r < 0)
+		return r;
+	r = bgrun__store_mark_lost_locked(store, NULL);
+	if (r >= 0)
+		r = bgrun__store_stmt(store, BGRUN__STMT_PRUNE, &stmt);
+	if (r >= 0) {
+		rc = sqlite3_bind_int64(stmt, 1, older_than_ns);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_step(stmt);
+		if (rc == SQLITE_DONE)
+			deleted = sqlite3_changes(store->db);
+		else
+			r = bgrun__store_fail(store, rc, "pruning");
+		(void)sqlite3_reset(stmt);
+	}
+	r = bgrun__store_end(store, r);
+	if (r >= 0 && ret_deleted != NULL)
+		*ret_deleted = deleted;
+	return r < 0 ? r : 0;
+}

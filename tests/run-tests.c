@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: MIT */
+/* run-tests.c: the unit test runner: one case per run, --list, helper. */
+
+#include "test.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct test_case {
+	const char *name;
+	void (*fn)(void);
+};
+
+#define TEST_ENTRY(name) { #name, test_##name },
+static const struct test_case cases[] = { TEST_CASES(TEST_ENTRY) };
+#undef TEST_ENTRY
+#define N_CASES (sizeof(cases) / sizeof(cases[0]))
+
+/*
+ * What the atexit handler undoes, whether the case passed or failed:
+ * paused children to kill, then temp dirs to remove.
+ */
+static pthread_mutex_t cleanup_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *tmpdirs[64];
+static int n_tmpdirs;
+static pid_t kill_pids[64];
+static int n_kill_pids;
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+			struct FTW *ftw)
+{
+	(void)remove(path);
+	return 0;
+}
+
+static void cleanup(void)
+{
+	(void)pthread_mutex_lock(&cleanup_lock);
+	for (int i = 0; i < n_kill_pids; i++)
+		(void)kill(kill_pids[i], SIGKILL);
+	for (int i = 0; i < n_tmpdirs; i++) {
+		(void)nftw(tmpdirs[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		free(tmpdirs[i]);
+	}
+	n_tmpdirs = 0;
+	n_kill_pids = 0;
+	(void)pthread_mutex_unlock(&cleanup_lock);
+}
+
+void test_kill_at_exit(pid_t pid)
+{
+	(void)pthread_mutex_lock(&cleanup_lock);
+	if (n_kill_pids < (int)(sizeof(kill_pids) / sizeof(kill_pids[0])))
+		kill_pids[n_kill_pids++] = pid;
+	(void)pthread_mutex_unlock(&cleanup_lock);
+}
+
+/* Only the first failing thread prints and exits. */
+static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void test_fail(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)pthread_mutex_lock(&fail_lock);
+	fprintf(stderr, "%s:%d: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+void test_skip(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)pthread_mutex_lock(&fail_lock);
+	fprintf(stderr, "%s:%d: skipped: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(77);
+}
+
+/* A printable, bounded, one-line rendering of s (C escapes). */
+static void quote(char *buf, size_t size, const char *s)
+{
+	size_t used = 0;
+
+	if (s == NULL) {
+		(void)snprintf(buf, size, "(null)");
+		return;
+	}
+	buf[used++] = '"';
+	for (; *s && used + 8 < size; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+			buf[used++] = (char)c;
+		else
+			used += (size_t)snprintf(buf + used, size - used,
+						 "\\x%02x", c);
+	}
+	if (*s)
+		used += (size_t)snprintf(buf + used, size - used, "...");
+	(void)snprintf(buf + used, size - used, "\"");
+}
+
+void test_fail_str(const char *file, int line, const char *expr_a,
+		   const char *expr_b, const char *a, const char *b)
+{
+	char qa[512], qb[512];
+
+	quote(qa, sizeof(qa), a);
+	quote(qb, sizeof(qb), b);
+	test_fail(file, line, "%s == %s (%s vs %s)", expr_a, expr_b, qa, qb);
+}
+
+void *test_malloc(size_t size)
+{
+	void *p = malloc(size ? size : 1);
+
+	if (p == NULL)
+		FAIL("out of memory (%zu bytes)", size);
+	return p;
+}
+
+char *test_strdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (p == NULL)
+		FAIL("out of memory");
+	return p;
+}
+
+char *test_printf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		FAIL("out of memory");
+	return s;
+}
+
+void test_strv_free(char **v)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+size_t test_strv_len(char *const *v)
+{
+	size_t n = 0;
+
+	while (v != NULL && v[n] != NULL)
+		n++;
+	return n;
+}
+
+const char *test_self(void)
+{
+	static char self[PATH_MAX];
+	ssize_t n;
+
+	if (self[0] != '\0')
+		return self;
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0)
+		FAIL("readlink /proc/self/exe: %m");
+	self[n] = '\0';
+	return self;
+}
+
+int64_t test_now_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void test_msleep(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+const char *test_tmpdir(void)
+{
+	const char *base = getenv("TMPDIR");
+	char *dir;
+
+	if (base == NULL || base[0] == '\0')
+		base = "/tmp";
+	dir = test_printf("%s/bgrun-test-XXXXXX", base);
+	if (mkdtemp(dir) == NULL)
+		FAIL("mkdtemp %s: %m", dir);
+	(void)pthread_mutex_lock(&cleanup_lock);
+	if (n_tmpdirs == (int)(sizeof(tmpdirs) / sizeof(tmpdirs[0]))) {
+		(void)pthread_mutex_unlock(&cleanup_lock);
+		(void)rmdir(dir);
+		FAIL("too many temp dirs");
+	}
+	tmpdirs[n_tmpdirs++] = dir;
+	(void)pthread_mutex_unlock(&cleanup_lock);
+	return dir;
+}
+
+char *test_path(const char *dir, const char *name)
+{
+	return test_printf("%s/%s", dir, name);
+}
+
+void test_write_file(const char *path, const void *data, size_t len,
+		     mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	const char *p = data;
+
+	if (fd < 0)
+		FAIL("open %s: %m", path);
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			FAIL("write %s: %m", path);
+		p += n;
+		len -= (size_t)n;
+	}
+	ASSERT_SYS(fchmod(fd, mode));
+	ASSERT_SYS(close(fd));
+}
+
+char *test_read_file(const char *path, size_t *ret_len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0, cap = 4096;
+	char *buf;
+
+	if (fd < 0 && errno == ENOENT)
+		return NULL;
+	if (fd < 0)
+		FAIL("open %s: %m", path);
+	buf = test_malloc(cap + 1);
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap + 1);
+			if (buf == NULL)
+				FAIL("out of memory");
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			FAIL("read %s: %m", path);
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	(void)close(fd);
+	buf[len] = '\0';
+	if (ret_len != NULL)
+		*ret_len = len;
+	return buf;
+}
+
+char *test_realpath(const char *path)
+{
+	char *r = realpath(path, NULL);
+
+	if (r == NULL)
+		FAIL("realpath %s: %m", path);
+	return r;
+}
+
+int test_count_fds(void)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (dir == NULL)
+		FAIL("opendir /proc/self/fd: %m");
+	for (struct dirent *de; (de = readdir(dir)) != NULL;)
+		if (de->d_name[0] != '.')
+			n++;
+	(void)closedir(dir);
+	return n - 1; /* the directory's own descriptor */
+}
+
+/* Children of this process (zombies only when zombies), from /proc/N/stat. */
+static int scan_children(pid_t *pids, int max, bool zombies)
+{
+	DIR *dir = opendir("/proc");
+	pid_t self = getpid();
+	int n = 0;
+
+	if (dir == NULL)
+		FAIL("opendir /proc: %m");
+	for (struct dirent *de; (de = readdir(dir)) != NULL;) {
+		char path[300], buf[1024], *p, state;
+		int fd, ppid;
+		ssize_t len;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		(void)snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* gone meanwhile */
+		len = read(fd, buf, sizeof(buf) - 1);
+		(void)close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		/* "pid (comm) S ppid ...": comm may hold spaces and ')'. */
+		p = strrchr(buf, ')');
+		if (p == NULL || sscanf(p + 1, " %c %d", &state, &ppid) != 2)
+			continue;
+		if (ppid != self || (zombies && state != 'Z'))
+			continue;
+		if (n < max)
+			pids[n] = (pid_t)atoi(de->d_name);
+		n++;
+	}
+	(void)closedir(dir);
+	return n;
+}
+
+int test_count_children(pid_t *ret_pids, int max)
+{
+	return scan_children(ret_pids, max, false);
+}
+
+int test_count_zombies(void)
+{
+	return scan_children(NULL, 0, true);
+}
+
+void test_wait_reaped(void)
+{
+	int64_t deadline = test_now_ms() + TEST_DEADLINE_MS;
+	int pending, zombies;
+
+	for (;;) {
+		pending = bgrun_reaper_pending();
+		zombies = test_count_zombies();
+		if (pending == 0 && zombies == 0)
+			return;
+		if (test_now_ms() > deadline)
+			break;
+		test_msleep(2);
+	}
+	FAIL("not reaped after %d ms: bgrun_reaper_pending() = %d, "
+	     "%d zombie children", TEST_DEADLINE_MS, pending, zombies);
+}
+
+void test_start_cb(void *data, pid_t pid_or_error,
+		   const struct bgrun_failure *failure)
+{
+	struct test_start_rec *rec = data;
+
+	(void)pthread_mutex_lock(&rec->lock);
+	rec->seen.calls++;
+	rec->seen.last = pid_or_error;
+	if (pid_or_error > 0)
+		rec->seen.successes++;
+	else if (failure == NULL)
+		rec->seen.failure_missing = true;
+	else
+		rec->seen.failure = *failure;
+	(void)pthread_mutex_unlock(&rec->lock);
+}
+
+struct test_start_seen test_start_seen(struct test_start_rec *rec)
+{
+	struct test_start_seen seen;
+
+	(void)pthread_mutex_lock(&rec->lock);
+	seen = rec->seen;
+	(void)pthread_mutex_unlock(&rec->lock);
+	return seen;
+}
+
+void test_wait_exit(struct bgrun_child *child, int code)
+{
+	struct bgrun_status st;
+
+	ASSERT_OK(bgrun_child_wait(child, TEST_DEADLINE_MS, &st));
+	if (!st.exited)
+		FAIL("child %d did not exit: signaled=%d signal=%d", (int)st.pid,
+		     st.signaled, st.signal);
+	ASSERT_EQ(st.exit_code, code);
+}
+
+void test_warmup(void)
+{
+	const char *argv[] = { test_self(), "helper", "exit", "0", NULL };
+	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	struct test_start_rec rec = TEST_START_REC_INIT;
+	struct bgrun_child *child;
+
+	opts.argv = argv;
+	ASSERT_OK(bgrun_spawn(&opts, NULL));
+	ASSERT_OK(bgrun_spawn(&opts, &child));
+	test_wait_exit(child, 0);
+	bgrun_child_free(child);
+	opts.ensurestart = false;
+	ASSERT_OK(bgrun_spawn(&opts, &child));
+	ASSERT_INT(bgrun_child_started(child, NULL), >, 0);
+	test_wait_exit(child, 0);
+	bgrun_child_free(child);
+	opts.on_start = test_start_cb;
+	opts.on_start_data = &rec;
+	ASSERT_OK(bgrun_spawn(&opts, NULL));
+	bgrun_spawn_flush();
+	ASSERT_EQ(test_start_seen(&rec).successes, 1);
+	test_wait_reaped();
+}
+
+/* Checks `run-tests --check-list NAME...` against the case table. */
+static int check_list(int argc, char **argv)
+{
+	int bad = 0;
+
+	for (size_t i = 0; i < N_CASES; i++) {
+		bool found = false;
+
+		for (int j = 2; j < argc; j++)
+			found = found || strcmp(argv[j], cases[i].name) == 0;
+		if (!found) {
+			fprintf(stderr, "case %s is missing from unit_cases "
+				"in tests/meson.build\n", cases[i].name);
+			bad = 1;
+		}
+	}
+	for (int j = 2; j < argc; j++) {
+		bool found = false;
+
+		for (size_t i = 0; i < N_CASES; i++)
+			found = found || strcmp(argv[j], cases[i].name) == 0;
+		if (!found) {
+			fprintf(stderr, "unit_cases lists %s, which is no "
+				"case\n", argv[j]);
+			bad = 1;
+		}
+	}
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	/*
+	 * _exit: the helper has nothing to flush, and skipping atexit work
+	 * (LeakSanitizer's check in sanitizer builds) keeps it cheap.
+	 */
+	if (argc >= 2 && strcmp(argv[1], "helper") == 0)
+		_exit(helper_main(argc, argv));
+	if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+		for (size_t i = 0; i < N_CASES; i++)
+			printf("%s\n", cases[i].name);
+		return 0;
+	}
+	if (argc >= 2 && strcmp(argv[1], "--check-list") == 0)
+		return check_list(argc, argv);
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: run-tests CASE | --list | "
+			"--check-list CASE... | helper MODE ARGS...\n");
+		return 2;
+	}
+	for (size_t i = 0; i < N_CASES; i++) {
+		if (strcmp(argv[1], cases[i].name) != 0)
+			continue;
+		if (atexit(cleanup) != 0)
+			FAIL("atexit failed");
+		(void)test_self();
+		cases[i].fn();
+		return 0; /* cleanup() runs at exit */
+	}
+	fprintf(stderr, "run-tests: no case named %s (see --list)\n", argv[1]);
+	return 1;
+}

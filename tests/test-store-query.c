@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: MIT */
+/* test-store-query.c: store-tests cases for migrations, queries, statistics, pruning and concurrent writers. */
+
+#include "test-store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define MS INT64_C(1000000)
+#define SEC INT64_C(1000000000)
+#define T0 INT64_C(1700000000000000000)
+
+/* The schema of version 1, frozen as it was released. */
+static const char v1_schema[] =
+	"CREATE TABLE events ("
+	"id TEXT PRIMARY KEY NOT NULL, "
+	"event TEXT NOT NULL, source TEXT, host TEXT, uid INTEGER, "
+	"user TEXT, boot_id TEXT, pid INTEGER, supervisor_pid INTEGER, "
+	"argv TEXT, display TEXT, cwd TEXT, tag TEXT, "
+	"start_ns INTEGER, end_ns INTEGER, duration_ns INTEGER, "
+	"exit_code INTEGER, signal INTEGER, core_dumped INTEGER, "
+	"result TEXT, stdout_path TEXT, stderr_path TEXT, message TEXT, "
+	"recorded_ns INTEGER NOT NULL, "
+	"time_ns INTEGER GENERATED ALWAYS AS "
+	"(coalesce(start_ns, recorded_ns)) VIRTUAL"
+	") STRICT;"
+	"PRAGMA application_id = 1650946677;"
+	"PRAGMA user_version = 1;";
+
+void case_migrate_v1(void)
+{
+	static const char *const want_argv[] = { "ls", "-l", "\xff", NULL };
+	char *db = t_path(t_tmpdir(), "events.db");
+	struct t_rows rows = { 0 };
+	struct bgrun_store *s = NULL;
+	struct bgrun_event ev;
+	sqlite3 *raw;
+
+	raw = t_sql_open_rw(db);
+	t_sql_exec(raw, v1_schema);
+	t_sql_exec(raw, "INSERT INTO events(id, event, source, uid, argv, "
+			"display, cwd, start_ns, duration_ns, exit_code, result, "
+			"recorded_ns) VALUES('11111111-2222-4333-8444-555555555555',"
+			" 'commandfinish', 'bgrun', 1000, "
+			"'[\"ls\",\"-l\",{\"hex\":\"FF\"}]', 'ls -l', '/old', "
+			"1000, 20, 0, 'success', 2000)");
+	sqlite3_close(raw);
+
+	/* Read-only never migrates: it says so. */
+	ASSERT_EQ(bgrun_store_open(db, BGRUN_STORE_READONLY, &s, NULL),
+		  -EPROTO);
+	ASSERT_OK(t_open(db, 0, &s));
+	t_get(s, "11111111", &rows);
+	ASSERT_STR_EQ(rows.ev[0].id, "11111111-2222-4333-8444-555555555555");
+	ASSERT_STR_EQ(rows.ev[0].display, "ls -l");
+	ASSERT_STR_EQ(rows.ev[0].cwd, "/old");
+	ASSERT_EQ(rows.ev[0].uid, 1000);
+	ASSERT_EQ(rows.ev[0].start_ns, 1000);
+	ASSERT_EQ(rows.ev[0].duration_ns, 20);
+	ASSERT_EQ(rows.ev[0].exit_code, 0);
+	ASSERT_EQ(rows.ev[0].supervisor_start, BGRUN_NULL);
+	ASSERT_EQ(rows.ev[0].max_rss_kb, BGRUN_NULL);
+	ASSERT(rows.ev[0].options_json == NULL);
+	ASSERT_EQ(rows.recorded_ns[0], 2000);
+	check_argv(rows.ev[0].argv, want_argv);
+	t_rows_free(&rows);
+
+	/* The migrated store takes new events with the new columns. */
+	bgrun_event_init(&ev, "commandfinish", "bgrun");
+	ev.supervisor_start = 5;
+	ev.max_rss_kb = 6;
+	ev.options_json = "{}";
+	ASSERT_EQ(bgrun_store_put(s, &ev), 1);
+	bgrun_store_close(s);
+
+	raw = t_sql_open(db);
+	ASSERT_EQ(t_sql_int(raw, "PRAGMA user_version", NULL), 2);
+	ASSERT_EQ(t_sql_int(raw, "PRAGMA application_id", NULL), 0x62677275);
+	ASSERT_STR_EQ(t_sql_text(raw, "PRAGMA journal_mode"), "wal");
+	ASSERT_EQ(t_sql_int(raw, "SELECT count(*) FROM events", NULL), 2);
+	ASSERT_EQ(t_sql_int(raw, "SELECT count(*) FROM sqlite_schema WHERE "
+				 "type = 'index' AND name LIKE 'events_%'",
+			    NULL), 5);
+	ASSERT_STR_EQ(t_sql_text(raw, "PRAGMA integrity_check"), "ok");
+	sqlite3_close(raw);
+	ASSERT_OK(t_open(db, BGRUN_STORE_READONLY, &s));
+	bgrun_store_close(s);
+	free(db);
+}
+
+/* The message fields ("e0" ...) of the rows q selects, in order. */
+static char *names(struct bgrun_store *s, const struct bgrun_query *q)
+{
+	struct t_rows rows = { 0 };
+	char buf[256] = "";
+	size_t used = 0;
+	int r;
+
+	r = bgrun_store_query(s, q, t_collect, &rows);
+	if (r < 0)
+		FAIL("query: %s (%s)", bgrun_strerror(r), bgrun_store_errmsg(s));
+	for (size_t i = 0; i < rows.n; i++)
+		used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s",
+					 i ? " " : "", rows.ev[i].message);
+	t_rows_free(&rows);
+	return t_printf("%s", buf);
+}
+
+#define ASSERT_NAMES(q, want) \
+	do { \
+		char *got_ = names(s, q); \
+		ASSERT_STR_EQ(got_, want); \
+		free(got_); \
+	} while (0)
+
+void case_query_filters(void)
+{
+	static const char *const pull[] = { "hg", "pull", NULL };
+	static const char *const push[] = { "hg", "push", NULL };
+	static const char *const make[] = { "make", "all", NULL };
+	static const char *const sleep10[] = { "sleep", "10", NULL };
+	static const char *const ok[] = { "true", NULL };
+	static const struct {
+		const char *const *argv;
+		const char *event, *source, *tag, *cwd, *result;
+		int64_t start;
+	} spec[] = {
+		{ pull, "commandfinish", "bgrun", "a", "/r1", "success", T0 },
+		{ pull, "commandfinish", "bgrun", "a", "/r2", "failed", T0 + SEC },
+		{ push, "commandfinish", "hg", "b", "/r1", "success", T0 + 2 * SEC },
+		{ make, "commandfinish", "bgrun", NULL, "/r1", "signaled", T0 + 3 * SEC },
+		{ NULL, "develwarn", "hg", NULL, NULL, NULL, BGRUN_NULL },
+		{ sleep10, "commandfinish", "bgrun", NULL, "/r3", "running", T0 + 5 * SEC },
+		{ ok, "commandfinish", "bgrun", NULL, "/r3", "success", T0 },
+	};
+	static const char *const msg[] = { "e0", "e1", "e2", "e3", "e4", "e5", "e6" };
+	char *db = t_path(t_tmpdir(), "events.db");
+	struct bgrun_query q = BGRUN_QUERY_INIT;
+	struct t_rows rows = { 0 };
+	struct bgrun_store *s;
+	struct bgrun_event ev;
+
+	ASSERT_OK(t_open(db, 0, &s));
+	for (size_t i = 0; i < sizeof(spec) / sizeof(spec[0]); i++) {
+		bgrun_event_init(&ev, spec[i].event, spec[i].source);
+		ev.argv = spec[i].argv;
+		ev.tag = spec[i].tag;
+		ev.cwd = spec[i].cwd;
+		ev.result = spec[i].result;
+		ev.start_ns = spec[i].start;
+		ev.message = msg[i];
+		ev.supervisor_pid = getpid();
+		ev.supervisor_start = bgrun_proc_starttime(getpid());
+		ASSERT_EQ(bgrun_store_put(s, &ev), 1);
+	}
+	/* e4 has no start time: its time is now, the newest. e6 and e0
+	 * share a time: the later written comes first. */
+	ASSERT_NAMES(&q, "e4 e5 e3 e2 e1 e6 e0");
+	q.since_ns = T0 + SEC;
+	q.until_ns = T0 + 3 * SEC;
+	ASSERT_NAMES(&q, "e2 e1");
+	q.until_ns = BGRUN_NULL;
+	q.since_ns = T0 + 2 * SEC;
+	ASSERT_NAMES(&q, "e4 e5 e3 e2");
+	q.since_ns = BGRUN_NULL;
+	q.until_ns = T0 + SEC;
+	ASSERT_NAMES(&q, "e6 e0");
+	q = (struct bgrun_query)BGRUN_QUERY_INIT;
+	q.failed = true;
+	ASSERT_NAMES(&q, "e3 e1");
+	q.tag = "a";
+	ASSERT_NAMES(&q, "e1");
+	q = (struct bgrun_query)BGRUN_QUERY_INIT;
+	q.result = "success";
+	ASSERT_NAMES(&q, "e2 e6 e0");
+	q.result = "running";
+	ASSERT_NAMES(&q, "e5");
+	q.result = "lost";
+	ASSERT_NAMES(&q, "");
+	q = (struct bgrun_query)BGRUN_QUERY_INIT;
+	q.cmd_glob = "hg p*";
+	ASSERT_NAMES(&q, "e2 e1 e0");
+	q.cmd_glob = "make*";
+	ASSERT_NAMES(&q, "e3");
+	q.cmd_glob = "*PULL*";
+	ASSERT_NAMES(&q, "");
+	q = (struct bgrun_query)BGRUN_QUERY_INIT;
+	q.tag = "a";
+	ASSERT_NAMES(&q, "e1 e0");
+	q.tag = NULL;
+	q.cwd = "/r1";
+	ASSERT_NAMES(&q, "e3 e2 e0");
+	q.cwd = NULL;
+	q.source = "hg";
+	ASSERT_NAMES(&q, "e4 e2");
+	q.event = "commandfinish";
+	ASSERT_NAMES(&q, "e2");
+	q.source = NULL;
+	q.event = "develwarn";
+	ASSERT_NAMES(&q, "e4");
+	q = (struct bgrun_query)BGRUN_QUERY_INIT;
+	q.limit = 2;
+	ASSERT_NAMES(&q, "e4 e5");
+	q.failed = true;
+	q.limit = 1;
+	ASSERT_NAMES(&q, "e3");
+	q = (struct bgrun_query)BGRUN_QUERY_INIT;
+	q.limit = -1;
+	ASSERT_EQ(bgrun_store_query(s, &q, t_collect, &rows), -EINVAL);
+	/* A callback's non-zero value stops the read and is returned. */
+	q.limit = 0;
+	rows.stop_at = 2;
+	ASSERT_EQ(bgrun_store_query(s, &q, t_collect, &rows), 7);
+	ASSERT_EQ(rows.n, 2);
+	t_rows_free(&rows);
+	bgrun_store_close(s);
+
+	/* The same through a read-only store. */
+	ASSERT_OK(t_open(db, BGRUN_STORE_READONLY, &s));
+	q.source = "hg";
+	ASSERT_NAMES(&q, "e4 e2");
+	bgrun_store_close(s);
+	free(db);
+}
+
+void case_get_prefix(void)
+{
+	static const char *const ids[] = { "abc-1", "abc-2", "abd", "x" };
+	char *db = t_path(t_tmpdir(), "events.db");
+	struct t_rows rows = { 0 };
+	struct bgrun_store *s;
+	struct bgrun_event ev, uuid;
+	char prefix[9];
+
+	ASSERT_OK(t_open(db, 0, &s));
+	for (size_t i = 0; i < 4; i++) {
+		bgrun_event_init(&ev, "exthook", "clone-hook");
+		strcpy(ev.id, ids[i]);
+		ASSERT_EQ(bgrun_store_put(s, &ev), 1);
+	}
+	bgrun_event_init(&uuid, "exthook", "clone-hook");
+	ASSERT_EQ(bgrun_store_put(s, &uuid), 1);
+	memcpy(prefix, uuid.id, 8);
+	prefix[8] = '\0';
+	t_get(s, prefix, &rows);
+	ASSERT_STR_EQ(rows.ev[0].id, uuid.id);
+	t_get(s, "abd", &rows);
+	ASSERT_STR_EQ(rows.ev[0].id, "abd");
+	t_get(s, "abc-2", &rows);
+	ASSERT_STR_EQ(rows.ev[0].id, "abc-2");
+	t_rows_free(&rows);
+	ASSERT_EQ(bgrun_store_get(s, "abc", t_collect, &rows), -EEXIST);
+	ASSERT(strstr(bgrun_store_errmsg(s), "ambiguous") != NULL);
+	ASSERT_EQ(bgrun_store_get(s, "ab", t_collect, &rows), -EEXIST);
+	ASSERT_EQ(bgrun_store_get(s, "zz", t_collect, &rows), -ENOENT);
+	ASSERT_EQ(bgrun_store_get(s, "a*", t_collect, &rows), -EINVAL);
+	ASSERT_EQ(bgrun_store_get(s, "a?", t_collect, &rows), -EINVAL);
+	ASSERT_EQ(bgrun_store_get(s, "", t_collect, &rows), -EINVAL);
+	ASSERT_EQ(rows.n, 0);
+	/* An exact id wins over longer ids it is a prefix of. */
+	bgrun_event_init(&ev, "exthook", "clone-hook");
+	strcpy(ev.id, "ab");
+	ASSERT_EQ(bgrun_store_put(s, &ev), 1);
+	t_get(s, "ab", &rows);
+	ASSERT_STR_EQ(rows.ev[0].id, "ab");
+	t_rows_free(&rows);
+	bgrun_store_close(s);
+	free(db);
+}
+
+struct stats_seen {
+	int n;
+	int stop_at;
+	char display[4][32];
+	struct bgrun_stats_row row[4];
+};
+
+static int collect_stats(void *data, const struct bgrun_stats_row *row)
+{
+	struct stats_seen *seen = data;
+
+	if (++seen->n == seen->stop_at)
+		return 5;
+	if (seen->n > 4)
+		FAIL("too many stats rows");
+	seen->row[seen->n - 1] = *row;
+	(void)snprintf(seen->display[seen->n - 1], 32, "%s",
+		       row->display ? row->display : "(null)");
+	return 0;
+}
+
+static void check_stats(const struct stats_seen *seen, int i,
+			const char *display, int64_t runs, int64_t failures,
+			int64_t p50, int64_t p95, int64_t max)
+{
+	ASSERT_STR_EQ(seen->display[i], display);
+	ASSERT_EQ(seen->row[i].runs, runs);
+	ASSERT_EQ(seen->row[i].failures, failures);
+	ASSERT_EQ(seen->row[i].p50_ns, p50);
+	ASSERT_EQ(seen->row[i].p95_ns, p95);
+	ASSERT_EQ(seen->row[i].max_ns, max);
+}
+
+void case_stats(void)
+{
+	static const char *const build[] = { "build", NULL };
+	static const char *const test[] = { "test", NULL };
+	static const int64_t test_ms[] = { 5, 1, 3 };
+	char *db = t_path(t_tmpdir(), "events.db");
+	struct bgrun_query q = BGRUN_QUERY_INIT;
+	struct bgrun_event evs[106];
+	struct stats_seen seen = { 0 };
+	struct bgrun_store *s;
+	size_t n = 0;
+
+	ASSERT_OK(t_open(db, 0, &s));
+	/* build: durations 1..100 ms (written in a shuffled order), every
+	 * tenth run failed. */
+	for (int i = 1; i <= 100; i++) {
+		int k = (i * 37) % 101; /* a permutation of 1..100 */
+
+		bgrun_event_init(&evs[n], "commandfinish", "bgrun");
+		evs[n].argv = build;
+		evs[n].start_ns = T0 + k * SEC;
+		evs[n].duration_ns = k * MS;
+		evs[n].result = k % 10 == 0 ? "failed" : "success";
+		n++;
+	}
+	/* build, still running: not counted; lost: a failure without time. */
+	bgrun_event_init(&evs[n], "commandfinish", "bgrun");
+	evs[n].argv = build;
+	evs[n].start_ns = T0;
+	evs[n].result = "running";
+	evs[n].supervisor_pid = getpid();
+	evs[n].supervisor_start = bgrun_proc_starttime(getpid());
+	n++;
+	bgrun_event_init(&evs[n], "commandfinish", "bgrun");
+	evs[n].argv = build;
+	evs[n].start_ns = T0;
+	evs[n].result = "running";
+	evs[n].boot_id = "another boot";
+	n++;
+	for (int i = 0; i < 3; i++) {
+		bgrun_event_init(&evs[n], "commandfinish", "bgrun");
+		evs[n].argv = test;
+		evs[n].start_ns = T0 + 100 * SEC;
+		evs[n].duration_ns = test_ms[i] * MS;
+		evs[n].result = "success";
+		n++;
+	}
+	bgrun_event_init(&evs[n], "develwarn", "hg");
+	evs[n].start_ns = T0 + 100 * SEC;
+	n++;
+	ASSERT_EQ(bgrun_store_put_batch(s, evs, n), (int)n);
+
+	ASSERT_OK(bgrun_store_stats(s, &q, collect_stats, &seen));
+	ASSERT_EQ(seen.n, 3);
+	check_stats(&seen, 0, "(null)", 1, 0, BGRUN_NULL, BGRUN_NULL, BGRUN_NULL);
+	check_stats(&seen, 1, "build", 101, 11, 50 * MS, 95 * MS, 100 * MS);
+	check_stats(&seen, 2, "test", 3, 0, 3 * MS, 5 * MS, 5 * MS);
+
+	/* Over a window: build runs 51..100. */
+	memset(&seen, 0, sizeof(seen));
+	q.since_ns = T0 + 51 * SEC;
+	q.event = "commandfinish";
+	q.cmd_glob = "b*";
+	ASSERT_OK(bgrun_store_stats(s, &q, collect_stats, &seen));
+	ASSERT_EQ(seen.n, 1);
+	check_stats(&seen, 0, "build", 50, 5, 75 * MS, 98 * MS, 100 * MS);
+
+	memset(&seen, 0, sizeof(seen));
+	seen.stop_at = 2;
+	q = (struct bgrun_query)BGRUN_QUERY_INIT;
+	ASSERT_EQ(bgrun_store_stats(s, &q, collect_stats, &seen), 5);
+	bgrun_store_close(s);
+	free(db);
+}
+
+void case_prune(void)
+{
+	static const int64_t starts[] = { -10, -5, 0, 5 };
+	char *db = t_path(t_tmpdir(), "events.db");
+	struct bgrun_event evs[7];
+	struct bgrun_status st;
+	struct bgrun_store *s;
+	int64_t deleted = -1, dead_start;
+	pid_t dead;
+	sqlite3 *raw;
+
+	t_spawn_exited(&dead, &dead_start, &st);
+	ASSERT_OK(t_open(db, 0, &s));
+	for (int i = 0; i < 4; i++) {
+		bgrun_event_init(&evs[i], "commandfinish", "bgrun");
+		evs[i].start_ns = T0 + starts[i] * SEC;
+		evs[i].result = "success";
+	}
+	/* Old but running (alive): kept. Old and lost: deleted. */
+	bgrun_event_init(&evs[4], "commandfinish", "bgrun");
+	evs[4].start_ns = T0 - 20 * SEC;
+	evs[4].result = "running";
+	evs[4].supervisor_pid = getpid();
+	evs[4].supervisor_start = bgrun_proc_starttime(getpid());
+	bgrun_event_init(&evs[5], "commandfinish", "bgrun");
+	evs[5].start_ns = T0 - 20 * SEC;
+	evs[5].result = "running";
+	evs[5].supervisor_pid = dead;
+	evs[5].supervisor_start = dead_start;
+	/* No start time: its time is when it was written (now). */
+	bgrun_event_init(&evs[6], "uiblocked", "hg");
+	ASSERT_EQ(bgrun_store_put_batch(s, evs, 7), 7);
+
+	ASSERT_OK(bgrun_store_prune(s, T0, &deleted));
+	ASSERT_EQ(deleted, 3);
+	ASSERT_OK(bgrun_store_prune(s, T0, &deleted));
+	ASSERT_EQ(deleted, 0);
+	ASSERT_EQ(bgrun_store_prune(s, BGRUN_NULL, &deleted), -EINVAL);
+	bgrun_store_close(s);
+
+	raw = t_sql_open(db);
+	ASSERT_EQ(t_sql_int(raw, "SELECT count(*) FROM events", NULL), 4);
+	ASSERT_EQ(t_sql_int(raw, "SELECT count(*) FROM events WHERE id = ?1",
+			    evs[4].id), 1);
+	ASSERT_EQ(t_sql_int(raw, "SELECT count(*) FROM events WHERE id = ?1",
+			    evs[6].id), 1);
+	ASSERT_EQ(t_sql_int(raw, "SELECT min(start_ns) FROM events WHERE "
+				 "result = 'success'", NULL), T0);
+	sqlite3_close(raw);
+	free(db);
+}
+
+#define WRITERS 16
+#define PUTS 100
+
+void case_concurrent_writers(void)
+{
+	char *dir = t_tmpdir(), *db = t_printf("%s/new/events.db", dir);
+	char count[16];
+	const char *argv[] = { t_self(), "writer", db, count, NULL };
+	struct bgrun_child *children[WRITERS];
+	struct bgrun_status st;
+	int fds[2];
+	sqlite3 *raw;
+
+	(void)snprintf(count, sizeof(count), "%d", PUTS);
+	ASSERT_SYS(pipe2(fds, O_CLOEXEC));
+	for (int i = 0; i < WRITERS; i++) {
+		struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+
+		opts.argv = argv;
+		opts.in.kind = BGRUN_STDIO_FD;
+		opts.in.fd = fds[0];
+		opts.err.kind = BGRUN_STDIO_INHERIT;
+		ASSERT_OK(bgrun_spawn(&opts, &children[i]));
+	}
+	/* All start at once, on a database that does not exist yet. */
+	ASSERT_SYS(close(fds[0]));
+	ASSERT_SYS(close(fds[1]));
+	for (int i = 0; i < WRITERS; i++) {
+		ASSERT_OK(bgrun_child_wait(children[i], 120000, &st));
+		if (!st.exited || st.exit_code != 0)
+			FAIL("writer %d: exit %d signal %d", i, st.exit_code,
+			     st.signal);
+		bgrun_child_free(children[i]);
+	}
+	raw = t_sql_open(db);
+	ASSERT_EQ(t_sql_int(raw, "SELECT count(*) FROM events", NULL),
+		  WRITERS * PUTS);
+	ASSERT_EQ(t_sql_int(raw, "SELECT count(DISTINCT supervisor_pid) "
+				 "FROM events", NULL), WRITERS);
+	ASSERT_EQ(t_sql_int(raw, "PRAGMA user_version", NULL), 2);
+	ASSERT_STR_EQ(t_sql_text(raw, "PRAGMA integrity_check"), "ok");
+	sqlite3_close(raw);
+	free(db);
+}

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/* test-store.h: store-tests' runner, assertions and helpers, shared by its case files. */
+
+#ifndef BGRUN_TEST_STORE_H
+#define BGRUN_TEST_STORE_H
+
+#include "bgrun.h"
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* One case: `store-tests NAME` runs it; --list prints the names. */
+struct t_case {
+	const char *name;
+	void (*fn)(void);
+};
+#define T_CASE(name) { #name, case_##name }
+int t_main(int argc, char **argv, const struct t_case *cases, size_t n);
+
+/* Cases defined in test-store-query.c. */
+void case_migrate_v1(void);
+void case_query_filters(void);
+void case_get_prefix(void);
+void case_stats(void);
+void case_prune(void);
+void case_concurrent_writers(void);
+
+/* Failing (exit 1) and skipping (exit 77) with a one-line reason. */
+__attribute__((noreturn, format(printf, 3, 4)))
+void t_fail(const char *file, int line, const char *fmt, ...);
+__attribute__((noreturn, format(printf, 3, 4)))
+void t_skip(const char *file, int line, const char *fmt, ...);
+__attribute__((noreturn))
+void t_fail_str(const char *file, int line, const char *expr, const char *a,
+		const char *b);
+
+#define FAIL(...) t_fail(__FILE__, __LINE__, __VA_ARGS__)
+#define SKIP(...) t_skip(__FILE__, __LINE__, __VA_ARGS__)
+#define ASSERT(cond) \
+	do { \
+		if (!(cond)) \
+			FAIL("assertion failed: %s", #cond); \
+	} while (0)
+#define ASSERT_EQ(a, b) \
+	do { \
+		long long a_ = (long long)(a), b_ = (long long)(b); \
+		if (a_ != b_) \
+			FAIL("%s == %s (%lld vs %lld)", #a, #b, a_, b_); \
+	} while (0)
+/* Both NULL, or equal strings. */
+#define ASSERT_STR_EQ_NULL(a, b) \
+	do { \
+		const char *a_ = (a), *b_ = (b); \
+		if ((a_ == NULL) != (b_ == NULL) || \
+		    (a_ != NULL && strcmp(a_, b_) != 0)) \
+			t_fail_str(__FILE__, __LINE__, #a " == " #b, a_, b_); \
+	} while (0)
+#define ASSERT_STR_EQ(a, b) \
+	do { \
+		const char *s_ = (a); \
+		if (s_ == NULL) \
+			FAIL("%s is NULL", #a); \
+		ASSERT_STR_EQ_NULL(s_, b); \
+	} while (0)
+/* A call returning >= 0 or -errno. */
+#define ASSERT_OK(expr) \
+	do { \
+		int r_ = (int)(expr); \
+		if (r_ < 0) \
+			FAIL("%s failed: %s (%d)", #expr, bgrun_strerror(r_), \
+			     r_); \
+	} while (0)
+/* A libc call returning -1 with errno. */
+#define ASSERT_SYS(expr) \
+	do { \
+		if ((expr) == -1) \
+			FAIL("%s failed: %m", #expr); \
+	} while (0)
+
+/* Files and directories. */
+char *t_tmpdir(void); /* removed at exit */
+char *t_path(const char *dir, const char *name);
+__attribute__((format(printf, 1, 2)))
+char *t_printf(const char *fmt, ...);
+char *t_read_file(const char *path);
+void t_write_file(const char *path, const void *data, size_t len);
+int t_count_entries(const char *dir); /* recursive, without . and .. */
+mode_t t_umask(void);
+const char *t_self(void);
+
+/* bgrun_store_open, printing the message to stderr on failure. */
+int t_open(const char *path, unsigned flags, struct bgrun_store **ret);
+
+/* Direct SQLite access, to look behind the library's back. */
+sqlite3 *t_sql_open(const char *path);    /* read-only */
+sqlite3 *t_sql_open_rw(const char *path); /* creates */
+void t_sql_exec(sqlite3 *db, const char *sql);
+/* The first column of the first row; ?1 bound to param if not NULL. */
+int64_t t_sql_int(sqlite3 *db, const char *sql, const char *param);
+const char *t_sql_text(sqlite3 *db, const char *sql); /* static buffer */
+/* json_extract(json, path) as text (static buffer; NULL for null). */
+const char *t_json_text(sqlite3 *db, const char *json, const char *path);
+/* Checks which columns of the row are SQL NULL: bare or full_event's. */
+void t_check_nulls(sqlite3 *db, const char *id, bool bare);
+
+/* Rows collected by t_collect (deep copies). */
+#define T_MAX_ROWS 256
+struct t_rows {
+	size_t n;     /* rows seen (only the first T_MAX_ROWS are kept) */
+	int stop_at;  /* t_collect returns 7 at this row number (1-based) */
+	struct bgrun_event ev[T_MAX_ROWS];
+	size_t argc[T_MAX_ROWS];
+	char *stored_result[T_MAX_ROWS];
+	char *json[T_MAX_ROWS];
+	int64_t recorded_ns[T_MAX_ROWS];
+	int64_t time_ns[T_MAX_ROWS];
+};
+int t_collect(void *data, const struct bgrun_event_row *row);
+void t_rows_free(struct t_rows *rows);
+/* bgrun_store_get of id into rows (freed first), which must find one. */
+void t_get(struct bgrun_store *s, const char *id, struct t_rows *rows);
+void check_argv(const char *const *a, const char *const *b);
+
+/*
+ * Runs `store-tests exit` with a handle, reads its start time, reaps it:
+ * its pid and start time now name no process.
+ */
+void t_spawn_exited(pid_t *ret_pid, int64_t *ret_start,
+		    struct bgrun_status *ret_status);
+
+#endif /* BGRUN_TEST_STORE_H */

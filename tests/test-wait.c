@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/* test-wait.c: statuses through the handle, and the library's own reaping. */
+
+#include "test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Launches `run-tests helper ARGS...` with a handle; returns the pid. */
+static pid_t launch(struct bgrun_child **ret_child, bool ensurestart,
+		    const char *mode, const char *arg)
+{
+	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	const char *argv[] = { test_self(), "helper", mode, arg, NULL };
+	pid_t pid;
+	int r;
+
+	opts.argv = argv;
+	opts.ensurestart = ensurestart;
+	r = bgrun_spawn(&opts, ret_child);
+	ASSERT_OK(r);
+	pid = bgrun_child_started(*ret_child, NULL);
+	ASSERT_INT(pid, >, 0);
+	ASSERT_EQ(r, ensurestart ? pid : 0);
+	return pid;
+}
+
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void test_wait_exit_code(void)
+{
+	static const char *const codes[] = { "0", "3", "128", "137", "255" };
+	struct bgrun_child *child;
+	struct bgrun_status st;
+
+	for (int ensure = 0; ensure < 2; ensure++) {
+		for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+			pid_t pid = launch(&child, ensure, "exit", codes[i]);
+
+			ASSERT_OK(bgrun_child_wait(child, -1, &st));
+			ASSERT_EQ(st.pid, pid);
+			ASSERT(st.exited);
+			ASSERT(!st.signaled);
+			ASSERT(!st.core_dumped);
+			/* The full byte: 255 stays 255, 137 is no signal. */
+			ASSERT_EQ(st.exit_code, atoi(codes[i]));
+			bgrun_child_free(child);
+		}
+	}
+}
+
+void test_wait_signal_kill(void)
+{
+	static const int sigs[] = { SIGKILL, SIGTERM, SIGUSR1 };
+	struct bgrun_child *child;
+	struct bgrun_status st;
+
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		pid_t pid = launch(&child, i != 1, "pause", NULL);
+
+		test_kill_at_exit(pid);
+		ASSERT_OK(bgrun_child_kill(child, sigs[i]));
+		ASSERT_OK(bgrun_child_wait(child, TEST_DEADLINE_MS, &st));
+		ASSERT_EQ(st.pid, pid);
+		ASSERT(st.signaled);
+		ASSERT(!st.exited);
+		ASSERT_EQ(st.signal, sigs[i]);
+		/* Never folded into exit_code (as 128 + N). */
+		ASSERT_INT(st.exit_code, !=, 128 + sigs[i]);
+		/* Reaped: nothing left to signal. */
+		ASSERT_EQ(bgrun_child_kill(child, SIGKILL), -ESRCH);
+		ASSERT_EQ(bgrun_child_kill(child, 0), -ESRCH);
+		bgrun_child_free(child);
+	}
+}
+
+void test_wait_signal_segv(void)
+{
+	struct rlimit rl = { 0, 0 };
+	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	const char *dir = test_tmpdir();
+	char *pattern;
+	const char *argv[] = { test_self(), "helper", "signal", "11", NULL };
+	struct bgrun_child *child;
+	struct bgrun_status st;
+	pid_t pid;
+
+	/* No core (the child inherits the limit), and none in our cwd. */
+	ASSERT_SYS(getrlimit(RLIMIT_CORE, &rl));
+	rl.rlim_cur = 0;
+	ASSERT_SYS(setrlimit(RLIMIT_CORE, &rl));
+	opts.argv = argv;
+	opts.cwd = dir;
+	pid = bgrun_spawn(&opts, &child);
+	ASSERT_INT(pid, >, 0);
+	ASSERT_OK(bgrun_child_wait(child, TEST_DEADLINE_MS, &st));
+	ASSERT_EQ(st.pid, pid);
+	ASSERT(st.signaled);
+	ASSERT(!st.exited);
+	ASSERT_EQ(st.signal, SIGSEGV);
+	ASSERT_INT(st.exit_code, !=, 128 + SIGSEGV);
+	/* A piped core_pattern ignores RLIMIT_CORE: core_dumped may be set. */
+	pattern = test_read_file("/proc/sys/kernel/core_pattern", NULL);
+	if (pattern == NULL || pattern[0] != '|')
+		ASSERT(!st.core_dumped);
+	bgrun_child_free(child);
+	free(pattern);
+}
+
+void test_wait_times_rusage(void)
+{
+	enum { MS = 30 };
+	struct bgrun_child *child;
+	struct bgrun_status st;
+	int64_t rt0, rt1, mono0, mono1;
+	pid_t pid;
+
+	rt0 = realtime_ns();
+	mono0 = test_now_ms();
+	pid = launch(&child, true, "sleep-ms", "30");
+	ASSERT_OK(bgrun_child_wait(child, TEST_DEADLINE_MS, &st));
+	rt1 = realtime_ns();
+	mono1 = test_now_ms();
+	ASSERT_EQ(st.pid, pid);
+	ASSERT(st.exited);
+	ASSERT_EQ(st.exit_code, 0);
+	/* The child lived at least MS: a lower bound, not a timing. */
+	ASSERT_INT(st.duration_ns, >=, (int64_t)MS * 1000000);
+	ASSERT_INT(st.duration_ns, <=, (mono1 - mono0 + 1) * 1000000);
+	ASSERT_INT(st.start_realtime_ns, >=, rt0);
+	ASSERT_INT(st.start_realtime_ns, <, st.end_realtime_ns);
+	ASSERT_INT(st.end_realtime_ns, <=, rt1);
+	ASSERT_INT(st.rusage.ru_maxrss, >, 0);
+	bgrun_child_free(child);
+}
+
+void test_wait_timeout(void)
+{
+	struct bgrun_child *child;
+	struct bgrun_status st, first;
+	pid_t pid = launch(&child, true, "pause", NULL);
+
+	test_kill_at_exit(pid);
+	/* Running: 0 polls, > 0 waits that long; *ret_status untouched. */
+	memset(&st, 0x5a, sizeof(st));
+	ASSERT_EQ(bgrun_child_wait(child, 0, &st), -ETIMEDOUT);
+	ASSERT_EQ(bgrun_child_wait(child, 20, &st), -ETIMEDOUT);
+	ASSERT_EQ(st.pid, 0x5a5a5a5a);
+	ASSERT_OK(bgrun_child_kill(child, 0));
+	ASSERT_OK(bgrun_child_kill(child, SIGKILL));
+	ASSERT_OK(bgrun_child_wait(child, -1, &first));
+	ASSERT(first.signaled);
+	/* Ended: polling gives the status. */
+	ASSERT_OK(bgrun_child_wait(child, 0, &st));
+	ASSERT_EQ(st.pid, pid);
+	ASSERT(st.signaled);
+	ASSERT_EQ(st.signal, SIGKILL);
+	bgrun_child_free(child);
+
+	/* A child that has exited but is not collected yet: 0 reaps it. */
+	pid = launch(&child, true, "exit", "4");
+	for (int64_t end = test_now_ms() + TEST_DEADLINE_MS;;) {
+		int r = bgrun_child_wait(child, 0, &st);
+
+		if (r == 0)
+			break;
+		ASSERT_EQ(r, -ETIMEDOUT);
+		if (test_now_ms() > end)
+			FAIL("child %d not collected after %d ms", (int)pid,
+			     TEST_DEADLINE_MS);
+		test_msleep(2);
+	}
+	ASSERT(st.exited);
+	ASSERT_EQ(st.exit_code, 4);
+	bgrun_child_free(child);
+}
+
+static void expect_same_status(const struct bgrun_status *a,
+			       const struct bgrun_status *b)
+{
+	ASSERT_EQ(a->pid, b->pid);
+	ASSERT_EQ(a->exited, b->exited);
+	ASSERT_EQ(a->exit_code, b->exit_code);
+	ASSERT_EQ(a->signaled, b->signaled);
+	ASSERT_EQ(a->signal, b->signal);
+	ASSERT_EQ(a->core_dumped, b->core_dumped);
+	ASSERT_EQ(a->start_realtime_ns, b->start_realtime_ns);
+	ASSERT_EQ(a->end_realtime_ns, b->end_realtime_ns);
+	ASSERT_EQ(a->duration_ns, b->duration_ns);
+	ASSERT_EQ(a->rusage.ru_maxrss, b->rusage.ru_maxrss);
+	ASSERT_EQ(a->rusage.ru_utime.tv_usec, b->rusage.ru_utime.tv_usec);
+}
+
+void test_wait_twice(void)
+{
+	struct bgrun_child *child;
+	struct bgrun_status st1, st2, st3;
+
+	for (int ensure = 0; ensure < 2; ensure++) {
+		pid_t pid = launch(&child, ensure, "exit", "7");
+
+		ASSERT_OK(bgrun_child_wait(child, -1, &st1));
+		ASSERT_OK(bgrun_child_wait(child, -1, &st2));
+		ASSERT_OK(bgrun_child_wait(child, 0, &st3));
+		ASSERT_EQ(st1.pid, pid);
+		ASSERT_EQ(st1.exit_code, 7);
+		expect_same_status(&st1, &st2);
+		expect_same_status(&st1, &st3);
+		ASSERT_EQ(bgrun_child_pid(child), pid);
+		bgrun_child_free(child);
+	}
+	bgrun_child_free(NULL);
+}
+
+void test_wait_failed_launch(void)
+{
+	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	const char *argv[] = { "/nonexistent-bgrun-dir/prog", NULL };
+	struct bgrun_child *child;
+	struct bgrun_status st;
+	struct bgrun_failure f = { BGRUN_STAGE_NONE, 0 };
+
+	opts.argv = argv;
+	opts.ensurestart = false;
+	ASSERT_EQ(bgrun_spawn(&opts, &child), 0);
+	ASSERT_EQ(bgrun_child_wait(child, -1, &st), -ENOENT);
+	ASSERT_EQ(bgrun_child_wait(child, 0, &st), -ENOENT);
+	ASSERT_EQ(bgrun_child_started(child, &f), -ENOENT);
+	ASSERT_EQ(f.stage, BGRUN_STAGE_EXEC);
+	ASSERT_EQ(f.error, -ENOENT);
+	bgrun_child_free(child);
+	test_wait_reaped();
+}
+
+void test_reap_no_handle(void)
+{
+	enum { N = 20 };
+	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	struct test_start_rec rec = TEST_START_REC_INIT;
+	const char *exit0[] = { test_self(), "helper", "exit", "0", NULL };
+	const char *sig[] = { test_self(), "helper", "signal", "15", NULL };
+	const char *slow[] = { test_self(), "helper", "sleep-ms", "50", NULL };
+
+	/* Exits, deaths by signal, later exits, queued ones, undetached. */
+	for (int i = 0; i < N; i++) {
+		opts.argv = i % 3 == 0 ? exit0 : i % 3 == 1 ? sig : slow;
+		opts.detach = i % 4 != 0;
+		opts.ensurestart = i % 2 == 0;
+		opts.on_start = opts.ensurestart ? NULL : test_start_cb;
+		opts.on_start_data = &rec;
+		ASSERT_INT(bgrun_spawn(&opts, NULL), >=, 0);
+	}
+	bgrun_spawn_flush();
+	ASSERT_EQ(test_start_seen(&rec).successes, N / 2);
+	test_wait_reaped();
+	ASSERT_EQ(test_count_children(NULL, 0), 0);
+}
+
+static bool is_child(pid_t pid)
+{
+	pid_t pids[256];
+	int n = test_count_children(pids, 256);
+
+	for (int i = 0; i < n && i < 256; i++)
+		if (pids[i] == pid)
+			return true;
+	return false;
+}
+
+void test_reap_freed_handle(void)
+{
+	struct bgrun_child *child;
+	pid_t pid;
+
+	/* Freed while running: the library reaps it once it ends. */
+	pid = launch(&child, true, "pause", NULL);
+	test_kill_at_exit(pid);
+	bgrun_child_free(child);
+	ASSERT(is_child(pid));
+	/* Still running and unreaped: the pid cannot have been reused. */
+	ASSERT_SYS(kill(pid, SIGKILL));
+	test_wait_reaped();
+	ASSERT(!is_child(pid));
+
+	/* Freed once a zombie: reaped too. */
+	pid = launch(&child, false, "exit", "0");
+	for (int64_t end = test_now_ms() + TEST_DEADLINE_MS;
+	     test_count_zombies() == 0;) {
+		if (test_now_ms() > end)
+			FAIL("child %d never became a zombie", (int)pid);
+		test_msleep(2);
+	}
+	bgrun_child_free(child);
+	test_wait_reaped();
+	ASSERT(!is_child(pid));
+}
+
+void test_reap_freed_queued(void)
+{
+	enum { N = 16 };
+	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	struct test_start_rec rec = TEST_START_REC_INIT;
+	const char *argv[] = { test_self(), "helper", "exit", "0", NULL };
+	struct bgrun_child *child;
+
+	/* Freed before (or while) launching: launched anyway, then reaped. */
+	opts.argv = argv;
+	opts.ensurestart = false;
+	opts.on_start = test_start_cb;
+	opts.on_start_data = &rec;
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(bgrun_spawn(&opts, &child), 0);
+		bgrun_child_free(child);
+	}
+	bgrun_spawn_flush();
+	ASSERT_EQ(test_start_seen(&rec).calls, N);
+	ASSERT_EQ(test_start_seen(&rec).successes, N);
+	test_wait_reaped();
+	ASSERT_EQ(test_count_children(NULL, 0), 0);
+}

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/* test.h: the unit test runner's case list, assertions and shared helpers. */
+
+#ifndef BGRUN_TEST_H
+#define BGRUN_TEST_H
+
+#include "bgrun.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * Every case, in the order `run-tests --list` prints them. A case named N
+ * is the function test_N(), defined in a tests/test-<area>.c file. Each
+ * name must also appear in unit_cases in tests/meson.build (the meson test
+ * "unit-list" checks that).
+ */
+#define TEST_CASES(X) \
+	/* test-exec.c */ \
+	X(argv_bytes) \
+	X(argv_relative_cwd) \
+	X(shell_plain) \
+	X(shell_args) \
+	X(path_child_env) \
+	X(path_default) \
+	X(path_relative_entry) \
+	X(exec_enoent) \
+	X(exec_eacces) \
+	X(exec_enoexec) \
+	X(exec_e2big) \
+	/* test-env.c */ \
+	X(env_inherit) \
+	X(env_set_unset) \
+	X(env_exact) \
+	X(env_empty) \
+	X(env_invalid) \
+	X(opts_invalid) \
+	X(cwd_set) \
+	X(cwd_missing) \
+	X(detach_default) \
+	X(detach_off) \
+	/* test-stdio.c */ \
+	X(stdin_null) \
+	X(stdin_bytes_small) \
+	X(stdin_bytes_large) \
+	X(stdin_bytes_no_block) \
+	X(stdin_fd_pipe) \
+	X(stdin_fd_file) \
+	X(stdout_null) \
+	X(stdout_file_truncate) \
+	X(stdout_file_append) \
+	X(stderr_file) \
+	X(stdout_fd_pipe) \
+	X(stderr_joined) \
+	X(stdio_swapped) \
+	X(stdio_rotated) \
+	X(stdio_inherit_cloexec) \
+	X(stdout_open_fail) \
+	X(stderr_open_fail) \
+	/* test-hygiene.c */ \
+	X(hygiene_fds) \
+	X(hygiene_signals) \
+	X(hygiene_signals_async) \
+	X(ensurestart_on) \
+	X(ensurestart_off_callback) \
+	X(ensurestart_off_handle) \
+	X(ensurestart_off_enoent) \
+	X(ensurestart_off_einval) \
+	X(spawn_flush) \
+	/* test-wait.c */ \
+	X(wait_exit_code) \
+	X(wait_signal_kill) \
+	X(wait_signal_segv) \
+	X(wait_times_rusage) \
+	X(wait_timeout) \
+	X(wait_twice) \
+	X(wait_failed_launch) \
+	X(reap_no_handle) \
+	X(reap_freed_handle) \
+	X(reap_freed_queued) \
+	X(threads_stress)
+
+#define TEST_DECLARE(name) void test_##name(void);
+TEST_CASES(TEST_DECLARE)
+#undef TEST_DECLARE
+
+/* helper.c: `run-tests helper MODE ARGS...`, the program the tests spawn. */
+int helper_main(int argc, char **argv);
+uint64_t test_fnv1a(const void *data, size_t len, uint64_t hash);
+#define TEST_FNV_INIT UINT64_C(0xcbf29ce484222325)
+
+/* Failing (exit 1) and skipping (exit 77), each with a one-line reason. */
+__attribute__((noreturn, format(printf, 3, 4)))
+void test_fail(const char *file, int line, const char *fmt, ...);
+__attribute__((noreturn, format(printf, 3, 4)))
+void test_skip(const char *file, int line, const char *fmt, ...);
+__attribute__((noreturn))
+void test_fail_str(const char *file, int line, const char *expr_a,
+		   const char *expr_b, const char *a, const char *b);
+
+#define FAIL(...) test_fail(__FILE__, __LINE__, __VA_ARGS__)
+#define SKIP(...) test_skip(__FILE__, __LINE__, __VA_ARGS__)
+
+#define ASSERT(cond) \
+	do { \
+		if (!(cond)) \
+			FAIL("assertion failed: %s", #cond); \
+	} while (0)
+
+/* Compares two integers with op, printing both values on failure. */
+#define ASSERT_INT(a, op, b) \
+	do { \
+		long long a_ = (long long)(a), b_ = (long long)(b); \
+		if (!(a_ op b_)) \
+			FAIL("%s %s %s (%lld vs %lld)", #a, #op, #b, a_, b_); \
+	} while (0)
+#define ASSERT_EQ(a, b) ASSERT_INT(a, ==, b)
+
+#define ASSERT_STR_EQ(a, b) \
+	do { \
+		const char *a_ = (a), *b_ = (b); \
+		if (a_ == NULL || b_ == NULL || strcmp(a_, b_) != 0) \
+			test_fail_str(__FILE__, __LINE__, #a, #b, a_, b_); \
+	} while (0)
+
+/* A libbgrun call returning >= 0 or -errno. */
+#define ASSERT_OK(expr) \
+	do { \
+		int r_ = (int)(expr); \
+		if (r_ < 0) \
+			FAIL("%s failed: %s (%d)", #expr, bgrun_strerror(r_), \
+			     r_); \
+	} while (0)
+
+/* A libc call returning -1 with errno on failure. */
+#define ASSERT_SYS(expr) \
+	do { \
+		if ((expr) == -1) \
+			FAIL("%s failed: %m", #expr); \
+	} while (0)
+
+/* Memory, failing the test when exhausted. */
+void *test_malloc(size_t size);
+char *test_strdup(const char *s);
+__attribute__((format(printf, 1, 2)))
+char *test_printf(const char *fmt, ...);
+void test_strv_free(char **v);
+size_t test_strv_len(char *const *v);
+
+/* This very program (readlink of /proc/self/exe). */
+const char *test_self(void);
+
+/* Time and polling (to poll a condition with a deadline only). */
+int64_t test_now_ms(void);
+void test_msleep(int ms);
+#define TEST_DEADLINE_MS 10000
+
+/* A new directory under $TMPDIR or /tmp, removed at exit (even on failure). */
+const char *test_tmpdir(void); /* owned by the runner */
+char *test_path(const char *dir, const char *name);
+void test_write_file(const char *path, const void *data, size_t len,
+		     mode_t mode);
+/* The whole file (NUL-terminated), or NULL if it does not exist. */
+char *test_read_file(const char *path, size_t *ret_len);
+/* The caller's resolved path (the report's cwd= form). */
+char *test_realpath(const char *path);
+
+/* Process state. */
+int test_count_fds(void);
+int test_count_children(pid_t *ret_pids, int max); /* of this process */
+int test_count_zombies(void);                      /* children in state Z */
+/* Polls until bgrun_reaper_pending() == 0 and no zombie child remains. */
+void test_wait_reaped(void);
+/* One launch of each kind so that the library's lazily made state exists. */
+void test_warmup(void);
+/* SIGKILLs pid when the test exits (for `helper pause` children). */
+void test_kill_at_exit(pid_t pid);
+
+/* A parsed `helper report` file: key=value lines in order. */
+struct report {
+	size_t n;
+	char **keys;
+	char **vals;
+};
+
+/* Polls for path with a deadline, then parses it. */
+void report_wait(const char *path, struct report *rep);
+void report_free(struct report *rep);
+/* The first value of key (fails the test if absent). */
+const char *report_get(const struct report *rep, const char *key);
+long long report_get_int(const struct report *rep, const char *key);
+/* Every value of key ("arg", "env"), hex-decoded, NULL-terminated. */
+char **report_get_all(const struct report *rep, const char *key);
+
+/*
+ * Launches opts with ensurestart on and a handle, waits for its report and
+ * for its exit (status 0), then fills rep. When rpath is NULL, argv is set
+ * to `run-tests helper report FILE` with FILE in a new temp dir.
+ */
+void test_run_report(struct bgrun_spawn_opts *opts, const char *rpath,
+		     struct report *rep);
+
+/*
+ * Checks that opts fails with error at stage, leaving no process and no
+ * descriptor behind, with ensurestart on (with and without a handle) and
+ * with ensurestart off (through bgrun_child_started and on_start).
+ */
+void test_expect_spawn_error(const struct bgrun_spawn_opts *opts, int error,
+			     enum bgrun_stage stage);
+
+/* An on_start callback recording its calls into a struct test_start_rec. */
+struct test_start_seen {
+	int calls;
+	int successes;                  /* calls with a pid > 0 */
+	pid_t last;                     /* the last pid_or_error */
+	struct bgrun_failure failure;   /* copied from the last failure */
+	bool failure_missing;           /* a failure came with failure NULL */
+};
+struct test_start_rec {
+	pthread_mutex_t lock;
+	struct test_start_seen seen;
+};
+#define TEST_START_REC_INIT { .lock = PTHREAD_MUTEX_INITIALIZER }
+void test_start_cb(void *data, pid_t pid_or_error,
+		   const struct bgrun_failure *failure);
+/* A copy of what the callback has seen so far. */
+struct test_start_seen test_start_seen(struct test_start_rec *rec);
+
+/* Waits for the child with the deadline and checks it exited with code. */
+void test_wait_exit(struct bgrun_child *child, int code);
+
+#endif /* BGRUN_TEST_H */
