@@ -111,8 +111,7 @@ static int launch_supervised(const struct cli *c, int argc, char **argv)
 	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
 	struct bgrun_failure failure = { .stage = BGRUN_STAGE_NONE };
 	struct bgrun_child *child = NULL;
-	struct bgrun_event ev;
-	char self[PATH_MAX], *id_opt = NULL;
+	char id[BGRUN_EVENT_ID_MAX + 1], self[PATH_MAX], *id_opt = NULL;
 	char **sargv = NULL;
 	int pipefd[2] = { -1, -1 }, status = EXIT_CANCELED;
 	ssize_t n;
@@ -125,9 +124,9 @@ static int launch_supervised(const struct cli *c, int argc, char **argv)
 	}
 	self[n] = '\0';
 	/* The event id is chosen here, so --print-id needs no round trip. */
-	bgrun_event_init(&ev, "commandfinish", "bgrun");
+	bgrun_event_new_id(id);
 	sargv = calloc((size_t)argc + 2, sizeof(*sargv));
-	if (sargv == NULL || asprintf(&id_opt, "--_supervise=%s", ev.id) < 0 ||
+	if (sargv == NULL || asprintf(&id_opt, "--_supervise=%s", id) < 0 ||
 	    pipe2(pipefd, O_CLOEXEC) < 0) {
 		cli_msg("cannot start the supervisor: %s", strerror(errno));
 		goto out;
@@ -152,7 +151,7 @@ static int launch_supervised(const struct cli *c, int argc, char **argv)
 	}
 	status = EXIT_SUCCESS;
 	if (c->print_id) {
-		(void)printf("%s\n", ev.id);
+		(void)printf("%s\n", id);
 		if (cli_flush_stdout() < 0)
 			status = EXIT_CANCELED;
 	}

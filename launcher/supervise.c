@@ -182,6 +182,7 @@ int supervise_main(const struct cli *c)
 	bool timed_out = false, writer;
 	pthread_t thread;
 	sigset_t set;
+	int64_t start_ns;
 	int sfd, status, r = 0;
 	pid_t pid;
 
@@ -195,20 +196,25 @@ int supervise_main(const struct cli *c)
 	(void)sigprocmask(SIG_BLOCK, &set, NULL);
 	sfd = signalfd(-1, &set, SFD_CLOEXEC);
 
-	bgrun_event_init(&s.ev, "commandfinish", "bgrun");
-	if (strlen(c->supervise_id) <= BGRUN_EVENT_ID_MAX)
-		strcpy(s.ev.id, c->supervise_id);
-	describe(&s);
-
 	cli_spawn_opts(c, &opts); /* detached unless --wait */
 	/* --no-ensurestart was for bgrun; here the outcome is needed now. */
 	opts.ensurestart = true;
 	opts.failure = &failure;
-	s.ev.start_ns = now_ns();
+	start_ns = now_ns();
 	pid = bgrun_spawn(&opts, &child);
-	if (pid < 0) {
+	/* Report first: bgrun (and its user) waits for nothing else. */
+	if (pid < 0)
 		(void)dprintf(REPORT_FD, "error %d %d\n", -pid, failure.stage);
-		(void)close(REPORT_FD);
+	else
+		(void)dprintf(REPORT_FD, "ok %ld\n", (long)pid);
+	(void)close(REPORT_FD);
+
+	bgrun_event_init(&s.ev, "commandfinish", "bgrun");
+	if (strlen(c->supervise_id) <= BGRUN_EVENT_ID_MAX)
+		strcpy(s.ev.id, c->supervise_id);
+	describe(&s);
+	s.ev.start_ns = start_ns;
+	if (pid < 0) {
 		/* Our stderr is /dev/null: this only gives the exit code. */
 		status = cli_report_failure(c, pid, &failure);
 		s.ev.result = BGRUN_RESULT_SPAWN_FAILED;
@@ -217,9 +223,6 @@ int supervise_main(const struct cli *c)
 		record(&s);
 		goto out;
 	}
-	(void)dprintf(REPORT_FD, "ok %ld\n", (long)pid);
-	(void)close(REPORT_FD);
-
 	/*
 	 * The `running` row is written by a thread while this one waits:
 	 * opening and writing the database takes milliseconds, and a short

@@ -353,6 +353,9 @@ struct bgrun_event {
 void bgrun_event_init(struct bgrun_event *ev, const char *event,
 		      const char *source);
 
+/* Writes a new unique event id (a UUID v4), as bgrun_event_init does. */
+void bgrun_event_new_id(char id[BGRUN_EVENT_ID_MAX + 1]);
+
 /*
  * Records how a command ended: pid, exit_code or signal (the other stays
  * BGRUN_NULL), core_dumped, result (success, failed or signaled), start,

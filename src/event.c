@@ -203,7 +203,7 @@ static void random_bytes(unsigned char *buf, size_t len)
 	}
 }
 
-static void new_id(char id[BGRUN_EVENT_ID_MAX + 1])
+void bgrun_event_new_id(char id[BGRUN_EVENT_ID_MAX + 1])
 {
 	static const char hex[] = "0123456789abcdef";
 	unsigned char b[16];
@@ -235,7 +235,7 @@ void bgrun_event_init(struct bgrun_event *ev, const char *event,
 	ev->minor_faults = ev->major_faults = BGRUN_NULL;
 	ev->in_blocks = ev->out_blocks = BGRUN_NULL;
 	ev->vol_ctxsw = ev->invol_ctxsw = BGRUN_NULL;
-	new_id(ev->id);
+	bgrun_event_new_id(ev->id);
 	ev->event = event;
 	ev->source = source;
 	ev->host = host_name();

@@ -80,7 +80,8 @@ static const char *const stmt_sql[BGRUN__N_STMTS] = {
 		"CASE WHEN type = 'object' THEN json_extract(value, '$.hex') "
 		"ELSE value END FROM json_each(?1) ORDER BY key",
 	[BGRUN__STMT_OPTIONS_CHECK] =
-		"SELECT json_valid(?1) AND json_type(?1) = 'object'",
+		"SELECT CASE WHEN json_valid(?1) "
+		"THEN json_type(?1) = 'object' ELSE 0 END",
 	/*
 	 * The upsert: see bgrun_store_put() in bgrun.h for the rules. In DO
 	 * UPDATE, a bare column name is the stored value.

@@ -5,7 +5,10 @@
 /*
  * The modes (the command-line tests use them too: keep them stable):
  *   report FILE [ARGS...]  read stdin to EOF, write what the process sees
- *                          to FILE.tmp, rename it to FILE
+ *                          to FILE.tmp, rename it to FILE: key=value lines
+ *                          pid ppid sid pgid sigblk sigign fds fd0 fd1 fd2
+ *                          (then fdN for the first few N > 2 open) cwd
+ *                          argc arg... env... stdin_len stdin_fnv
  *   exit N                 exit with status N
  *   signal SIG             reset SIG to its default and raise it
  *   pause                  block until killed
@@ -21,7 +24,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -76,13 +78,12 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Formats "0,1,2": the open descriptors but the one listing them. */
-static int list_fds(char *buf, size_t size)
+/* The open descriptors, sorted, but the one listing them; or -errno. */
+static int list_fds(int *fds, int max)
 {
-	int fds[4096], n = 0, dfd;
 	DIR *dir = opendir("/proc/self/fd");
 	struct dirent *de;
-	size_t used = 0;
+	int n = 0, dfd;
 
 	if (dir == NULL)
 		return -errno;
@@ -96,16 +97,26 @@ static int list_fds(char *buf, size_t size)
 		fd = strtol(de->d_name, &end, 10);
 		if (*end != '\0' || fd == dfd)
 			continue;
-		if (n < (int)(sizeof(fds) / sizeof(fds[0])))
+		if (n < max)
 			fds[n++] = (int)fd;
 	}
 	(void)closedir(dir);
 	qsort(fds, (size_t)n, sizeof(fds[0]), cmp_int);
-	buf[0] = '\0';
-	for (int i = 0; i < n && used < size; i++)
-		used += (size_t)snprintf(buf + used, size - used, "%s%d",
-					 i > 0 ? "," : "", fds[i]);
-	return used < size ? 0 : -ENOBUFS;
+	return n;
+}
+
+/* What descriptor fd is open on (readlink), or "-" when closed. */
+static void fd_target(int fd, char *buf, size_t size)
+{
+	char proc[64];
+	ssize_t n;
+
+	(void)snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, buf, size - 1);
+	if (n < 0)
+		(void)snprintf(buf, size, "-");
+	else
+		buf[n] = '\0';
 }
 
 /* Copies the SigBlk and SigIgn fields of /proc/self/status. */
@@ -142,7 +153,9 @@ static void report_hex(FILE *out, const char *key, const char *s)
 
 static int helper_report(const char *file, int argc, char **argv)
 {
-	char buf[65536], link[PATH_MAX + 1], fds[32768], std[3][PATH_MAX + 1];
+	enum { N_TARGETS = 3 + 16 }; /* 0, 1, 2 and the first extra ones */
+	char buf[65536], link[PATH_MAX + 1], target[N_TARGETS][PATH_MAX + 1];
+	int fds[4096], n_fds, n_targets = 0, targets[N_TARGETS];
 	char *tmp = NULL;
 	uint64_t hash = TEST_FNV_INIT, len = 0;
 	FILE *out = NULL;
@@ -161,19 +174,16 @@ static int helper_report(const char *file, int argc, char **argv)
 	}
 
 	/* Descriptors are listed before opening the report itself. */
-	if (list_fds(fds, sizeof(fds)) < 0)
+	n_fds = list_fds(fds, (int)(sizeof(fds) / sizeof(fds[0])));
+	if (n_fds < 0)
 		return HELPER_FAILED;
-	for (int fd = 0; fd < 3; fd++) {
-		char proc[64];
-		ssize_t n;
-
-		(void)snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-		n = readlink(proc, std[fd], sizeof(std[fd]) - 1);
-		if (n < 0)
-			(void)strcpy(std[fd], "-");
-		else
-			std[fd][n] = '\0';
-	}
+	for (int fd = 0; fd < 3; fd++)
+		targets[n_targets++] = fd;
+	for (int i = 0; i < n_fds && n_targets < N_TARGETS; i++)
+		if (fds[i] > 2)
+			targets[n_targets++] = fds[i];
+	for (int i = 0; i < n_targets; i++)
+		fd_target(targets[i], target[i], sizeof(target[i]));
 	if (asprintf(&tmp, "%s.tmp", file) < 0)
 		return HELPER_FAILED;
 	out = fopen(tmp, "we");
@@ -184,9 +194,12 @@ static int helper_report(const char *file, int argc, char **argv)
 	r = report_signals(out);
 	if (r < 0)
 		goto fail;
-	fprintf(out, "fds=%s\n", fds);
-	for (int fd = 0; fd < 3; fd++)
-		fprintf(out, "fd%d=%s\n", fd, std[fd]);
+	fputs("fds=", out);
+	for (int i = 0; i < n_fds; i++)
+		fprintf(out, "%s%d", i > 0 ? "," : "", fds[i]);
+	fputc('\n', out);
+	for (int i = 0; i < n_targets; i++)
+		fprintf(out, "fd%d=%s\n", targets[i], target[i]);
 	fprintf(out, "cwd=%s\n", getcwd(link, sizeof(link)) ? link : "-");
 	fprintf(out, "argc=%d\n", argc);
 	for (int i = 0; i < argc; i++)

@@ -201,6 +201,12 @@ void test_opts_invalid(void)
 	opts.err.kind = BGRUN_STDIO_FILE;
 	opts.err.path = NULL;
 	test_expect_spawn_error(&opts, -EINVAL, BGRUN_STAGE_ARGS);
+
+	/* Not a descriptor at all. */
+	opts.err.kind = BGRUN_STDIO_NULL;
+	opts.in.kind = BGRUN_STDIO_FD;
+	opts.in.fd = -1;
+	test_expect_spawn_error(&opts, -EBADF, BGRUN_STAGE_ARGS);
 }
 
 void test_cwd_set(void)
@@ -273,5 +279,30 @@ void test_detach_off(void)
 	ASSERT_EQ(report_get_int(&rep, "sid"), getsid(0));
 	ASSERT_EQ(report_get_int(&rep, "pgid"), getpgrp());
 	ASSERT_EQ(report_get_int(&rep, "ppid"), getpid());
+	report_free(&rep);
+}
+
+void test_new_pgroup(void)
+{
+	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	struct report rep;
+	long long pid;
+
+	/* Not detached: our session, a group of its own. */
+	opts.detach = false;
+	opts.new_pgroup = true;
+	test_run_report(&opts, NULL, &rep);
+	pid = report_get_int(&rep, "pid");
+	ASSERT_EQ(report_get_int(&rep, "pgid"), pid);
+	ASSERT_EQ(report_get_int(&rep, "sid"), getsid(0));
+	ASSERT_INT(report_get_int(&rep, "pgid"), !=, getpgrp());
+	report_free(&rep);
+
+	/* Detached: ignored, the session leader leads its group anyway. */
+	opts.detach = true;
+	test_run_report(&opts, NULL, &rep);
+	pid = report_get_int(&rep, "pid");
+	ASSERT_EQ(report_get_int(&rep, "sid"), pid);
+	ASSERT_EQ(report_get_int(&rep, "pgid"), pid);
 	report_free(&rep);
 }

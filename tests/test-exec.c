@@ -217,6 +217,13 @@ void test_path_child_env(void)
 	test_run_report(&opts, rpath, &rep);
 	expect_args(&rep, argv);
 	report_free(&rep);
+	ASSERT_SYS(unlink(rpath));
+
+	/* With .cwd too: argv[0] stays the name, not the path found. */
+	opts.cwd = bin1;
+	test_run_report(&opts, rpath, &rep);
+	expect_args(&rep, argv);
+	report_free(&rep);
 	free(env_path2);
 	free(env_path);
 	free(bad);

@@ -309,6 +309,42 @@ void test_stdin_fd_file(void)
 	free(file);
 }
 
+void test_stdin_file(void)
+{
+	static const char text[] = "read from a file\n\x01\xff";
+	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	const char *dir = test_tmpdir();
+	char *file = test_path(dir, "input"), *sub = test_path(dir, "sub");
+	char *real, *missing = test_path(dir, "missing");
+	struct report rep;
+
+	test_write_file(file, text, sizeof(text) - 1, 0644);
+	real = test_realpath(file);
+	ASSERT_SYS(mkdir(sub, 0755));
+	/* Relative to the caller's cwd, not to .cwd. */
+	ASSERT_SYS(chdir(dir));
+	opts.in.kind = BGRUN_STDIO_FILE;
+	opts.in.path = "input";
+	opts.cwd = sub;
+	for (int ensure = 1; ensure >= 0; ensure--) {
+		opts.ensurestart = ensure;
+		test_run_report(&opts, NULL, &rep);
+		ASSERT_STR_EQ(report_get(&rep, "fd0"), real);
+		expect_stdin(&rep, text, sizeof(text) - 1);
+		report_free(&rep);
+	}
+	ASSERT_SYS(chdir("/"));
+
+	const char *argv[] = { test_self(), "helper", "exit", "0", NULL };
+	opts.argv = argv;
+	opts.in.path = missing;
+	test_expect_spawn_error(&opts, -ENOENT, BGRUN_STAGE_STDIN);
+	free(missing);
+	free(real);
+	free(sub);
+	free(file);
+}
+
 void test_stdout_null(void)
 {
 	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;

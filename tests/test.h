@@ -42,6 +42,7 @@
 	X(cwd_missing) \
 	X(detach_default) \
 	X(detach_off) \
+	X(new_pgroup) \
 	/* test-stdio.c */ \
 	X(stdin_null) \
 	X(stdin_bytes_small) \
@@ -49,6 +50,7 @@
 	X(stdin_bytes_no_block) \
 	X(stdin_fd_pipe) \
 	X(stdin_fd_file) \
+	X(stdin_file) \
 	X(stdout_null) \
 	X(stdout_file_truncate) \
 	X(stdout_file_append) \
@@ -58,6 +60,8 @@
 	X(stdio_swapped) \
 	X(stdio_rotated) \
 	X(stdio_inherit_cloexec) \
+	X(pass_fds) \
+	X(pass_fds_cycle) \
 	X(stdout_open_fail) \
 	X(stderr_open_fail) \
 	/* test-hygiene.c */ \

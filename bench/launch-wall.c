@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/* launch-wall.c: whole-process wall time of `bgrun -- true`, logged and not, next to `setsid -f true`. */
+
+/*
+ * What a user pays for one `bgrun -- CMD` at a shell prompt: the time from
+ * starting the bgrun process to its exit. With the log, bgrun starts a
+ * supervisor and waits for its report that CMD was executed; the
+ * supervisor then writes the log in the background. Between two logged
+ * runs the benchmark waits, untimed, until the previous run's finish is in
+ * the log, so that supervisors do not pile up and every run starts from
+ * the same state. `setsid -f true` (util-linux: fork, setsid, exec) is the
+ * baseline a user would otherwise type.
+ */
+
+#include "bgrun.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct mech {
+	const char *name;
+	const char *argv[8];
+	bool logged; /* leaves one event per run in the log */
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int count_row(void *data, const struct bgrun_event_row *row)
+{
+	(void)row;
+	++*(int64_t *)data;
+	return 0;
+}
+
+/* Waits until the log holds `want` successful events (untimed). */
+static int wait_logged(const char *db, int64_t want)
+{
+	double deadline = now_ms() + 30000;
+	struct bgrun_query q = BGRUN_QUERY_INIT;
+
+	q.result = BGRUN_RESULT_SUCCESS;
+	while (now_ms() < deadline) {
+		struct bgrun_store *store = NULL;
+		int64_t n = 0;
+
+		if (bgrun_store_open(db, BGRUN_STORE_READONLY, &store, NULL) == 0) {
+			(void)bgrun_store_query(store, &q, count_row, &n);
+			bgrun_store_close(store);
+		}
+		if (n >= want)
+			return 0;
+		(void)usleep(200);
+	}
+	return -ETIMEDOUT;
+}
+
+/* One run: spawn, wait for exit; returns the wall time in ms or < 0. */
+static double run_once(const struct mech *m)
+{
+	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
+	struct bgrun_child *child;
+	struct bgrun_status st;
+	double t0, t1;
+	int r;
+
+	o.argv = m->argv;
+	o.detach = false;
+	t0 = now_ms();
+	r = bgrun_spawn(&o, &child);
+	if (r < 0)
+		return r;
+	r = bgrun_child_wait(child, -1, &st);
+	t1 = now_ms();
+	bgrun_child_free(child);
+	if (r < 0 || !st.exited || st.exit_code != 0)
+		return -1;
+	return t1 - t0;
+}
+
+static void usage(FILE *f)
+{
+	(void)fprintf(f,
+		"usage: launch-wall [--runs N] [--csv FILE] [--bgrun PATH]\n"
+		"Times whole `bgrun -- true` processes (logged, --no-log,\n"
+		"--no-ensurestart) against `setsid -f true`, in one run.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "runs", required_argument, NULL, 'n' },
+		{ "csv", required_argument, NULL, 'c' },
+		{ "bgrun", required_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char self[PATH_MAX], bgrun[PATH_MAX + 32], tmpl[] = "/tmp/bgrun-wall-XXXXXX";
+	char db[sizeof(tmpl) + 16];
+	const char *csv = NULL, *bgrun_path = NULL;
+	int runs = 200, opt;
+	ssize_t n;
+	double p50[4] = { 0 };
+	FILE *out = NULL;
+
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'n':
+			runs = atoi(optarg);
+			if (runs < 5) {
+				(void)fprintf(stderr, "launch-wall: --runs must be >= 5\n");
+				return 2;
+			}
+			break;
+		case 'c':
+			csv = optarg;
+			break;
+		case 'b':
+			bgrun_path = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (bgrun_path == NULL) {
+		/* build/bench/launch-wall -> build/launcher/bgrun */
+		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n < 0) {
+			perror("launch-wall: /proc/self/exe");
+			return 1;
+		}
+		self[n] = '\0';
+		(void)snprintf(bgrun, sizeof(bgrun), "%s/../launcher/bgrun",
+			       dirname(self));
+		bgrun_path = bgrun;
+	}
+	if (access(bgrun_path, X_OK) < 0) {
+		(void)fprintf(stderr, "launch-wall: %s: %s\n", bgrun_path,
+			      strerror(errno));
+		return 1;
+	}
+	if (mkdtemp(tmpl) == NULL) {
+		perror("launch-wall: mkdtemp");
+		return 1;
+	}
+	(void)snprintf(db, sizeof(db), "%s/events.db", tmpl);
+	(void)setenv("BGRUN_DB", db, 1);
+
+	const struct mech mechs[] = {
+		{ "setsid -f true", { "setsid", "-f", "true" }, false },
+		{ "bgrun --no-log -- true", { bgrun_path, "--no-log", "--", "true" }, false },
+		{ "bgrun -- true", { bgrun_path, "--", "true" }, true },
+		{ "bgrun --no-ensurestart -- true",
+		  { bgrun_path, "--no-ensurestart", "--", "true" }, true },
+	};
+	const int nmech = (int)(sizeof(mechs) / sizeof(mechs[0]));
+	double *t = calloc((size_t)runs, sizeof(*t));
+	int64_t logged = 0;
+
+	if (t == NULL)
+		return 1;
+	if (csv != NULL && (out = fopen(csv, "w")) == NULL) {
+		(void)fprintf(stderr, "launch-wall: %s: %s\n", csv, strerror(errno));
+		return 1;
+	}
+	if (out != NULL)
+		(void)fprintf(out, "mechanism,runs,p50_ms,p90_ms,min_ms,ratio_vs_setsid\n");
+	(void)printf("%-32s %6s %9s %9s %9s %8s\n", "mechanism", "runs", "p50 ms",
+		     "p90 ms", "min ms", "x setsid");
+	for (int m = 0; m < nmech; m++) {
+		/* Warm-up: page cache, the log's schema, ld.so's cache. */
+		for (int i = 0; i < 3 + runs; i++) {
+			double ms = run_once(&mechs[m]);
+
+			if (ms < 0) {
+				(void)fprintf(stderr, "launch-wall: %s failed\n",
+					      mechs[m].name);
+				return 1;
+			}
+			if (i >= 3)
+				t[i - 3] = ms;
+			if (mechs[m].logged && wait_logged(db, ++logged) < 0) {
+				(void)fprintf(stderr,
+					      "launch-wall: %s: no log row\n",
+					      mechs[m].name);
+				return 1;
+			}
+		}
+		qsort(t, (size_t)runs, sizeof(*t), cmp_double);
+		p50[m] = t[runs / 2];
+		(void)printf("%-32s %6d %9.3f %9.3f %9.3f %8.2f\n", mechs[m].name,
+			     runs, p50[m], t[runs * 9 / 10], t[0], p50[m] / p50[0]);
+		if (out != NULL)
+			(void)fprintf(out, "%s,%d,%.4f,%.4f,%.4f,%.3f\n",
+				      mechs[m].name, runs, p50[m],
+				      t[runs * 9 / 10], t[0], p50[m] / p50[0]);
+	}
+	(void)printf("\nlogging adds %.3f ms to bgrun's wall time (p50, ensurestart), "
+		     "%.3f ms without ensurestart\n",
+		     p50[2] - p50[1], p50[3] - p50[1]);
+	if (out != NULL)
+		(void)fclose(out);
+	free(t);
+	/* The log and its -wal, -shm and -lock companions, then the dir. */
+	for (int i = 0; i < 4; i++) {
+		static const char *const suffix[] = { "", "-wal", "-shm", "-lock" };
+		char f[sizeof(db) + 8];
+
+		(void)snprintf(f, sizeof(f), "%s%s", db, suffix[i]);
+		(void)unlink(f);
+	}
+	(void)rmdir(tmpl);
+	return 0;
+}
