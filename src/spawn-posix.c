@@ -359,10 +359,13 @@ static int add_fd_actions(posix_spawn_file_actions_t *fa,
 #if !HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDFCHDIR_NP && \
 	!HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDCHDIR_NP
 /*
- * Fallback without a chdir file action: let /bin/sh change directory and
- * exec the program. The program's argv[0] becomes its path.
+ * Fallback without a chdir file action: a shell changes directory, then
+ * execs the program. bash's `exec -a` keeps the caller's argv[0]; a system
+ * without bash gets /bin/sh, and the program's path as its argv[0].
  */
-#define CHDIR_SCRIPT "cd -- \"$0\" && exec \"$@\""
+#define CHDIR_SCRIPT_BASH \
+	"cd -- \"$1\" || exit 126; a=$2 p=$3; shift 3; exec -a \"$a\" \"$p\" \"$@\""
+#define CHDIR_SCRIPT_SH "cd -- \"$1\" || exit 126; p=$3; shift 3; exec \"$p\" \"$@\""
 #endif
 
 /*
@@ -410,22 +413,26 @@ static int do_spawn(const struct bgrun__req *req, const struct wiring *w,
 #elif HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDCHDIR_NP
 		r = -posix_spawn_file_actions_addchdir_np(&fa, req->cwd);
 #else
+		bool bash = access("/bin/bash", X_OK) == 0;
 		size_t n = 0;
 
 		while (req->argv[n] != NULL)
 			n++;
-		argv = malloc((n + 5) * sizeof(*argv));
+		/* sh -c SCRIPT NAME DIR ARGV0 PATH ARGV[1..] NULL */
+		argv = malloc((n + 7) * sizeof(*argv));
 		if (argv == NULL) {
 			r = -ENOMEM;
 		} else {
-			argv[0] = (char *)"/bin/sh";
+			argv[0] = (char *)(bash ? "/bin/bash" : "/bin/sh");
 			argv[1] = (char *)"-c";
-			argv[2] = (char *)CHDIR_SCRIPT;
-			argv[3] = (char *)req->cwd;
-			argv[4] = (char *)path;
+			argv[2] = (char *)(bash ? CHDIR_SCRIPT_BASH : CHDIR_SCRIPT_SH);
+			argv[3] = (char *)"bgrun-cd";
+			argv[4] = (char *)req->cwd;
+			argv[5] = req->argv[0];
+			argv[6] = (char *)path;
 			for (size_t i = 1; i <= n; i++)
-				argv[4 + i] = req->argv[i];
-			path = "/bin/sh";
+				argv[6 + i] = req->argv[i];
+			path = argv[0];
 		}
 #endif
 	}

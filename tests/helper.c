@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* helper.c: `run-tests helper MODE ARGS...`, the program the tests spawn, and
- * the test side of it: parsing its reports, launching it, checking failures. */
+/* helper.c: `run-tests helper MODE`, the program the tests spawn; its use. */
 
 /*
  * The modes (the command-line tests use them too: keep them stable):
@@ -338,7 +337,8 @@ void report_wait(const char *path, struct report *rep)
 
 	while ((text = test_read_file(path, NULL)) == NULL) {
 		if (test_now_ms() > deadline)
-			FAIL("no report %s after %d ms", path, TEST_DEADLINE_MS);
+			FAIL("no report %s after %d ms", path,
+			     TEST_DEADLINE_MS);
 		test_msleep(2);
 	}
 	report_parse(text, rep);
@@ -405,7 +405,8 @@ char **report_get_all(const struct report *rep, const char *key)
 			FAIL("report: %s=%.40s has an odd length", key, hex);
 		s = test_malloc(len / 2 + 1);
 		for (size_t j = 0; j < len / 2; j++) {
-			int hi = hex_digit(hex[2 * j]), lo = hex_digit(hex[2 * j + 1]);
+			int hi = hex_digit(hex[2 * j]);
+			int lo = hex_digit(hex[2 * j + 1]);
 
 			if (hi < 0 || lo < 0)
 				FAIL("report: %s=%.40s is not hex", key, hex);
@@ -488,10 +489,11 @@ void test_expect_spawn_error(const struct bgrun_spawn_opts *opts, int error,
 		child = untouched;
 		r = bgrun_spawn(&o, with_handle ? &child : NULL);
 		if (r != error)
-			FAIL("bgrun_spawn (ensurestart, handle %d) gave %d (%s), "
+			FAIL("bgrun_spawn (handle %d) gave %d (%s), "
 			     "not %d (%s)", with_handle, r, bgrun_strerror(r),
 			     error, bgrun_strerror(error));
-		ASSERT_STR_EQ(bgrun_stage_name(f.stage), bgrun_stage_name(stage));
+		ASSERT_STR_EQ(bgrun_stage_name(f.stage),
+			      bgrun_stage_name(stage));
 		ASSERT_EQ(f.error, error);
 		ASSERT(child == untouched);
 		expect_same_state(fds, kids, "ensurestart on");
@@ -516,7 +518,8 @@ void test_expect_spawn_error(const struct bgrun_spawn_opts *opts, int error,
 		ASSERT(child != NULL);
 		f = (struct bgrun_failure){ BGRUN_STAGE_NONE, 0 };
 		ASSERT_EQ(bgrun_child_started(child, &f), error);
-		ASSERT_STR_EQ(bgrun_stage_name(f.stage), bgrun_stage_name(stage));
+		ASSERT_STR_EQ(bgrun_stage_name(f.stage),
+			      bgrun_stage_name(stage));
 		ASSERT_EQ(f.error, error);
 		ASSERT_INT(bgrun_child_pid(child), <=, 0);
 		ASSERT_EQ(bgrun_child_wait(child, 0, &st), error);

@@ -43,11 +43,20 @@ static int remove_entry(const char *path, const struct stat *st, int flag,
 	return 0;
 }
 
+static int scan_children(pid_t *pids, int max, bool zombies);
+
 static void cleanup(void)
 {
+	pid_t kids[256];
+	int n_kids;
+
 	(void)pthread_mutex_lock(&cleanup_lock);
+	/* Only our unreaped children: their pids cannot have been reused. */
+	n_kids = scan_children(kids, 256, false);
 	for (int i = 0; i < n_kill_pids; i++)
-		(void)kill(kill_pids[i], SIGKILL);
+		for (int j = 0; j < n_kids && j < 256; j++)
+			if (kids[j] == kill_pids[i])
+				(void)kill(kill_pids[i], SIGKILL);
 	for (int i = 0; i < n_tmpdirs; i++) {
 		(void)nftw(tmpdirs[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 		free(tmpdirs[i]);
@@ -313,7 +322,10 @@ int test_count_fds(void)
 	return n - 1; /* the directory's own descriptor */
 }
 
-/* Children of this process (zombies only when zombies), from /proc/N/stat. */
+/*
+ * Children of this process (zombies only when zombies), from /proc/N/stat;
+ * -1 if /proc cannot be read.
+ */
 static int scan_children(pid_t *pids, int max, bool zombies)
 {
 	DIR *dir = opendir("/proc");
@@ -321,7 +333,7 @@ static int scan_children(pid_t *pids, int max, bool zombies)
 	int n = 0;
 
 	if (dir == NULL)
-		FAIL("opendir /proc: %m");
+		return -1;
 	for (struct dirent *de; (de = readdir(dir)) != NULL;) {
 		char path[300], buf[1024], *p, state;
 		int fd, ppid;
@@ -354,12 +366,20 @@ static int scan_children(pid_t *pids, int max, bool zombies)
 
 int test_count_children(pid_t *ret_pids, int max)
 {
-	return scan_children(ret_pids, max, false);
+	int n = scan_children(ret_pids, max, false);
+
+	if (n < 0)
+		FAIL("cannot read /proc");
+	return n;
 }
 
 int test_count_zombies(void)
 {
-	return scan_children(NULL, 0, true);
+	int n = scan_children(NULL, 0, true);
+
+	if (n < 0)
+		FAIL("cannot read /proc");
+	return n;
 }
 
 void test_wait_reaped(void)
@@ -413,8 +433,8 @@ void test_wait_exit(struct bgrun_child *child, int code)
 
 	ASSERT_OK(bgrun_child_wait(child, TEST_DEADLINE_MS, &st));
 	if (!st.exited)
-		FAIL("child %d did not exit: signaled=%d signal=%d", (int)st.pid,
-		     st.signaled, st.signal);
+		FAIL("child %d did not exit: signaled=%d signal=%d",
+		     (int)st.pid, st.signaled, st.signal);
 	ASSERT_EQ(st.exit_code, code);
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test-exec.c: what is executed: argv bytes, shell mode, PATH search, errors. */
+/* test-exec.c: what runs: argv bytes, shell mode, PATH search, exec errors. */
 
 #include "test.h"
 
@@ -210,7 +210,8 @@ void test_path_child_env(void)
 	 */
 	bad = test_path(bin1, PROG);
 	test_write_file(bad, "#!/bad\n", 7, 0644);
-	env_path2 = test_printf("PATH=/nonexistent-bgrun-dir:%s:%s", bin1, bin2);
+	env_path2 = test_printf("PATH=/nonexistent-bgrun-dir:%s:%s", bin1,
+				bin2);
 	const char *env[] = { "X=1", env_path2, NULL };
 	opts.env_set = NULL;
 	opts.env = env;
@@ -251,7 +252,8 @@ void test_path_default(void)
 	test_expect_spawn_error(&opts, -ENOENT, BGRUN_STAGE_EXEC);
 
 	/* The positive half needs a program from /bin or /usr/bin. */
-	if (access("/bin/true", X_OK) != 0 && access("/usr/bin/true", X_OK) != 0)
+	if (access("/bin/true", X_OK) != 0 &&
+	    access("/usr/bin/true", X_OK) != 0)
 		SKIP("no /bin/true nor /usr/bin/true");
 	const char *argv_true[] = { "true", NULL };
 	opts.argv = argv_true;
@@ -283,6 +285,17 @@ void test_path_relative_entry(void)
 	expect_args(&rep, argv);
 	real = test_realpath(dir);
 	ASSERT_STR_EQ(report_get(&rep, "cwd"), real);
+	report_free(&rep);
+	ASSERT_SYS(unlink(rpath));
+
+	/* An empty entry (here the last) is the child's cwd itself. */
+	const char *set2[] = { "PATH=/nonexistent-bgrun-dir:", NULL };
+	opts.env_set = set2;
+	opts.cwd = bin;
+	if (access(PROG, F_OK) == 0)
+		SKIP("the current directory holds %s", PROG);
+	test_run_report(&opts, rpath, &rep);
+	expect_args(&rep, argv);
 	report_free(&rep);
 	free(real);
 	free(bin);

@@ -361,7 +361,8 @@ void test_stdout_file_truncate(void)
 	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
 	const char *dir = test_tmpdir();
 	char *sub = test_path(dir, "sub");
-	char *out = test_path(dir, "out.txt"), *wrong = test_path(sub, "out.txt");
+	char *out = test_path(dir, "out.txt");
+	char *wrong = test_path(sub, "out.txt");
 	const char *argv[] = { test_self(), "helper", "stdout", "hello", NULL };
 	const char *old = "old content, longer than the new one\n";
 

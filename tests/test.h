@@ -57,6 +57,7 @@
 	X(stderr_file) \
 	X(stdout_fd_pipe) \
 	X(stderr_joined) \
+	/* test-stdfd.c */ \
 	X(stdio_swapped) \
 	X(stdio_rotated) \
 	X(stdio_inherit_cloexec) \
@@ -85,6 +86,7 @@
 	X(reap_no_handle) \
 	X(reap_freed_handle) \
 	X(reap_freed_queued) \
+	/* test-threads.c */ \
 	X(threads_stress)
 
 #define TEST_DECLARE(name) void test_##name(void);
