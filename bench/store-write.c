@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -213,6 +214,7 @@ static const char *fs_name(const char *dir)
 
 struct result {
 	double seconds, per_s;
+	double cpu; /* user + system seconds of the writers */
 	int64_t p50, p99, max; /* per call, ns */
 	int64_t rows;
 };
@@ -242,6 +244,7 @@ static void run_scenario(const struct scenario *sc, const char *dir,
 	int64_t *all = NULL, t0, total = 0;
 	size_t n_all = 0;
 	struct bgrun_status st;
+	double cpu = 0;
 	char c;
 
 	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -293,9 +296,13 @@ static void run_scenario(const struct scenario *sc, const char *dir,
 
 		if (r < 0 || !st.exited || st.exit_code != 0)
 			die("a worker failed", r < 0 ? r : -EIO);
+		cpu += st.rusage.ru_utime.tv_sec + st.rusage.ru_stime.tv_sec +
+		       (st.rusage.ru_utime.tv_usec + st.rusage.ru_stime.tv_usec) /
+			       1e6;
 		bgrun_child_free(children[i]);
 	}
 	res->seconds = (double)(now_ns() - t0) / 1e9;
+	res->cpu = cpu;
 	(void)close(ready[0]);
 	for (int i = 0; i < sc->procs; i++) {
 		FILE *f = fopen(outs[i], "re");
@@ -333,7 +340,7 @@ static void run_scenario(const struct scenario *sc, const char *dir,
 int main(int argc, char **argv)
 {
 	const char *csv_path = NULL, *dir_arg = NULL, *base;
-	int events = 16000;
+	int events = 16000, only = -1;
 	char *dir;
 	FILE *csv = NULL;
 
@@ -349,9 +356,12 @@ int main(int argc, char **argv)
 			csv_path = argv[++i];
 		else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
 			dir_arg = argv[++i];
+		else if (strcmp(argv[i], "--scenario") == 0 && i + 1 < argc)
+			only = atoi(argv[++i]);
 		else {
 			fprintf(stderr, "usage: store-write [--quick] [--events N] "
-					"[--dir DIR] [--csv FILE]\n");
+					"[--dir DIR] [--csv FILE] "
+					"[--scenario I]\n");
 			return 2;
 		}
 	}
@@ -370,27 +380,33 @@ int main(int argc, char **argv)
 		if (csv == NULL)
 			die(csv_path, -errno);
 		fprintf(csv, "scenario,processes,events,seconds,events_per_s,"
-			     "call_p50_us,call_p99_us,call_max_us\n");
+			     "cpu_seconds,call_p50_us,call_p99_us,"
+			     "call_max_us\n");
 	}
 	printf("store-write: SQLite %s, %s on %s, %ld CPUs, %d events per "
 	       "scenario\n", sqlite3_libversion(), dir, fs_name(dir),
 	       sysconf(_SC_NPROCESSORS_ONLN), events);
-	printf("%-38s %5s %7s %8s %10s %9s %9s %9s\n", "scenario", "procs",
-	       "events", "seconds", "events/s", "p50 us", "p99 us", "max us");
+	printf("%-38s %5s %7s %8s %9s %7s %8s %9s %9s\n", "scenario", "procs",
+	       "events", "seconds", "events/s", "cpu s", "p50 us", "p99 us",
+	       "max us");
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
 		const struct scenario *sc = &scenarios[i];
 		int n = sc->mode == MODE_SUPERVISOR ? events / 4 : events;
 		struct result res;
 
+		if (only >= 0 && (size_t)only != i)
+			continue;
 		run_scenario(sc, dir, n, (int)i, &res);
-		printf("%-38s %5d %7lld %8.3f %10.0f %9.1f %9.1f %9.1f\n",
+		printf("%-38s %5d %7lld %8.3f %9.0f %7.2f %8.1f %9.1f %9.1f\n",
 		       sc->name, sc->procs, (long long)res.rows, res.seconds,
-		       res.per_s, res.p50 / 1e3, res.p99 / 1e3, res.max / 1e3);
+		       res.per_s, res.cpu, res.p50 / 1e3, res.p99 / 1e3,
+		       res.max / 1e3);
 		fflush(stdout);
 		if (csv != NULL)
-			fprintf(csv, "\"%s\",%d,%lld,%.6f,%.1f,%.1f,%.1f,%.1f\n",
+			fprintf(csv, "\"%s\",%d,%lld,%.6f,%.1f,%.3f,%.1f,%.1f,"
+				     "%.1f\n",
 				sc->name, sc->procs, (long long)res.rows,
-				res.seconds, res.per_s, res.p50 / 1e3,
+				res.seconds, res.per_s, res.cpu, res.p50 / 1e3,
 				res.p99 / 1e3, res.max / 1e3);
 	}
 	printf("(p50/p99/max: per call: one put, one put_batch of %d, or one "

@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* bgrun.c: the bgrun command: launch COMMAND alone, or under a supervisor that records its finish. */
+/* bgrun.c: the bgrun command: launch COMMAND alone, or under a supervisor that records its finish; `bgrun clone` is clone.c. */
 
 #include "cli.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,37 +66,6 @@ out:
 }
 
 /*
- * Reads the supervisor's one-line report from fd: "ok PID" or
- * "error ERRNO STAGE". Returns the pid, -errno with *failure filled, or
- * 0 if the supervisor went away without a word.
- */
-static pid_t read_report(int fd, struct bgrun_failure *failure)
-{
-	char line[128];
-	size_t len = 0;
-	long a, b;
-
-	while (len < sizeof(line) - 1) {
-		ssize_t n = read(fd, line + len, sizeof(line) - 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	line[len] = '\0';
-	if (sscanf(line, "ok %ld", &a) == 1 && a > 0)
-		return (pid_t)a;
-	if (sscanf(line, "error %ld %ld", &a, &b) == 2 && a > 0) {
-		failure->stage = (enum bgrun_stage)b;
-		failure->error = (int)-a;
-		return (pid_t)-a;
-	}
-	return 0;
-}
-
-/*
  * The default: start a supervisor (this program again, exec'd through the
  * primitive, so no code runs between fork and exec here either) that
  * launches COMMAND, reports on a pipe given as its descriptor 3, records a
@@ -106,49 +73,25 @@ static pid_t read_report(int fd, struct bgrun_failure *failure)
  * returns once the report says COMMAND was executed (or why not); without,
  * as soon as the supervisor is running.
  */
-static int launch_supervised(const struct cli *c, int argc, char **argv)
+static int launch_supervised(const struct cli *c, char **argv)
 {
-	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	struct sup_launch l = {
+		/* bgrun's own options and COMMAND, as they came. */
+		.args = (const char *const *)&argv[1],
+		.stdin_inherit = c->in_path != NULL &&
+				 strcmp(c->in_path, "-") == 0,
+		.detach = !c->wait,
+	};
 	struct bgrun_failure failure = { .stage = BGRUN_STAGE_NONE };
 	struct bgrun_child *child = NULL;
-	char id[BGRUN_EVENT_ID_MAX + 1], self[PATH_MAX], *id_opt = NULL;
-	char **sargv = NULL;
-	int pipefd[2] = { -1, -1 }, status = EXIT_CANCELED;
-	ssize_t n;
+	char id[BGRUN_EVENT_ID_MAX + 1];
+	int report_fd = -1, status;
 	pid_t r;
 
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n < 0) {
-		cli_msg("cannot find the bgrun program: %s", strerror(errno));
-		return EXIT_CANCELED;
-	}
-	self[n] = '\0';
 	/* The event id is chosen here, so --print-id needs no round trip. */
 	bgrun_event_new_id(id);
-	sargv = calloc((size_t)argc + 2, sizeof(*sargv));
-	if (sargv == NULL || asprintf(&id_opt, "--_supervise=%s", id) < 0 ||
-	    pipe2(pipefd, O_CLOEXEC) < 0) {
-		cli_msg("cannot start the supervisor: %s", strerror(errno));
-		goto out;
-	}
-	sargv[0] = self;
-	sargv[1] = id_opt;
-	memcpy(&sargv[2], &argv[1], (size_t)(argc - 1) * sizeof(*sargv));
-
-	opts.argv = (const char *const *)sargv;
-	if (c->in_path != NULL && strcmp(c->in_path, "-") == 0)
-		opts.in.kind = BGRUN_STDIO_INHERIT;
-	opts.detach = !c->wait;
-	opts.pass_fds = &pipefd[1];
-	opts.n_pass_fds = 1;
-	opts.failure = &failure;
-	r = bgrun_spawn(&opts, c->wait ? &child : NULL);
-	(void)close(pipefd[1]);
-	if (r < 0) {
-		cli_msg("cannot start the supervisor %s: %s", self,
-			bgrun_strerror(r));
-		goto out;
-	}
+	if (launch_supervisor(id, &l, c->wait ? &child : NULL, &report_fd) < 0)
+		return EXIT_CANCELED;
 	status = EXIT_SUCCESS;
 	if (c->print_id) {
 		(void)printf("%s\n", id);
@@ -158,7 +101,7 @@ static int launch_supervised(const struct cli *c, int argc, char **argv)
 	if (!c->ensurestart && !c->wait)
 		goto out;
 
-	r = read_report(pipefd[0], &failure);
+	r = launch_read_report(report_fd, &failure);
 	if (r < 0) {
 		status = cli_report_failure(c, r, &failure);
 	} else if (r == 0) {
@@ -175,11 +118,8 @@ static int launch_supervised(const struct cli *c, int argc, char **argv)
 			status = code;
 	}
 out:
-	if (pipefd[0] >= 0)
-		(void)close(pipefd[0]);
+	(void)close(report_fd);
 	bgrun_child_free(child);
-	free(id_opt);
-	free(sargv);
 	return status;
 }
 
@@ -188,11 +128,13 @@ int main(int argc, char **argv)
 	struct cli c;
 	int status;
 
+	if (argc > 1 && strcmp(argv[1], "clone") == 0)
+		return clone_main(argc - 1, argv + 1);
 	cli_parse(&c, argc, argv);
 	if (c.supervise_id != NULL)
 		status = supervise_main(&c);
 	else if (c.log)
-		status = launch_supervised(&c, argc, argv);
+		status = launch_supervised(&c, argv);
 	else
 		status = launch_direct(&c);
 	cli_free(&c);

@@ -25,6 +25,7 @@ enum {
 	OPT_PRINT_ID,
 	OPT_DB,
 	OPT_SUPERVISE,
+	OPT_SOURCE,
 };
 
 static const struct option longopts[] = {
@@ -50,6 +51,8 @@ static const struct option longopts[] = {
 	{ "db", required_argument, NULL, OPT_DB },
 	/* Internal: run as the supervisor of a launch with this event id. */
 	{ "_supervise", required_argument, NULL, OPT_SUPERVISE },
+	/* Internal: the supervisor's event source (default "bgrun"). */
+	{ "_source", required_argument, NULL, OPT_SOURCE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -252,6 +255,9 @@ void cli_parse(struct cli *c, int argc, char **argv)
 			break;
 		case OPT_SUPERVISE:
 			c->supervise_id = optarg;
+			break;
+		case OPT_SOURCE:
+			c->source = optarg;
 			break;
 		case 'h':
 			(void)fputs(usage_text, stdout);

@@ -34,6 +34,8 @@ struct cli {
 	int64_t kill_after_ns; /* 0: SIGKILL never follows SIGTERM */
 	/* Set in the supervisor: the event id its launcher chose. */
 	const char *supervise_id;
+	/* The supervisor's event source (--_source); NULL: "bgrun". */
+	const char *source;
 	char **cmd;            /* COMMAND [ARGS...], NULL-terminated */
 };
 
@@ -63,5 +65,34 @@ const char *cli_printable(const char *s);
 
 /* supervise.c: the supervisor's main, given the parsed command line. */
 int supervise_main(const struct cli *c);
+
+/* launch.c: how to start a supervisor. */
+struct sup_launch {
+	/* Its options and COMMAND after --_supervise=ID (NULL-terminated). */
+	const char *const *args;
+	/* NAME=VALUE set for it, and so for COMMAND (may be NULL). */
+	const char *const *env_set;
+	bool stdin_inherit; /* bgrun's own stdin, else /dev/null */
+	bool detach;
+};
+
+/*
+ * Starts a supervisor for event id, as the primitive's ensurestart does:
+ * 0 once it runs, with *ret_report_fd the read end of the pipe on which it
+ * reports (the caller reads it with launch_read_report and closes it) and,
+ * when ret_child is not NULL, a handle on it; -1 after printing why.
+ */
+int launch_supervisor(const char *id, const struct sup_launch *l,
+		      struct bgrun_child **ret_child, int *ret_report_fd);
+
+/*
+ * Reads the supervisor's one-line report from fd: "ok PID" or
+ * "error ERRNO STAGE". Returns the pid, -errno with *failure filled, or
+ * 0 if the supervisor went away without a word.
+ */
+pid_t launch_read_report(int fd, struct bgrun_failure *failure);
+
+/* clone.c: `bgrun clone ...` (argv[0] is "clone"). */
+int clone_main(int argc, char **argv);
 
 #endif /* BGRUN_CLI_H */

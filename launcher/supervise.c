@@ -33,7 +33,7 @@
 struct sup {
 	const struct cli *c;
 	struct bgrun_event ev;
-	struct bgrun_store *store;
+	struct bgrun_sink *sink;
 	char *argv_buf[4];   /* /bin/sh -c SCRIPT for --shell, before args */
 	char **argv;
 	char *cwd, *out, *err;
@@ -64,21 +64,22 @@ static char *absolute(const char *path, const char *dir)
 	return asprintf(&out, "%s/%s", dir, path) < 0 ? NULL : out;
 }
 
-/* Records the event; a failure to record never changes the command. */
+/*
+ * Records the event through the sink client: the daemon if its socket
+ * answers, else the embedded store, else the spool ($BGRUN_SINK chooses).
+ * A failure to record never changes the command (our stderr is
+ * /dev/null: the event, if valid, is in the spool for later).
+ */
 static void record(struct sup *s)
 {
-	if (s->store == NULL) {
-		char *path = NULL;
+	if (s->sink == NULL) {
+		struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
 
-		if (s->c->db == NULL && bgrun_store_default_path(&path) < 0)
-			return;
-		(void)bgrun_store_open(s->c->db != NULL ? s->c->db : path, 0,
-				       &s->store, NULL);
-		free(path);
-		if (s->store == NULL)
+		o.db = s->c->db;
+		if (bgrun_sink_open(&o, &s->sink) < 0)
 			return;
 	}
-	(void)bgrun_store_put(s->store, &s->ev);
+	(void)bgrun_sink_put(s->sink, &s->ev);
 }
 
 static void describe(struct sup *s)
@@ -209,7 +210,8 @@ int supervise_main(const struct cli *c)
 		(void)dprintf(REPORT_FD, "ok %ld\n", (long)pid);
 	(void)close(REPORT_FD);
 
-	bgrun_event_init(&s.ev, "commandfinish", "bgrun");
+	bgrun_event_init(&s.ev, "commandfinish",
+			 c->source != NULL ? c->source : "bgrun");
 	if (strlen(c->supervise_id) <= BGRUN_EVENT_ID_MAX)
 		strcpy(s.ev.id, c->supervise_id);
 	describe(&s);
@@ -250,7 +252,7 @@ int supervise_main(const struct cli *c)
 	status = cli_status_code(&st);
 out:
 	bgrun_child_free(child);
-	bgrun_store_close(s.store);
+	bgrun_sink_close(s.sink);
 	if (s.argv != c->cmd)
 		free(s.argv);
 	free(s.cwd);

@@ -14,6 +14,16 @@
 #define BGRUN__STORE_VERSION 2
 /* How long SQLite waits for a program that does not take our lock. */
 #define BGRUN__STORE_BUSY_MS 10000
+/*
+ * WAL pages between automatic checkpoints (SQLite's default is 1000). A
+ * write dirties about 7 pages (the row and its indexes), and a
+ * checkpoint's two fdatasyncs happen under the write lock, stalling every
+ * writer: fewer, larger checkpoints let more events through (measured
+ * with bench/store-write). While connections stay open the WAL file can
+ * grow to about 16 MiB; the last connection to close checkpoints and
+ * deletes it.
+ */
+#define BGRUN__STORE_CHECKPOINT_PAGES 4000
 
 /*
  * The plain columns of the events table, each named like its field in
@@ -46,6 +56,8 @@
 	", 'argv', json(argv), 'options', json(options)" \
 	", 'recorded_ns', recorded_ns, 'time_ns', time_ns) FROM events"
 #define BGRUN__ROW_PLAIN 5
+/* The upsert's parameters: :id, :recorded_ns, :argv, :options, then these. */
+#define BGRUN__UPSERT_PLAIN 5
 
 struct bgrun__column {
 	const char *name;
@@ -75,7 +87,7 @@ enum bgrun__stmt_id {
 };
 
 /* The query filters, one bit each (store-query.c). */
-#define BGRUN__N_FILTERS 10
+#define BGRUN__N_FILTERS 11
 #define BGRUN__N_FILTER_STMTS (2u << BGRUN__N_FILTERS) /* x query|stats */
 
 struct bgrun_store {
@@ -109,6 +121,50 @@ int bgrun__store_failf(struct bgrun_store *store, int error,
 int bgrun__store_begin(struct bgrun_store *store);
 /* Commits (r >= 0) or rolls back, releases the lock; returns r or error. */
 int bgrun__store_end(struct bgrun_store *store, int r);
+
+/* store-schema.c */
+/*
+ * What the file holds: *ret_version is our schema version, or 0 for a
+ * database still empty. Anything else is -EBADMSG (not ours) or -EPROTO
+ * (a newer schema).
+ */
+int bgrun__store_identify(struct bgrun_store *store, int64_t *ret_version);
+/*
+ * For a read-write store, with the file lock held: WAL mode, the missing
+ * migrations (one transaction each), and the connection's settings.
+ */
+int bgrun__store_setup(struct bgrun_store *store, int64_t version);
+
+/* store-query.c: the reads behind queries and statistics. */
+enum { BGRUN__READ_ROWS, BGRUN__READ_STATS };
+/* The kept statement for this kind of read and these filters, bound. */
+int bgrun__store_filter_stmt(struct bgrun_store *store, unsigned kind,
+			     const struct bgrun_query *q,
+			     sqlite3_stmt **ret_stmt);
+/* The result to report: `lost` for a running row whose supervisor is gone. */
+const char *bgrun__reported_result(const char *stored, const char *boot_id,
+				   int64_t supervisor_pid,
+				   int64_t supervisor_start);
+/* Whether a reported result passes q's conditions that SQL cannot decide. */
+bool bgrun__result_matches(const struct bgrun_query *q, const char *result);
+
+static inline const char *bgrun__column_text(sqlite3_stmt *stmt, int i)
+{
+	return (const char *)sqlite3_column_text(stmt, i);
+}
+
+static inline int64_t bgrun__column_int(sqlite3_stmt *stmt, int i)
+{
+	if (sqlite3_column_type(stmt, i) == SQLITE_NULL)
+		return BGRUN_NULL;
+	return sqlite3_column_int64(stmt, i);
+}
+
+static inline void bgrun__release_stmt(sqlite3_stmt *stmt)
+{
+	(void)sqlite3_reset(stmt);
+	(void)sqlite3_clear_bindings(stmt);
+}
 
 /* store-write.c: lost rows, for mark_lost and prune (in a transaction). */
 int bgrun__store_mark_lost_locked(struct bgrun_store *store,

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* store-query.c: reading the store: filtered queries, lookups by id, per-command statistics. */
+/* store-query.c: reading the store: filtered queries and lookups by id. */
 
 #include "internal.h"
 #include "store-internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@ enum {
 	F_UNTIL,
 	F_FAILED,
 	F_RESULT,
+	F_RESULT_SUCCESS,
 	F_RESULT_LOST,
 	F_GLOB,
 	F_TAG,
@@ -34,10 +36,16 @@ enum {
 static const char *const filter_sql[BGRUN__N_FILTERS] = {
 	[F_SINCE] = " AND time_ns >= :since",
 	[F_UNTIL] = " AND time_ns < :until",
-	/* Running rows come too: some may be lost (decided in C). */
+	/*
+	 * Running rows come too: some may be lost (decided in C). The term
+	 * result != 'success' is what lets SQLite use the partial index
+	 * events_result (see the schema in store.c).
+	 */
 	[F_FAILED] = " AND result != 'success'",
-	[F_RESULT] = " AND result = :result",
-	[F_RESULT_LOST] = " AND result IN ('lost', 'running')",
+	[F_RESULT] = " AND result = :result AND result != 'success'",
+	[F_RESULT_SUCCESS] = " AND result = :result",
+	[F_RESULT_LOST] = " AND result IN ('lost', 'running') "
+			  "AND result != 'success'",
 	[F_GLOB] = " AND display GLOB :glob",
 	[F_TAG] = " AND tag = :tag",
 	[F_CWD] = " AND cwd = :cwd",
@@ -45,16 +53,14 @@ static const char *const filter_sql[BGRUN__N_FILTERS] = {
 	[F_EVENT] = " AND event = :event",
 };
 
-enum { KIND_QUERY, KIND_STATS };
-
 static const char *const kind_head[] = {
-	[KIND_QUERY] = BGRUN__SQL_ROW " WHERE 1",
-	[KIND_STATS] = "SELECT display, result, boot_id, supervisor_pid, "
+	[BGRUN__READ_ROWS] = BGRUN__SQL_ROW " WHERE 1",
+	[BGRUN__READ_STATS] = "SELECT display, result, boot_id, supervisor_pid, "
 		       "supervisor_start, duration_ns FROM events WHERE 1",
 };
 static const char *const kind_tail[] = {
-	[KIND_QUERY] = " ORDER BY time_ns DESC, rowid DESC",
-	[KIND_STATS] = " ORDER BY display, duration_ns",
+	[BGRUN__READ_ROWS] = " ORDER BY time_ns DESC, rowid DESC",
+	[BGRUN__READ_STATS] = " ORDER BY display, duration_ns",
 };
 
 static unsigned filter_mask(const struct bgrun_query *q)
@@ -67,10 +73,13 @@ static unsigned filter_mask(const struct bgrun_query *q)
 		mask |= 1u << F_UNTIL;
 	if (q->failed)
 		mask |= 1u << F_FAILED;
-	if (q->result != NULL)
-		mask |= 1u << (strcmp(q->result, BGRUN_RESULT_LOST) == 0
-				       ? F_RESULT_LOST
-				       : F_RESULT);
+	if (q->result != NULL && strcmp(q->result, BGRUN_RESULT_LOST) == 0)
+		mask |= 1u << F_RESULT_LOST;
+	else if (q->result != NULL &&
+		 strcmp(q->result, BGRUN_RESULT_SUCCESS) == 0)
+		mask |= 1u << F_RESULT_SUCCESS;
+	else if (q->result != NULL)
+		mask |= 1u << F_RESULT;
 	if (q->cmd_glob != NULL)
 		mask |= 1u << F_GLOB;
 	if (q->tag != NULL)
@@ -100,12 +109,12 @@ static int bind_named_int(sqlite3_stmt *stmt, const char *name, int64_t v)
 	return i > 0 ? sqlite3_bind_int64(stmt, i, v) : SQLITE_OK;
 }
 
-/* The kept statement for this kind of read and these filters, bound. */
-static int filter_stmt(struct bgrun_store *store, unsigned kind,
-		       const struct bgrun_query *q, sqlite3_stmt **ret_stmt)
+int bgrun__store_filter_stmt(struct bgrun_store *store, unsigned kind,
+			     const struct bgrun_query *q,
+			     sqlite3_stmt **ret_stmt)
 {
 	unsigned mask = filter_mask(q), slot = (kind << BGRUN__N_FILTERS) | mask;
-	char sql[2048];
+	char sql[4096];
 	sqlite3_stmt *stmt;
 	size_t used;
 	int r, rc;
@@ -124,8 +133,9 @@ static int filter_stmt(struct bgrun_store *store, unsigned kind,
 				used += (size_t)snprintf(sql + used,
 							 sizeof(sql) - used,
 							 "%s", filter_sql[f]);
-		(void)snprintf(sql + used, sizeof(sql) - used, "%s",
-			       kind_tail[kind]);
+		used += (size_t)snprintf(sql + used, sizeof(sql) - used, "%s",
+					 kind_tail[kind]);
+		assert(used < sizeof(sql));
 		r = bgrun__store_prepare(store, sql, &store->filter_stmts[slot]);
 		if (r < 0)
 			return r;
@@ -154,26 +164,7 @@ static int filter_stmt(struct bgrun_store *store, unsigned kind,
 	return 0;
 }
 
-static void release_stmt(sqlite3_stmt *stmt)
-{
-	(void)sqlite3_reset(stmt);
-	(void)sqlite3_clear_bindings(stmt);
-}
-
-static const char *column_text(sqlite3_stmt *stmt, int i)
-{
-	return (const char *)sqlite3_column_text(stmt, i);
-}
-
-static int64_t column_int(sqlite3_stmt *stmt, int i)
-{
-	if (sqlite3_column_type(stmt, i) == SQLITE_NULL)
-		return BGRUN_NULL;
-	return sqlite3_column_int64(stmt, i);
-}
-
-/* The result to report: `lost` for a running row whose supervisor is gone. */
-static const char *reported_result(const char *stored, const char *boot_id,
+const char *bgrun__reported_result(const char *stored, const char *boot_id,
 				   int64_t supervisor_pid,
 				   int64_t supervisor_start)
 {
@@ -183,8 +174,7 @@ static const char *reported_result(const char *stored, const char *boot_id,
 	return stored;
 }
 
-/* Whether a row with this reported result passes the conditions SQL cannot decide. */
-static bool result_matches(const struct bgrun_query *q, const char *result)
+bool bgrun__result_matches(const struct bgrun_query *q, const char *result)
 {
 	if (q == NULL)
 		return true;
@@ -280,7 +270,7 @@ static int decode_argv(struct bgrun_store *store, const char *json,
 			    ? bgrun__store_failf(store, -EBADMSG,
 						 "a stored argv is malformed")
 			    : bgrun__store_fail(store, rc, "decoding argv");
-	release_stmt(stmt);
+	bgrun__release_stmt(stmt);
 	if (r < 0) {
 		strv_free(argv);
 		return r;
@@ -310,12 +300,12 @@ static int json_lost(struct bgrun_store *store, const char *json,
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW) {
-		copy = strdup(column_text(stmt, 0) ? column_text(stmt, 0) : "");
+		copy = strdup(bgrun__column_text(stmt, 0) ? bgrun__column_text(stmt, 0) : "");
 		rc = copy != NULL ? SQLITE_OK : SQLITE_NOMEM;
 	}
 	if (rc != SQLITE_OK)
 		r = bgrun__store_fail(store, rc, "making a row's JSON");
-	release_stmt(stmt);
+	bgrun__release_stmt(stmt);
 	if (r >= 0)
 		*ret_json = copy;
 	return r;
@@ -339,30 +329,30 @@ static int emit_row(struct bgrun_store *store, sqlite3_stmt *stmt,
 	*ret_shown = false;
 	memset(&row, 0, sizeof(row));
 	(void)snprintf(ev->id, sizeof(ev->id), "%s",
-		       column_text(stmt, 0) ? column_text(stmt, 0) : "");
-	row.recorded_ns = column_int(stmt, 1);
-	row.time_ns = column_int(stmt, 2);
-	argv_json = column_text(stmt, 3);
-	ev->options_json = column_text(stmt, 4);
+		       bgrun__column_text(stmt, 0) ? bgrun__column_text(stmt, 0) : "");
+	row.recorded_ns = bgrun__column_int(stmt, 1);
+	row.time_ns = bgrun__column_int(stmt, 2);
+	argv_json = bgrun__column_text(stmt, 3);
+	ev->options_json = bgrun__column_text(stmt, 4);
 	for (size_t i = 0; i < N_COLUMNS; i++) {
 		char *field = (char *)ev + bgrun__columns[i].offset;
 		int col = BGRUN__ROW_PLAIN + (int)i;
 
 		if (bgrun__columns[i].text) {
-			const char *s = column_text(stmt, col);
+			const char *s = bgrun__column_text(stmt, col);
 
 			memcpy(field, &s, sizeof(s));
 		} else {
-			int64_t v = column_int(stmt, col);
+			int64_t v = bgrun__column_int(stmt, col);
 
 			memcpy(field, &v, sizeof(v));
 		}
 	}
-	row.json = column_text(stmt, ROW_JSON);
+	row.json = bgrun__column_text(stmt, ROW_JSON);
 	row.stored_result = ev->result;
-	ev->result = reported_result(ev->result, ev->boot_id,
+	ev->result = bgrun__reported_result(ev->result, ev->boot_id,
 				     ev->supervisor_pid, ev->supervisor_start);
-	if (!result_matches(q, ev->result))
+	if (!bgrun__result_matches(q, ev->result))
 		return 0;
 	if (ev->result != row.stored_result && row.json != NULL) {
 		r = json_lost(store, row.json, &json);
@@ -396,7 +386,7 @@ int bgrun_store_query(struct bgrun_store *store,
 	if (store == NULL || query == NULL || cb == NULL || query->limit < 0)
 		return -EINVAL;
 	store->errmsg[0] = '\0';
-	r = filter_stmt(store, KIND_QUERY, query, &stmt);
+	r = bgrun__store_filter_stmt(store, BGRUN__READ_ROWS, query, &stmt);
 	if (r < 0)
 		return r;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
@@ -408,7 +398,7 @@ int bgrun_store_query(struct bgrun_store *store,
 	}
 	if (r == 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)
 		r = bgrun__store_fail(store, rc, "reading events");
-	release_stmt(stmt);
+	bgrun__release_stmt(stmt);
 	return r;
 }
 
@@ -430,7 +420,7 @@ static int get_exact(struct bgrun_store *store, const char *id,
 		r = emit_row(store, stmt, NULL, cb, data, ret_found);
 	else if (rc != SQLITE_DONE)
 		r = bgrun__store_fail(store, rc, "reading an event");
-	release_stmt(stmt);
+	bgrun__release_stmt(stmt);
 	return r;
 }
 
@@ -465,13 +455,13 @@ int bgrun_store_get(struct bgrun_store *store, const char *id_or_prefix,
 	while (rc == SQLITE_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		if (matches++ == 0)
 			(void)snprintf(id, sizeof(id), "%s",
-				       column_text(stmt, 0) ? column_text(stmt, 0)
+				       bgrun__column_text(stmt, 0) ? bgrun__column_text(stmt, 0)
 							    : "");
 		rc = SQLITE_OK;
 	}
 	if (rc != SQLITE_DONE && rc != SQLITE_OK)
 		r = bgrun__store_fail(store, rc, "looking up an event id");
-	release_stmt(stmt);
+	bgrun__release_stmt(stmt);
 	if (r < 0)
 		return r;
 	if (matches == 0)
@@ -485,112 +475,5 @@ int bgrun_store_get(struct bgrun_store *store, const char *id_or_prefix,
 	if (r == 0 && !found) /* deleted meanwhile */
 		return bgrun__store_failf(store, -ENOENT, "no event %s",
 					  id_or_prefix);
-	return r;
-}
-
-/* One command's figures while its rows are read. */
-struct stats_group {
-	char *display;
-	struct bgrun_stats_row row;
-	int64_t *durations; /* ascending */
-	size_t n, cap;
-};
-
-static int64_t nearest_rank(const struct stats_group *g, int percent)
-{
-	size_t rank = (g->n * (size_t)percent + 99) / 100;
-
-	if (g->n == 0)
-		return BGRUN_NULL;
-	return g->durations[rank > 0 ? rank - 1 : 0];
-}
-
-static int stats_emit(struct stats_group *g, bgrun_store_stats_cb cb,
-		      void *data)
-{
-	if (g->row.runs == 0)
-		return 0;
-	g->row.display = g->display;
-	g->row.p50_ns = nearest_rank(g, 50);
-	g->row.p95_ns = nearest_rank(g, 95);
-	g->row.max_ns = g->n > 0 ? g->durations[g->n - 1] : BGRUN_NULL;
-	return cb(data, &g->row);
-}
-
-static bool same_display(const char *a, const char *b)
-{
-	if (a == NULL || b == NULL)
-		return a == b;
-	return strcmp(a, b) == 0;
-}
-
-int bgrun_store_stats(struct bgrun_store *store,
-		      const struct bgrun_query *query,
-		      bgrun_store_stats_cb cb, void *data)
-{
-	struct stats_group g = { 0 };
-	bool started = false;
-	sqlite3_stmt *stmt;
-	int r, rc;
-
-	if (store == NULL || query == NULL || cb == NULL)
-		return -EINVAL;
-	store->errmsg[0] = '\0';
-	r = filter_stmt(store, KIND_STATS, query, &stmt);
-	if (r < 0)
-		return r;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		const char *display = column_text(stmt, 0);
-		const char *result = reported_result(column_text(stmt, 1),
-						     column_text(stmt, 2),
-						     column_int(stmt, 3),
-						     column_int(stmt, 4));
-		int64_t duration = column_int(stmt, 5);
-
-		if (!started || !same_display(display, g.display)) {
-			r = started ? stats_emit(&g, cb, data) : 0;
-			if (r != 0)
-				break;
-			started = true;
-			free(g.display);
-			g.display = NULL;
-			if (display != NULL && (g.display = strdup(display)) == NULL) {
-				r = -ENOMEM;
-				break;
-			}
-			memset(&g.row, 0, sizeof(g.row));
-			g.n = 0;
-		}
-		if (!result_matches(query, result) ||
-		    (result != NULL && strcmp(result, BGRUN_RESULT_RUNNING) == 0))
-			continue;
-		g.row.runs++;
-		if (result != NULL && strcmp(result, BGRUN_RESULT_SUCCESS) != 0)
-			g.row.failures++;
-		if (duration == BGRUN_NULL)
-			continue;
-		if (g.n == g.cap) {
-			size_t cap = g.cap ? 2 * g.cap : 64;
-			int64_t *grown = realloc(g.durations,
-						 cap * sizeof(*grown));
-
-			if (grown == NULL) {
-				r = -ENOMEM;
-				break;
-			}
-			g.durations = grown;
-			g.cap = cap;
-		}
-		g.durations[g.n++] = duration;
-	}
-	if (r == 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)
-		r = bgrun__store_fail(store, rc, "reading events");
-	else if (r == 0 && rc == SQLITE_DONE && started)
-		r = stats_emit(&g, cb, data);
-	release_stmt(stmt);
-	free(g.display);
-	free(g.durations);
-	if (r == -ENOMEM)
-		(void)bgrun__store_failf(store, r, "out of memory");
 	return r;
 }

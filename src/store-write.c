@@ -4,7 +4,6 @@
 #include "internal.h"
 #include "store-internal.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +12,6 @@
 #define COUNT_COLUMN(n) +1
 enum { N_COLUMNS = 0 BGRUN__EVENT_COLUMNS(COUNT_COLUMN, COUNT_COLUMN) };
 
-/* The upsert's parameters: :id, :recorded_ns, :argv, :options, then these. */
-#define PARAM_FIRST_PLAIN 5
 
 /*
  * What an event needs besides its own fields, made before the write lock
@@ -225,11 +222,9 @@ static int write_event(struct bgrun_store *store, const struct bgrun_event *ev,
 	for (size_t i = 0; i < N_COLUMNS && rc == SQLITE_OK; i++) {
 		const struct bgrun__column *c = &bgrun__columns[i];
 		const char *base = (const char *)ev + c->offset, *s;
-		int param = PARAM_FIRST_PLAIN + (int)i;
+		int param = BGRUN__UPSERT_PLAIN + (int)i;
 		int64_t v;
 
-		assert(strcmp(sqlite3_bind_parameter_name(stmt, param) + 1,
-			      c->name) == 0);
 		if (c->text) {
 			memcpy(&s, base, sizeof(s));
 			if (p->text[i] != NULL)
@@ -309,18 +304,6 @@ int bgrun_store_put(struct bgrun_store *store, const struct bgrun_event *ev)
 	return bgrun_store_put_batch(store, ev, 1);
 }
 
-static const char *column_text(sqlite3_stmt *stmt, int i)
-{
-	return (const char *)sqlite3_column_text(stmt, i);
-}
-
-static int64_t column_int(sqlite3_stmt *stmt, int i)
-{
-	if (sqlite3_column_type(stmt, i) == SQLITE_NULL)
-		return BGRUN_NULL;
-	return sqlite3_column_int64(stmt, i);
-}
-
 int bgrun__store_mark_lost_locked(struct bgrun_store *store,
 				  int64_t *ret_count)
 {
@@ -335,12 +318,12 @@ int bgrun__store_mark_lost_locked(struct bgrun_store *store,
 	if (r < 0)
 		return r;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		const char *id = column_text(stmt, 0);
+		const char *id = bgrun__column_text(stmt, 0);
 
 		if (id == NULL || strlen(id) > BGRUN_EVENT_ID_MAX ||
-		    !bgrun__supervisor_gone(column_text(stmt, 1),
-					    column_int(stmt, 2),
-					    column_int(stmt, 3)))
+		    !bgrun__supervisor_gone(bgrun__column_text(stmt, 1),
+					    bgrun__column_int(stmt, 2),
+					    bgrun__column_int(stmt, 3)))
 			continue;
 		if (n == cap) {
 			cap = cap ? 2 * cap : 16;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* store.c: the SQLite event store: paths, opening, schema migrations, locking. */
+/* store.c: the SQLite event store: paths, opening and closing, statements, errors, the write lock. */
 
 #include "internal.h"
 #include "store-internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -21,49 +22,6 @@ const struct bgrun__column bgrun__columns[] = {
 };
 const size_t bgrun__n_columns =
 	sizeof(bgrun__columns) / sizeof(bgrun__columns[0]);
-
-/*
- * Schema migrations: step i takes user_version i to i + 1, in one
- * transaction. Never edit a step once released: add one. Version 1 is the
- * first table; version 2 added the supervisor's start time, the options,
- * the resource use and the indexes of the queries.
- */
-static const char *const migrations[BGRUN__STORE_VERSION] = {
-	/* 0 -> 1 */
-	"CREATE TABLE events ("
-	"id TEXT PRIMARY KEY NOT NULL, "
-	"event TEXT NOT NULL, source TEXT, host TEXT, uid INTEGER, "
-	"user TEXT, boot_id TEXT, pid INTEGER, supervisor_pid INTEGER, "
-	"argv TEXT, display TEXT, cwd TEXT, tag TEXT, "
-	"start_ns INTEGER, end_ns INTEGER, duration_ns INTEGER, "
-	"exit_code INTEGER, signal INTEGER, core_dumped INTEGER, "
-	"result TEXT, stdout_path TEXT, stderr_path TEXT, message TEXT, "
-	"recorded_ns INTEGER NOT NULL, "
-	"time_ns INTEGER GENERATED ALWAYS AS "
-	"(coalesce(start_ns, recorded_ns)) VIRTUAL"
-	") STRICT;"
-	"PRAGMA application_id = 1650946677;" /* BGRUN__STORE_APP_ID */
-	"PRAGMA user_version = 1;",
-
-	/* 1 -> 2 */
-	"ALTER TABLE events ADD COLUMN supervisor_start INTEGER;"
-	"ALTER TABLE events ADD COLUMN options TEXT;"
-	"ALTER TABLE events ADD COLUMN user_cpu_ns INTEGER;"
-	"ALTER TABLE events ADD COLUMN sys_cpu_ns INTEGER;"
-	"ALTER TABLE events ADD COLUMN max_rss_kb INTEGER;"
-	"ALTER TABLE events ADD COLUMN minor_faults INTEGER;"
-	"ALTER TABLE events ADD COLUMN major_faults INTEGER;"
-	"ALTER TABLE events ADD COLUMN in_blocks INTEGER;"
-	"ALTER TABLE events ADD COLUMN out_blocks INTEGER;"
-	"ALTER TABLE events ADD COLUMN vol_ctxsw INTEGER;"
-	"ALTER TABLE events ADD COLUMN invol_ctxsw INTEGER;"
-	"CREATE INDEX events_time ON events(time_ns);"
-	"CREATE INDEX events_result ON events(result, time_ns);"
-	"CREATE INDEX events_tag ON events(tag, time_ns);"
-	"CREATE INDEX events_source_event ON events(source, event, time_ns);"
-	"CREATE INDEX events_cwd ON events(cwd, time_ns);"
-	"PRAGMA user_version = 2;",
-};
 
 #define SQL_PARAM(n) ", :" #n
 #define SQL_KEEP(n) ", " #n " = coalesce(excluded." #n ", " #n ")"
@@ -103,7 +61,7 @@ static const char *const stmt_sql[BGRUN__N_STMTS] = {
 				   "ORDER BY id LIMIT 2",
 	[BGRUN__STMT_RUNNING] =
 		"SELECT id, boot_id, supervisor_pid, supervisor_start "
-		"FROM events WHERE result = 'running'",
+		"FROM events WHERE result = 'running' AND result != 'success'",
 	[BGRUN__STMT_MARK_LOST] =
 		"UPDATE events SET result = 'lost' "
 		"WHERE id = ?1 AND result = 'running'",
@@ -201,6 +159,13 @@ int bgrun__store_stmt(struct bgrun_store *store, enum bgrun__stmt_id id,
 					 &store->stmts[id]);
 		if (r < 0)
 			return r;
+		/* store-write.c binds the plain columns by position. */
+		for (size_t i = 0; id == BGRUN__STMT_UPSERT &&
+				   i < bgrun__n_columns; i++)
+			assert(strcmp(sqlite3_bind_parameter_name(
+					      store->stmts[id],
+					      BGRUN__UPSERT_PLAIN + (int)i) + 1,
+				      bgrun__columns[i].name) == 0);
 	}
 	*ret_stmt = store->stmts[id];
 	return 0;
@@ -350,120 +315,22 @@ static int create_file(struct bgrun_store *store, const char *path, int *ret_fd)
 	return 0;
 }
 
-/* The first column of the first row of sql, an integer. */
-static int query_int(struct bgrun_store *store, const char *sql,
-		     int64_t *ret_value)
-{
-	sqlite3_stmt *stmt = NULL;
-	int rc;
-
-	rc = sqlite3_prepare_v2(store->db, sql, -1, &stmt, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW)
-		*ret_value = sqlite3_column_int64(stmt, 0);
-	(void)sqlite3_finalize(stmt);
-	if (rc == SQLITE_ROW)
-		return 0;
-	if ((rc & 0xff) == SQLITE_NOTADB)
-		return bgrun__store_failf(store, -EBADMSG,
-					  "%s: not an SQLite database",
-					  store->path);
-	return bgrun__store_failf(store, bgrun__sqlite_errno(store->db, rc),
-				  "%s: %s", store->path,
-				  sqlite3_errmsg(store->db));
-}
-
-/*
- * What the file holds: *ret_version is our schema version, or 0 for a
- * database still empty. Anything else is -EBADMSG.
- */
-static int identify(struct bgrun_store *store, int64_t *ret_version)
-{
-	int64_t app = 0, version = 0, objects = 0;
-	int r;
-
-	r = query_int(store, "PRAGMA application_id", &app);
-	if (r >= 0)
-		r = query_int(store, "PRAGMA user_version", &version);
-	if (r >= 0)
-		r = query_int(store, "SELECT count(*) FROM sqlite_schema",
-			      &objects);
-	if (r < 0)
-		return r;
-	if (app == 0 && version == 0 && objects == 0) {
-		*ret_version = 0;
-		return 0;
-	}
-	if (app != BGRUN__STORE_APP_ID)
-		return bgrun__store_failf(store, -EBADMSG,
-					  "%s: not a bgrun event store (an SQLite "
-					  "database with application_id 0x%08llx)",
-					  store->path,
-					  (unsigned long long)(uint32_t)app);
-	if (version > BGRUN__STORE_VERSION)
-		return bgrun__store_failf(store, -EPROTO,
-					  "%s: schema version %lld is newer "
-					  "than this bgrun's (%d)",
-					  store->path, (long long)version,
-					  BGRUN__STORE_VERSION);
-	*ret_version = version;
-	return 0;
-}
-
-static int exec_sql(struct bgrun_store *store, const char *sql,
-		    const char *what)
-{
-	int rc = sqlite3_exec(store->db, sql, NULL, NULL, NULL);
-
-	if (rc != SQLITE_OK)
-		return bgrun__store_failf(store,
-					  bgrun__sqlite_errno(store->db, rc),
-					  "%s: %s: %s", store->path, what,
-					  sqlite3_errmsg(store->db));
-	return 0;
-}
-
-/* Runs the missing migration steps; the caller holds the file lock. */
-static int migrate(struct bgrun_store *store, int64_t version)
-{
-	int r;
-
-	while (version < BGRUN__STORE_VERSION) {
-		r = exec_sql(store, "BEGIN IMMEDIATE", "migrating");
-		if (r < 0)
-			return r;
-		/* Another program may have done it meanwhile. */
-		r = identify(store, &version);
-		if (r >= 0 && version < BGRUN__STORE_VERSION)
-			r = exec_sql(store, migrations[version],
-				     "migrating the schema");
-		if (r >= 0)
-			r = exec_sql(store, "COMMIT", "migrating");
-		if (r < 0) {
-			(void)sqlite3_exec(store->db, "ROLLBACK", NULL, NULL,
-					   NULL);
-			return r;
-		}
-		r = identify(store, &version);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-static int open_db(struct bgrun_store *store, int flags)
+/* name: NULL for the path itself. */
+static int open_db(struct bgrun_store *store, const char *name, int flags)
 {
 	/* A path that SQLite could take for a URI is made plainly relative. */
 	bool uri_like = strncmp(store->path, "file:", 5) == 0;
-	char *name = NULL;
+	char *relative = NULL;
 	int rc;
 
-	if (uri_like && asprintf(&name, "./%s", store->path) < 0)
+	if (name == NULL && uri_like &&
+	    asprintf(&relative, "./%s", store->path) < 0)
 		return -ENOMEM;
-	rc = sqlite3_open_v2(name != NULL ? name : store->path, &store->db,
-			     flags | SQLITE_OPEN_NOMUTEX, NULL);
-	free(name);
+	if (name == NULL)
+		name = relative != NULL ? relative : store->path;
+	rc = sqlite3_open_v2(name, &store->db, flags | SQLITE_OPEN_NOMUTEX,
+			     NULL);
+	free(relative);
 	if (store->db == NULL)
 		return bgrun__store_failf(store, -ENOMEM, "%s: out of memory",
 					  store->path);
@@ -480,6 +347,58 @@ static int open_db(struct bgrun_store *store, int flags)
 	return 0;
 }
 
+static bool wal_missing(struct bgrun_store *store)
+{
+	char *wal = NULL;
+	bool missing;
+
+	if (asprintf(&wal, "%s-wal", store->path) < 0)
+		return false;
+	missing = access(wal, F_OK) < 0 && errno == ENOENT;
+	free(wal);
+	return missing;
+}
+
+/*
+ * Even a reader of a WAL database makes SQLite create the -wal and -shm
+ * files; where it cannot (a directory the caller may not write: another
+ * user's log, a read-only mount) opening fails. Without a -wal file no
+ * writer is at work, so the file can then be read as immutable (no
+ * locks, no companion files) instead.
+ */
+static int reopen_immutable(struct bgrun_store *store, int64_t *ret_version)
+{
+	static const char plain[] = "abcdefghijklmnopqrstuvwxyz"
+				    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._~-";
+	char *abs = realpath(store->path, NULL), *uri = NULL, *o;
+	int r;
+
+	if (abs == NULL)
+		return bgrun__store_failf(store, -errno, "%s: %s", store->path,
+					  strerror(errno));
+	uri = malloc(3 * strlen(abs) + sizeof("file://?immutable=1"));
+	if (uri == NULL) {
+		free(abs);
+		return -ENOMEM;
+	}
+	o = uri + sprintf(uri, "file://");
+	for (const char *p = abs; *p != '\0'; p++) {
+		if (strchr(plain, *p) != NULL)
+			*o++ = *p;
+		else
+			o += sprintf(o, "%%%02X", (unsigned char)*p);
+	}
+	(void)strcpy(o, "?immutable=1");
+	free(abs);
+	(void)sqlite3_close_v2(store->db);
+	store->db = NULL;
+	r = open_db(store, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+	free(uri);
+	if (r >= 0)
+		r = bgrun__store_identify(store, ret_version);
+	return r;
+}
+
 static int open_readonly(struct bgrun_store *store)
 {
 	int64_t version;
@@ -492,9 +411,11 @@ static int open_readonly(struct bgrun_store *store)
 						  ? "no such file (no events "
 						    "recorded yet)"
 						  : strerror(errno));
-	r = open_db(store, SQLITE_OPEN_READONLY);
+	r = open_db(store, NULL, SQLITE_OPEN_READONLY);
 	if (r >= 0)
-		r = identify(store, &version);
+		r = bgrun__store_identify(store, &version);
+	if (r == -EROFS && wal_missing(store))
+		r = reopen_immutable(store, &version);
 	if (r < 0)
 		return r;
 	if (version == 0)
@@ -509,30 +430,6 @@ static int open_readonly(struct bgrun_store *store)
 					  store->path, (long long)version,
 					  BGRUN__STORE_VERSION);
 	return 0;
-}
-
-/*
- * WAL mode is a property of the file: set once. (Changing it takes an
- * exclusive lock, so it is not asked for when already done. Where WAL is
- * impossible SQLite keeps the old mode, which still works, slower.)
- */
-static int ensure_wal(struct bgrun_store *store)
-{
-	sqlite3_stmt *stmt = NULL;
-	const unsigned char *mode;
-	bool wal = false;
-	int rc;
-
-	rc = sqlite3_prepare_v2(store->db, "PRAGMA journal_mode", -1, &stmt,
-				NULL);
-	if (rc == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
-		mode = sqlite3_column_text(stmt, 0);
-		wal = mode != NULL && strcmp((const char *)mode, "wal") == 0;
-	}
-	(void)sqlite3_finalize(stmt);
-	if (wal)
-		return 0;
-	return exec_sql(store, "PRAGMA journal_mode = WAL", "setting WAL mode");
 }
 
 static int open_readwrite(struct bgrun_store *store)
@@ -553,23 +450,15 @@ static int open_readwrite(struct bgrun_store *store)
 	free(lock_path);
 	if (r < 0)
 		return r;
-	r = open_db(store, SQLITE_OPEN_READWRITE);
+	r = open_db(store, NULL, SQLITE_OPEN_READWRITE);
 	if (r < 0)
 		return r;
 	r = lock_file(store);
 	if (r < 0)
 		return r;
-	r = identify(store, &version);
-	if (r < 0)
-		goto cleanup;
-	r = ensure_wal(store);
-	if (r < 0)
-		goto cleanup;
-	r = migrate(store, version);
-	if (r < 0)
-		goto cleanup;
-	r = exec_sql(store, "PRAGMA synchronous = NORMAL", "configuring");
-cleanup:
+	r = bgrun__store_identify(store, &version);
+	if (r >= 0)
+		r = bgrun__store_setup(store, version);
 	unlock_file(store);
 	return r;
 }
@@ -580,6 +469,8 @@ int bgrun_store_open(const char *path, unsigned flags,
 	struct bgrun_store *store;
 	int r;
 
+	if (ret_store == NULL)
+		return -EINVAL;
 	store = calloc(1, sizeof(*store));
 	if (store == NULL)
 		return -ENOMEM;
@@ -621,14 +512,18 @@ void bgrun_store_close(struct bgrun_store *store)
 	free(store->filter_stmts);
 	if (store->db != NULL) {
 		/*
-		 * The last connection to close checkpoints the WAL: under the
-		 * lock, like every other write.
+		 * The last connection to close checkpoints the WAL and deletes
+		 * it: a write, so under the lock like every other. (Skipping
+		 * that, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, was measured: the
+		 * next process to open alone must then rebuild the WAL index
+		 * by reading the whole WAL, up to 16 MiB, which costs more CPU
+		 * than the checkpoint's fdatasyncs cost waiting.)
 		 */
 		if (store->lock_fd >= 0 && !store->locked)
 			(void)lock_file(store);
 		(void)sqlite3_close_v2(store->db);
-		unlock_file(store);
 	}
+	unlock_file(store);
 	if (store->lock_fd >= 0)
 		(void)close(store->lock_fd);
 	free(store->path);

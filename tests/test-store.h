@@ -21,6 +21,15 @@ struct t_case {
 #define T_CASE(name) { #name, case_##name }
 int t_main(int argc, char **argv, const struct t_case *cases, size_t n);
 
+/* Cases defined in test-store-write.c. */
+void case_roundtrip(void);
+void case_json_row(void);
+void case_argv_bytes(void);
+void case_text_not_utf8(void);
+void case_invalid_events(void);
+void case_upsert(void);
+void case_lost(void);
+
 /* Cases defined in test-store-query.c. */
 void case_migrate_v1(void);
 void case_query_filters(void);

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* clone-cli.h: what `bgrun clone` shares between its command line (clone.c) and its hooks (clone-hooks.c). */
+
+#ifndef BGRUN_CLONE_CLI_H
+#define BGRUN_CLONE_CLI_H
+
+#include "cli.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The [hooks] items, in definition order (priority.NAME ones included). */
+struct hook {
+	char *name;
+	char *cmd;
+};
+
+struct hooks {
+	struct hook *v;
+	size_t n, cap;
+};
+
+/* Sets name to cmd, moving it to the end (Mercurial's order). -ENOMEM. */
+int hooks_set(struct hooks *h, const char *name, const char *cmd);
+
+/*
+ * Adds the [hooks] of an hgrc-like file. On failure *ret_err is a
+ * malloc'd one-line message ("FILE:LINE: parse error: ...").
+ */
+int hooks_load(struct hooks *h, const char *path, char **ret_err);
+void hooks_free(struct hooks *h);
+
+/* How to run the hooks of one type. */
+struct hook_run {
+	const char *type;        /* "post-clone" or "fail-clone" */
+	const char *cwd;         /* where they run; NULL: here */
+	const char *const *env;  /* NAME=VALUE describing the clone */
+	const char *db;          /* --db, passed to their supervisors */
+	bool log;                /* through a recording supervisor */
+	bool verbose;
+};
+
+/*
+ * Launches, detached and with ensurestart, every hook of run->type, with
+ * HG_HOOKTYPE and HG_HOOKNAME added to run->env. Returns how many could
+ * not be started (each reported on stderr).
+ */
+int hooks_run(const struct hooks *h, const struct hook_run *run);
+
+#endif /* BGRUN_CLONE_CLI_H */

@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: MIT */
+/* clone.c: `bgrun clone BUNDLE DEST`: apply a stream clone bundle, show progress, record it, fire the hooks. */
+
+#include "clone-cli.h"
+#include "clone/clone.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum {
+	OPT_CLOSE_THREADS = 256,
+	OPT_CLOSE_THRESHOLD,
+	OPT_CHUNK_SIZE,
+	OPT_COPY_FILE_RANGE,
+	OPT_HOOK,
+	OPT_CONFIG,
+	OPT_DB,
+	OPT_NO_LOG,
+};
+
+static const struct option longopts[] = {
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "close-threads", required_argument, NULL, OPT_CLOSE_THREADS },
+	{ "close-threshold", required_argument, NULL, OPT_CLOSE_THRESHOLD },
+	{ "chunk-size", required_argument, NULL, OPT_CHUNK_SIZE },
+	{ "copy-file-range", no_argument, NULL, OPT_COPY_FILE_RANGE },
+	{ "hook", required_argument, NULL, OPT_HOOK },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "db", required_argument, NULL, OPT_DB },
+	{ "no-log", no_argument, NULL, OPT_NO_LOG },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char usage_text[] =
+	"Usage: bgrun clone [OPTION]... BUNDLE DEST\n"
+	"Apply a Mercurial stream clone bundle v1 (hg debugcreatestreamclonebundle)\n"
+	"to a new repository DEST, as 'hg clone --stream -U' would make it.\n"
+	"BUNDLE '-' is standard input. DEST must not exist or be empty; it appears\n"
+	"complete or not at all.\n"
+	"\n"
+	"  -v, --verbose           say what happens (progress lines, settings, hooks)\n"
+	"  -q, --quiet             no summary line\n"
+	"      --close-threads=N   threads closing files in the background\n"
+	"                          (default 4; 0: close on the writing thread)\n"
+	"      --close-threshold=N use them from N files on (default 2048)\n"
+	"      --chunk-size=SIZE   bundle read and file write size (default 1M)\n"
+	"      --copy-file-range   copy file bytes in the kernel (BUNDLE a regular file)\n"
+	"      --hook=CMD          shell command run in DEST after a successful clone\n"
+	"                          (repeatable)\n"
+	"      --config=FILE       hgrc-like file whose [hooks] post-clone[.NAME] run\n"
+	"                          after success, fail-clone[.NAME] after a failure\n"
+	"      --db=PATH           the event log (default as for bgrun)\n"
+	"      --no-log            record nothing; hooks are launched unsupervised\n"
+	"  -h, --help              display this help and exit\n"
+	"\n"
+	"Hooks run detached, through bgrun's supervisor (their finish is logged with\n"
+	"source clone-hook), with HG_HOOKTYPE, HG_HOOKNAME, HG_SOURCE, HG_DEST,\n"
+	"HG_FILES, HG_BYTES, HG_SECONDS, HG_RESULT (and HG_ERROR on failure).\n"
+	"\n"
+	"Exit status: 0 cloned (even if a hook could not start), 1 the clone failed,\n"
+	"2 usage error, 128+N interrupted by signal N.\n";
+
+struct clone_cli {
+	const char *bundle, *dest, *db;
+	bool verbose, quiet, log;
+	struct hooks hooks;
+	unsigned int n_cli_hooks;
+	struct bgrun_clone_opts opts;
+	char **argv;       /* for the event: "bgrun" "clone" ARGS... */
+	/* Progress display. */
+	bool tty;
+	int64_t start_ns, last_ns;  /* last_ns: the last progress shown */
+	bool announced, shown;
+};
+
+/* The environment of the hooks: NAME=VALUE strings, NULL-terminated. */
+struct hook_env {
+	char *v[16];
+	size_t n;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void env_add(struct hook_env *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (e->n + 1 >= sizeof(e->v) / sizeof(e->v[0]))
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&e->v[e->n], fmt, ap) >= 0)
+		e->n++;
+	else
+		e->v[e->n] = NULL;
+	va_end(ap);
+}
+
+static void env_free(struct hook_env *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->v[i]);
+}
+
+static volatile sig_atomic_t cancel_signal;
+
+static void on_signal(int sig)
+{
+	cancel_signal = sig;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t real_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+__attribute__((noreturn))
+static void usage_error(const char *msg, const char *arg)
+{
+	cli_msg("clone: %s%s%s", msg, arg ? ": " : "", arg ? cli_printable(arg) : "");
+	(void)fputs("Try 'bgrun clone --help'.\n", stderr);
+	exit(EXIT_USAGE);
+}
+
+/* A byte size: digits and an optional K, M or G (binary). */
+static size_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (end == s || errno != 0 || s[0] == '-')
+		usage_error("invalid size for --chunk-size", s);
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	if (*end == 'i' && end[1] == 'B')
+		end += 2;
+	else if (*end == 'B')
+		end++;
+	if (*end != '\0' || v < 512 || v > ((size_t)1 << 30))
+		usage_error("invalid size for --chunk-size (512 to 1G)", s);
+	return (size_t)v;
+}
+
+static unsigned long parse_count(const char *s, const char *opt,
+				 unsigned long max)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (end == s || *end != '\0' || errno != 0 || s[0] == '-' || v > max) {
+		char what[64];
+
+		(void)snprintf(what, sizeof(what), "invalid number for --%s", opt);
+		usage_error(what, s);
+	}
+	return v;
+}
+
+static void parse(struct clone_cli *cc, int argc, char **argv)
+{
+	char *err = NULL, name[64];
+	int opt;
+
+	cc->opts = (struct bgrun_clone_opts)BGRUN_CLONE_OPTS_INIT;
+	cc->log = true;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+vqh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'v':
+			cc->verbose = true;
+			break;
+		case 'q':
+			cc->quiet = true;
+			break;
+		case OPT_CLOSE_THREADS:
+			cc->opts.close_threads = (int)parse_count(optarg,
+							"close-threads", 64);
+			break;
+		case OPT_CLOSE_THRESHOLD:
+			cc->opts.close_threshold = parse_count(optarg,
+							"close-threshold", ULONG_MAX);
+			if (cc->opts.close_threshold == 0)
+				cc->opts.close_threshold = 1;
+			break;
+		case OPT_CHUNK_SIZE:
+			cc->opts.chunk_size = parse_size(optarg);
+			break;
+		case OPT_COPY_FILE_RANGE:
+			cc->opts.copy_file_range = true;
+			break;
+		case OPT_HOOK:
+			(void)snprintf(name, sizeof(name), "post-clone.cli%u",
+				       ++cc->n_cli_hooks);
+			if (hooks_set(&cc->hooks, name, optarg) < 0) {
+				cli_msg("clone: %s", strerror(ENOMEM));
+				exit(1);
+			}
+			break;
+		case OPT_CONFIG:
+			if (hooks_load(&cc->hooks, optarg, &err) < 0) {
+				cli_msg("clone: %s", err != NULL ? err : strerror(ENOMEM));
+				free(err);
+				exit(1);
+			}
+			break;
+		case OPT_DB:
+			cc->db = optarg;
+			break;
+		case OPT_NO_LOG:
+			cc->log = false;
+			break;
+		case 'h':
+			(void)fputs(usage_text, stdout);
+			exit(cli_flush_stdout() < 0 ? EXIT_CANCELED : EXIT_SUCCESS);
+		default:
+			(void)fputs("Try 'bgrun clone --help'.\n", stderr);
+			exit(EXIT_USAGE);
+		}
+	}
+	if (argc - optind != 2)
+		usage_error(argc - optind < 2 ? "missing BUNDLE or DEST"
+					      : "too many arguments", NULL);
+	cc->bundle = argv[optind];
+	cc->dest = argv[optind + 1];
+	if (cc->dest[0] == '\0')
+		usage_error("empty DEST", NULL);
+}
+
+static void human(char *out, size_t size, double bytes)
+{
+	if (bytes >= 1e9)
+		(void)snprintf(out, size, "%.2f GB", bytes / 1e9);
+	else
+		(void)snprintf(out, size, "%.1f MB", bytes / 1e6);
+}
+
+/*
+ * The progress callback: at most ten times a second on a terminal
+ * (files, bytes, throughput, ETA, on one line redrawn in place), once a
+ * second as plain lines with -v, nothing otherwise.
+ */
+static void progress(void *data, const struct bgrun_clone_progress *p)
+{
+	struct clone_cli *cc = data;
+	int64_t now = mono_ns();
+	double secs, rate, eta;
+	char done[32], total[32];
+
+	if (!cc->announced) {
+		cc->announced = true;
+		if (cc->verbose) {
+			human(total, sizeof(total), (double)p->bytes_total);
+			cli_msg("clone: %s: %" PRIu64 " files, %s", cli_printable(cc->bundle),
+				p->files_total, total);
+		}
+	}
+	if (!cc->tty && !cc->verbose)
+		return;
+	if (cc->shown && now - cc->last_ns < (cc->tty ? 100000000 : 1000000000))
+		return;
+	cc->shown = true;
+	cc->last_ns = now;
+	secs = (double)(now - cc->start_ns) / 1e9;
+	rate = secs > 0 ? (double)p->bytes_done / secs : 0;
+	eta = rate > 0 ? (double)(p->bytes_total - p->bytes_done) / rate : 0;
+	human(done, sizeof(done), (double)p->bytes_done);
+	human(total, sizeof(total), (double)p->bytes_total);
+	(void)fprintf(stderr, "%s%" PRIu64 "/%" PRIu64 " files, %s/%s, %.1f MB/s, ETA %.0f s%s",
+		      cc->tty ? "\r" : "bgrun: clone: ", p->files_done,
+		      p->files_total, done, total, rate / 1e6, eta,
+		      cc->tty ? "\033[K" : "\n");
+}
+
+/* Records the clone as an event (event "clone", source "bgrun"). */
+static void record(struct clone_cli *cc, const char *id, int64_t start_ns,
+		   int64_t duration_ns, bool ok, const char *message,
+		   const struct bgrun_clone_result *res, const char *dest_abs)
+{
+	struct bgrun_store *store = NULL;
+	struct bgrun_event ev;
+	char *path = NULL, *err = NULL, json[256];
+	int r;
+
+	if (!cc->log)
+		return;
+	r = cc->db != NULL ? 0 : bgrun_store_default_path(&path);
+	if (r >= 0)
+		r = bgrun_store_open(cc->db != NULL ? cc->db : path, 0, &store, &err);
+	if (r < 0) {
+		cli_msg("clone: cannot record the clone: %s",
+			err != NULL ? err : bgrun_strerror(r));
+		goto out;
+	}
+	bgrun_event_init(&ev, "clone", "bgrun");
+	(void)snprintf(ev.id, sizeof(ev.id), "%s", id);
+	ev.pid = getpid();
+	ev.argv = (const char *const *)cc->argv;
+	ev.cwd = dest_abs;
+	ev.start_ns = start_ns;
+	ev.end_ns = real_ns();
+	ev.duration_ns = duration_ns;
+	ev.exit_code = ok ? 0 : 1;
+	ev.result = ok ? BGRUN_RESULT_SUCCESS : BGRUN_RESULT_FAILED;
+	ev.message = message;
+	if (res != NULL) {
+		(void)snprintf(json, sizeof(json),
+			       "{\"files\":%" PRIu64 ",\"bytes\":%" PRIu64
+			       ",\"close_threads\":%u,\"chunk_size\":%zu}",
+			       res->files, res->bytes, res->close_threads,
+			       res->chunk_size);
+		ev.options_json = json;
+	}
+	r = bgrun_store_put(store, &ev);
+	if (r < 0)
+		cli_msg("clone: cannot record the clone: %s",
+			bgrun_store_errmsg(store));
+out:
+	bgrun_store_close(store);
+	free(path);
+	free(err);
+}
+
+/* DEST as an absolute path (it need not exist). */
+static char *absolute(const char *path)
+{
+	char here[PATH_MAX], *out;
+
+	if (path[0] == '/')
+		return strdup(path);
+	if (getcwd(here, sizeof(here)) == NULL)
+		return strdup(path);
+	return asprintf(&out, "%s/%s", here, path) < 0 ? NULL : out;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+
+	/* No SA_RESTART: a blocked read of the bundle returns EINTR. */
+	(void)sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		(void)sigaction(sigs[i], &sa, NULL);
+}
+
+int clone_main(int argc, char **argv)
+{
+	struct clone_cli cc = { 0 };
+	struct bgrun_clone_result res;
+	char id[BGRUN_EVENT_ID_MAX + 1], summary[256], size[32];
+	char *errmsg = NULL, *dest_abs = NULL;
+	struct hook_env env = { .n = 0 };
+	int64_t start_real;
+	int r, status;
+
+	cc.argv = calloc((size_t)argc + 2, sizeof(*cc.argv));
+	if (cc.argv == NULL) {
+		cli_msg("clone: %s", strerror(ENOMEM));
+		return 1;
+	}
+	cc.argv[0] = (char *)"bgrun";
+	memcpy(&cc.argv[1], argv, (size_t)argc * sizeof(*argv));
+	parse(&cc, argc, argv);
+	dest_abs = absolute(cc.dest);
+	cc.tty = isatty(STDERR_FILENO) == 1;
+	cc.opts.dest = cc.dest;
+	if (strcmp(cc.bundle, "-") == 0) {
+		cc.opts.bundle = "stdin";
+		cc.opts.bundle_fd = STDIN_FILENO;
+	} else {
+		cc.opts.bundle = cc.bundle;
+	}
+	cc.opts.progress = progress;
+	cc.opts.progress_data = &cc;
+	cc.opts.cancel = &cancel_signal;
+	install_signals();
+
+	bgrun_event_new_id(id);
+	start_real = real_ns();
+	cc.start_ns = mono_ns();
+	r = bgrun_clone(&cc.opts, &res, &errmsg);
+	if (cc.tty && cc.shown)
+		(void)fputs("\r\033[K", stderr);
+
+	env_add(&env, "HG_SOURCE=%s", cc.bundle);
+	env_add(&env, "HG_DEST=%s", dest_abs != NULL ? dest_abs : cc.dest);
+	env_add(&env, "BGRUN_CLONE_ID=%s", id);
+	if (r < 0) {
+		const char *why = errmsg != NULL ? errmsg : bgrun_strerror(r);
+
+		cli_msg("clone: %s", cli_printable(why));
+		record(&cc, id, start_real, mono_ns() - cc.start_ns, false, why,
+		       NULL, dest_abs);
+		env_add(&env, "HG_RESULT=1");
+		env_add(&env, "HG_ERROR=%s", why);
+		(void)hooks_run(&cc.hooks, &(struct hook_run){
+			.type = "fail-clone", .env = (const char *const *)env.v,
+			.db = cc.db,
+			.log = cc.log, .verbose = cc.verbose });
+		status = r == -ECANCELED && cancel_signal ? 128 + cancel_signal : 1;
+		goto out;
+	}
+	human(size, sizeof(size), (double)res.bytes);
+	(void)snprintf(summary, sizeof(summary), "%" PRIu64 " files, %s in %.2f s",
+		       res.files, size, (double)res.duration_ns / 1e9);
+	if (cc.verbose)
+		cli_msg("clone: requirements %s; %zu-byte chunks%s; %u closer threads",
+			res.requirements, res.chunk_size,
+			cc.opts.copy_file_range ? ", copy_file_range" : "",
+			res.close_threads);
+	record(&cc, id, start_real, res.duration_ns, true, summary, &res,
+	       dest_abs);
+	if (!cc.quiet) {
+		(void)printf("%s (%.1f MB/s)\n", summary,
+			     res.duration_ns > 0 ? (double)res.bytes * 1e3 /
+							   (double)res.duration_ns
+						 : 0.0);
+		(void)cli_flush_stdout();
+	}
+	env_add(&env, "HG_FILES=%" PRIu64, res.files);
+	env_add(&env, "HG_BYTES=%" PRIu64, res.bytes);
+	env_add(&env, "HG_SECONDS=%.3f", (double)res.duration_ns / 1e9);
+	env_add(&env, "HG_REQUIREMENTS=%s", res.requirements);
+	env_add(&env, "HG_RESULT=0");
+	/* A hook that cannot start is reported; the clone stands. */
+	(void)hooks_run(&cc.hooks, &(struct hook_run){
+		.type = "post-clone", .cwd = dest_abs != NULL ? dest_abs : cc.dest,
+		.env = (const char *const *)env.v, .db = cc.db, .log = cc.log,
+		.verbose = cc.verbose });
+	status = 0;
+out:
+	env_free(&env);
+	free(errmsg);
+	free(dest_abs);
+	free(cc.argv);
+	hooks_free(&cc.hooks);
+	return status;
+}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/* logsink.c: the logsink command: global options, the verb table, messages, opening the log. */
+
+#include "logsink.h"
+#include "sink-verbs.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <locale.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/*
+ * The verbs; each parses its own options after the verb. `serve` and
+ * `send` are the sink's (sink-verbs.h).
+ */
+static const struct lsink_verb verbs[] = {
+	{ "query", "ls", "list events, newest first", lsink_query_main },
+	{ "show", NULL, "everything about one event", lsink_show_main },
+	{ "stats", NULL, "runs, failures and durations per command",
+	  lsink_stats_main },
+	{ "prune", NULL, "delete old events", lsink_prune_main },
+	{ "mark-lost", NULL,
+	  "record as lost the running events whose supervisor vanished",
+	  lsink_mark_lost_main },
+	{ "serve", NULL, "run the sink daemon (events in, acks after commit)",
+	  lsink_serve_main },
+	{ "send", NULL, "record one event (or Mercurial's logtoprocess event)",
+	  lsink_send_main },
+};
+
+static const char usage_head[] =
+	"Usage: logsink [--db=PATH] COMMAND [OPTION]... [ARG]...\n"
+	"Read the event log that bgrun writes: one event per launched command.\n"
+	"\n"
+	"Commands:\n";
+
+static const char usage_tail[] =
+	"\n"
+	"Options (before or after COMMAND):\n"
+	"      --db=PATH  the event log (default: $BGRUN_DB, else\n"
+	"                 $XDG_STATE_HOME/bgrun/events.db, else\n"
+	"                 ~/.local/state/bgrun/events.db)\n"
+	"  -h, --help     display this help and exit ('logsink COMMAND --help':\n"
+	"                 the options of COMMAND)\n"
+	"      --version  output version information and exit\n"
+	"\n"
+	"query, show and stats only read the log and never create it.\n"
+	"\n"
+	"Exit status: 0 done, 1 failure (an unreadable log, no such event),\n"
+	"2 usage error.\n";
+
+static const struct option global_options[] = {
+	{ "db", required_argument, NULL, LSINK_OPT_DB },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, LSINK_OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+__attribute__((format(printf, 1, 0)))
+static void vmsg(const char *fmt, va_list ap)
+{
+	char line[4096];
+
+	(void)vsnprintf(line, sizeof(line), fmt, ap);
+	(void)fflush(stdout);
+	(void)fprintf(stderr, "logsink: %s\n", line);
+}
+
+void lsink_msg(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+}
+
+void lsink_usage_hint(void)
+{
+	(void)fputs("Try 'logsink --help'.\n", stderr);
+	exit(LSINK_EXIT_USAGE);
+}
+
+void lsink_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+	lsink_usage_hint();
+}
+
+int lsink_flush_stdout(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		lsink_msg("write error: %s", strerror(errno));
+		return LSINK_EXIT_FAILURE;
+	}
+	return 0;
+}
+
+void lsink_help(const char *text)
+{
+	(void)fputs(text, stdout);
+	exit(lsink_flush_stdout() != 0 ? LSINK_EXIT_FAILURE : EXIT_SUCCESS);
+}
+
+void lsink_getopt_init(char **argv)
+{
+	static char name[64];
+
+	/* getopt names the program by argv[0] in its messages. */
+	(void)snprintf(name, sizeof(name), "logsink %s", argv[0]);
+	argv[0] = name;
+	optind = 0; /* glibc: start afresh on a new vector */
+	opterr = 1;
+}
+
+const char *lsink_printable(const char *s)
+{
+	static char *ring[4];
+	static unsigned next;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	f = open_memstream(&buf, &len);
+	if (f == NULL)
+		return "(out of memory)";
+	(void)lsink_put_escaped(f, s, strlen(s), 0, -1, NULL);
+	if (fclose(f) != 0 || buf == NULL) {
+		free(buf);
+		return "(out of memory)";
+	}
+	free(ring[next % 4]);
+	ring[next++ % 4] = buf;
+	return buf;
+}
+
+/* The message for a store that cannot be opened, from what went wrong. */
+static void open_error(const char *path, int error, const char *errmsg)
+{
+	struct stat st;
+
+	switch (error) {
+	case -ENOENT:
+		if (stat(path, &st) < 0) {
+			lsink_msg("cannot open '%s': %s", lsink_printable(path),
+				  strerror(errno));
+			return;
+		}
+		/* There, but nothing was ever written to it. */
+		lsink_msg("'%s': no events recorded yet (an empty database)",
+			  lsink_printable(path));
+		return;
+	case -EBADMSG:
+		lsink_msg("'%s': not a bgrun event database", lsink_printable(path));
+		return;
+	case -EPROTO:
+		/* The store says which schema version and what to do. */
+		if (errmsg != NULL) {
+			lsink_msg("%s", lsink_printable(errmsg));
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	lsink_msg("cannot open '%s': %s", lsink_printable(path), bgrun_strerror(error));
+}
+
+int lsink_open(const char *db, bool readonly, struct bgrun_store **ret_store)
+{
+	char *path = NULL, *errmsg = NULL;
+	struct stat st;
+	int r;
+
+	if (db == NULL) {
+		r = bgrun_store_default_path(&path);
+		if (r == -ENOENT) {
+			lsink_msg("no event log: set BGRUN_DB, XDG_STATE_HOME or HOME, or use --db");
+			return r;
+		}
+		if (r < 0) {
+			lsink_msg("%s", bgrun_strerror(r));
+			return r;
+		}
+		db = path;
+	}
+	/*
+	 * Writing verbs work on an existing log only: a mistyped --db must
+	 * not leave a new database (and its directories) behind.
+	 */
+	if (!readonly && stat(db, &st) < 0) {
+		r = -errno;
+		open_error(db, r, NULL);
+		goto out;
+	}
+	r = bgrun_store_open(db, readonly ? BGRUN_STORE_READONLY : 0, ret_store,
+			     &errmsg);
+	if (r < 0)
+		open_error(db, r, errmsg);
+out:
+	free(errmsg);
+	free(path);
+	return r;
+}
+
+void lsink_store_error(struct bgrun_store *store, int error, const char *what)
+{
+	const char *why = bgrun_store_errmsg(store);
+
+	if (why == NULL || why[0] == '\0')
+		why = bgrun_strerror(error);
+	lsink_msg("%s: %s", what, lsink_printable(why));
+}
+
+__attribute__((noreturn))
+static void help(void)
+{
+	(void)fputs(usage_head, stdout);
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+		char names[64];
+
+		(void)snprintf(names, sizeof(names), "%s%s%s", verbs[i].name,
+			       verbs[i].alias != NULL ? ", " : "",
+			       verbs[i].alias != NULL ? verbs[i].alias : "");
+		(void)printf("  %-14s %s\n", names, verbs[i].summary);
+	}
+	lsink_help(usage_tail);
+}
+
+int main(int argc, char **argv)
+{
+	const char *db = NULL;
+	int opt;
+
+	/* For the width of characters when a table is cut to the terminal. */
+	(void)setlocale(LC_CTYPE, "");
+	argv[0] = (char *)"logsink";
+	/* '+': stop at the verb; its options are its own. */
+	while ((opt = getopt_long(argc, argv, "+h", global_options, NULL)) != -1) {
+		switch (opt) {
+		case LSINK_OPT_DB:
+			db = optarg;
+			break;
+		case 'h':
+			help();
+		case LSINK_OPT_VERSION:
+			(void)printf("logsink %s\n", BGRUN_VERSION);
+			return lsink_flush_stdout() != 0 ? LSINK_EXIT_FAILURE
+							 : EXIT_SUCCESS;
+		default:
+			lsink_usage_hint();
+		}
+	}
+	if (optind >= argc)
+		lsink_usage("missing command (query, show, stats, prune, mark-lost)");
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+		const struct lsink_verb *v = &verbs[i];
+
+		if (strcmp(argv[optind], v->name) == 0 ||
+		    (v->alias != NULL && strcmp(argv[optind], v->alias) == 0)) {
+			argv[optind] = (char *)v->name;
+			return v->run(argc - optind, argv + optind, db);
+		}
+	}
+	lsink_usage("unknown command '%s'", lsink_printable(argv[optind]));
+}

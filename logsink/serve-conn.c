@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: MIT */
+/* serve-conn.c: the daemon's connections: peer checks, frames in, acks out, limits and backpressure. */
+
+#include "serve.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* The read buffer starts small; it grows for a large frame, then shrinks. */
+#define BUF_MIN (16u * 1024)
+#define BUF_MAX (BGRUN__WIRE_LEN_SIZE + BGRUN__WIRE_MAX_FRAME + BUF_MIN)
+
+struct lsink_conn {
+	uv_pipe_t pipe;            /* embedded; the conn is freed after its close */
+	struct lsink_server *srv;
+	struct lsink_conn *prev, *next;
+	struct lsink_conn *touched; /* next in lsink_conn_results' list */
+	uint8_t *buf;
+	size_t len, cap;
+	struct bgrun__wire_buf out; /* replies not yet handed to uv_write */
+	size_t in_flight;          /* items out at the writer */
+	size_t write_bytes;        /* handed to uv_write, not yet written */
+	uint64_t last_ms;          /* last time it did something */
+	uid_t uid;
+	pid_t pid;
+	bool reading, finishing, closing, closed, is_touched;
+};
+
+struct wreq {
+	uv_write_t req;
+	struct lsink_conn *conn;
+	size_t len;
+	uint8_t data[];
+};
+
+static void conn_flow(struct lsink_conn *c);
+
+static void maybe_free(struct lsink_conn *c)
+{
+	if (!c->closed || c->in_flight > 0)
+		return;
+	bgrun__wire_buf_free(&c->out);
+	free(c->buf);
+	free(c);
+}
+
+static void on_close(uv_handle_t *h)
+{
+	struct lsink_conn *c = (struct lsink_conn *)(void *)h;
+	struct lsink_server *srv = c->srv;
+
+	c->closed = true;
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		srv->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	if (--srv->n_conns == 0)
+		srv->idle_since_ms = uv_now(&srv->loop);
+	maybe_free(c);
+	lsink_serve_maybe_done(srv);
+}
+
+static void conn_close(struct lsink_conn *c)
+{
+	if (c->closing)
+		return;
+	c->closing = true;
+	c->reading = false;
+	uv_close((uv_handle_t *)&c->pipe, on_close);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+	struct wreq *w = (struct wreq *)(void *)req;
+	struct lsink_conn *c = w->conn;
+
+	c->write_bytes -= w->len;
+	free(w);
+	if (c->closing)
+		return;
+	if (status < 0) {
+		conn_close(c); /* the peer went away */
+		return;
+	}
+	c->last_ms = uv_now(&c->srv->loop);
+	conn_flow(c);
+}
+
+/* Hands what c->out holds to libuv in one write. */
+static void flush(struct lsink_conn *c)
+{
+	struct wreq *w;
+	uv_buf_t b;
+
+	if (c->out.len == 0 || c->closing)
+		return;
+	w = malloc(sizeof(*w) + c->out.len);
+	if (w == NULL) {
+		lsink_msg("out of memory: closing a connection");
+		conn_close(c);
+		return;
+	}
+	w->conn = c;
+	w->len = c->out.len;
+	memcpy(w->data, c->out.data, c->out.len);
+	c->out.len = 0;
+	b = uv_buf_init((char *)w->data, (unsigned)w->len);
+	if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, on_write) < 0) {
+		free(w); /* a failed call never fires its callback */
+		conn_close(c);
+		return;
+	}
+	c->write_bytes += w->len;
+	/* Shrink a buffer that grew for a burst of replies. */
+	if (c->out.cap > 64 * 1024)
+		bgrun__wire_buf_free(&c->out);
+}
+
+/* A frame that breaks the protocol: say why, then close (after the acks due). */
+static void protocol_error(struct lsink_conn *c, uint32_t seq, int code,
+			   const char *why)
+{
+	lsink_msg("connection from pid %d: %s: %s", (int)c->pid,
+		  bgrun__wire_code_name(code), why);
+	(void)bgrun__wire_put_error(&c->out, seq, code, why);
+	flush(c);
+	c->finishing = true;
+}
+
+static bool may_read(const struct lsink_conn *c)
+{
+	const struct lsink_limits *lim = &c->srv->lim;
+
+	return !c->finishing && !c->closing && !c->srv->paused &&
+	       c->in_flight < lim->max_pending && c->write_bytes < lim->write_max;
+}
+
+static void handle_event(struct lsink_conn *c, struct bgrun__wire_msg *m)
+{
+	struct lsink_server *srv = c->srv;
+	struct lsink_item *it = calloc(1, sizeof(*it));
+
+	if (it == NULL) {
+		bgrun__wire_msg_release(m);
+		(void)bgrun__wire_put_error(&c->out, m->seq, BGRUN__WIRE_E_STORE,
+					    "out of memory");
+		flush(c);
+		return;
+	}
+	/* Who sent it is the kernel's word, not the payload's. */
+	if (m->ev.uid != (int64_t)c->uid)
+		m->ev.user = NULL;
+	m->ev.uid = c->uid;
+	it->conn = c;
+	it->seq = m->seq;
+	it->msg = *m;
+	c->in_flight++;
+	if (++srv->queued >= srv->lim.queue_max && !srv->paused) {
+		/* Backpressure: nobody is read until the writer catches up. */
+		srv->paused = true;
+		for (struct lsink_conn *o = srv->conns; o != NULL; o = o->next)
+			if (o->reading && !o->closing) {
+				(void)uv_read_stop((uv_stream_t *)&o->pipe);
+				o->reading = false;
+			}
+	}
+	lsink_writer_push(&srv->writer, it);
+}
+
+static void handle_frame(struct lsink_conn *c, const uint8_t *frame, size_t size)
+{
+	struct bgrun__wire_msg m;
+	const char *why = "malformed frame";
+	int r;
+
+	r = bgrun__wire_decode(frame, size, &m, &why);
+	if (r == -ENOMEM) {
+		(void)bgrun__wire_put_error(&c->out, bgrun__wire_frame_seq(frame, size),
+					    BGRUN__WIRE_E_STORE, "out of memory");
+		flush(c);
+		return;
+	}
+	if (r < 0) {
+		protocol_error(c, bgrun__wire_frame_seq(frame, size),
+			       r == -EPROTONOSUPPORT ? BGRUN__WIRE_E_VERSION
+						     : BGRUN__WIRE_E_MALFORMED,
+			       why);
+		return;
+	}
+	switch (m.type) {
+	case BGRUN__WIRE_EVENT:
+		handle_event(c, &m);
+		return;
+	case BGRUN__WIRE_HELLO:
+		(void)bgrun__wire_put_hello(&c->out, m.seq, &c->srv->hello);
+		flush(c);
+		break;
+	default:
+		protocol_error(c, m.seq, BGRUN__WIRE_E_UNEXPECTED,
+			       "only HELLO and EVENT frames are taken");
+		break;
+	}
+	bgrun__wire_msg_release(&m);
+}
+
+/* Handles the whole frames buffered, as long as the limits allow. */
+static void parse_frames(struct lsink_conn *c)
+{
+	size_t off = 0, size = 0;
+	int r;
+
+	while (off < c->len && may_read(c)) {
+		r = bgrun__wire_frame_size(c->buf + off, c->len - off,
+					   BGRUN__WIRE_MAX_FRAME, &size);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			/* Judged from the length field, before any allocation. */
+			protocol_error(c, bgrun__wire_frame_seq(c->buf + off,
+								c->len - off),
+				       r == -EMSGSIZE ? BGRUN__WIRE_E_TOO_LARGE
+						      : BGRUN__WIRE_E_MALFORMED,
+				       r == -EMSGSIZE ? "frame larger than 1 MiB"
+						      : "frame shorter than its header");
+			off = c->len;
+			break;
+		}
+		handle_frame(c, c->buf + off, size);
+		off += size;
+	}
+	if (off > 0) {
+		memmove(c->buf, c->buf + off, c->len - off);
+		c->len -= off;
+	}
+	if (c->cap > BUF_MIN && c->len < BUF_MIN / 2) {
+		uint8_t *small = realloc(c->buf, BUF_MIN);
+
+		if (small != NULL) {
+			c->buf = small;
+			c->cap = BUF_MIN;
+		}
+	}
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct lsink_conn *c = (struct lsink_conn *)(void *)h;
+	size_t want = 0, cap = c->cap;
+	uint8_t *grown;
+
+	/* Room for the frame being read (its size is known and checked). */
+	if (bgrun__wire_frame_size(c->buf, c->len, BGRUN__WIRE_MAX_FRAME, &want) < 0)
+		want = 0;
+	if (want < c->len + 4096)
+		want = c->len + 4096;
+	while (cap < want && cap < BUF_MAX)
+		cap = cap ? 2 * cap : BUF_MIN;
+	if (cap > BUF_MAX)
+		cap = BUF_MAX;
+	if (cap != c->cap) {
+		grown = realloc(c->buf, cap);
+		if (grown != NULL) {
+			c->buf = grown;
+			c->cap = cap;
+		}
+	}
+	/* An empty buffer makes libuv report UV_ENOBUFS. */
+	*buf = uv_buf_init((char *)c->buf + c->len, (unsigned)(c->cap - c->len));
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct lsink_conn *c = (struct lsink_conn *)(void *)s;
+
+	if (nread == UV_EOF) {
+		c->finishing = true; /* the client is done sending */
+	} else if (nread < 0) {
+		conn_close(c);
+		return;
+	} else if (nread > 0) {
+		c->len += (size_t)nread;
+		c->last_ms = uv_now(&c->srv->loop);
+		parse_frames(c);
+	}
+	conn_flow(c);
+}
+
+/* Reading on or off by the limits; closing once finished with nothing due. */
+static void conn_flow(struct lsink_conn *c)
+{
+	if (c->closing)
+		return;
+	if (may_read(c) && c->len > 0)
+		parse_frames(c);
+	if (may_read(c) && !c->reading) {
+		if (uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) < 0) {
+			conn_close(c);
+			return;
+		}
+		c->reading = true;
+	} else if (!may_read(c) && c->reading) {
+		(void)uv_read_stop((uv_stream_t *)&c->pipe);
+		c->reading = false;
+	}
+	if (c->finishing && c->in_flight == 0 && c->write_bytes == 0 &&
+	    c->out.len == 0)
+		conn_close(c);
+}
+
+void lsink_conn_accept(uv_stream_t *listener, int status)
+{
+	struct lsink_server *srv = listener->data;
+	struct lsink_conn *c;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	uv_os_fd_t fd;
+
+	if (status < 0) {
+		lsink_msg("accept: %s", uv_strerror(status));
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL || uv_pipe_init(&srv->loop, &c->pipe, 0) < 0) {
+		free(c);
+		lsink_msg("out of memory: a connection is refused");
+		return;
+	}
+	c->srv = srv;
+	c->next = srv->conns;
+	if (srv->conns != NULL)
+		srv->conns->prev = c;
+	srv->conns = c;
+	srv->n_conns++;
+	c->last_ms = uv_now(&srv->loop);
+	if (uv_accept(listener, (uv_stream_t *)&c->pipe) < 0) {
+		conn_close(c);
+		return;
+	}
+	/* The kernel says who connected; the payload never does. */
+	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		conn_close(c);
+		return;
+	}
+	c->uid = cred.uid;
+	c->pid = cred.pid;
+	if (cred.uid != srv->uid && !(cred.uid == 0 && srv->lim.allow_root)) {
+		lsink_msg("refused a connection from uid %u (pid %d)",
+			  (unsigned)cred.uid, (int)cred.pid);
+		(void)bgrun__wire_put_error(&c->out, 0, BGRUN__WIRE_E_DENIED,
+					    "connections from another user are refused");
+		flush(c);
+		c->finishing = true;
+	} else if (srv->n_conns > srv->lim.max_conns) {
+		(void)bgrun__wire_put_error(&c->out, 0, BGRUN__WIRE_E_BUSY,
+					    "too many connections");
+		flush(c);
+		c->finishing = true;
+	}
+	conn_flow(c);
+}
+
+void lsink_conn_results(struct lsink_server *srv, struct lsink_item *done)
+{
+	struct lsink_conn *touched = NULL, *c;
+	struct lsink_item *next;
+
+	for (struct lsink_item *it = done; it != NULL; it = next) {
+		next = it->next;
+		c = it->conn;
+		srv->queued--;
+		c->in_flight--;
+		if (it->status == 0)
+			srv->n_events++;
+		if (!c->closing) {
+			if (it->status == 0)
+				(void)bgrun__wire_put_ack(&c->out, it->seq, 0);
+			else
+				(void)bgrun__wire_put_error(
+					&c->out, it->seq,
+					it->status == -EINVAL ? BGRUN__WIRE_E_INVALID
+							      : BGRUN__WIRE_E_STORE,
+					it->why != NULL ? it->why
+							: bgrun_strerror(it->status));
+			if (!c->is_touched) {
+				c->is_touched = true;
+				c->touched = touched;
+				touched = c;
+			}
+		}
+		if (it->status < 0 && it->status != -EINVAL)
+			lsink_msg("event %s not stored: %s", it->msg.ev.id,
+				  it->why != NULL ? lsink_printable(it->why)
+						  : bgrun_strerror(it->status));
+		lsink_item_free(it);
+		maybe_free(c);
+	}
+	srv->n_batches++;
+	/* One write per connection for all its acks. */
+	for (c = touched; c != NULL; c = touched) {
+		touched = c->touched;
+		c->is_touched = false;
+		flush(c);
+		conn_flow(c);
+	}
+	if (srv->paused && srv->queued <= srv->lim.queue_max / 2) {
+		srv->paused = false;
+		for (c = srv->conns; c != NULL; c = c->next)
+			conn_flow(c);
+	}
+	lsink_serve_maybe_done(srv);
+}
+
+void lsink_conn_sweep(struct lsink_server *srv, uint64_t now_ms)
+{
+	for (struct lsink_conn *c = srv->conns; c != NULL; c = c->next) {
+		if (c->closing || c->in_flight > 0)
+			continue;
+		/*
+		 * Idle: nothing sent to us, nothing owed. A client that does
+		 * not read its replies is closed the same way (its writes
+		 * stay queued); while draining, quickly.
+		 */
+		if (now_ms - c->last_ms >= (srv->draining ? 2000 : srv->lim.idle_ms))
+			conn_close(c);
+	}
+}
+
+void lsink_conn_finish_all(struct lsink_server *srv)
+{
+	for (struct lsink_conn *c = srv->conns; c != NULL; c = c->next) {
+		c->finishing = true;
+		conn_flow(c);
+	}
+}

@@ -1,0 +1,628 @@
+/* SPDX-License-Identifier: MIT */
+/* serve.c: `logsink serve`: options, the socket (own or systemd's), detaching, signals, the loop. */
+
+#include "serve.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* The first descriptor systemd passes (sd_listen_fds(3)). */
+#define LISTEN_FDS_START 3
+/* How often the spool is looked at while running. */
+#define REPLAY_EVERY_MS 30000
+
+enum {
+	OPT_SOCKET = LSINK_OPT_FIRST_VERB,
+	OPT_FOREGROUND,
+	OPT_DETACH,
+	OPT_READY_FD,
+	OPT_ALLOW_ROOT,
+	OPT_MAX_CONNS,
+	OPT_MAX_PENDING,
+	OPT_QUEUE_MAX,
+	OPT_IDLE,
+	OPT_EXIT_IDLE,
+	OPT_BATCH_MAX,
+	OPT_DELAY,
+	OPT_LOG,
+};
+
+static const struct option options[] = {
+	LSINK_COMMON_OPTIONS,
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
+	{ "detach", no_argument, NULL, OPT_DETACH },
+	{ "ready-fd", required_argument, NULL, OPT_READY_FD },
+	{ "allow-root", no_argument, NULL, OPT_ALLOW_ROOT },
+	{ "max-connections", required_argument, NULL, OPT_MAX_CONNS },
+	{ "max-pending", required_argument, NULL, OPT_MAX_PENDING },
+	{ "queue-max", required_argument, NULL, OPT_QUEUE_MAX },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
+	{ "exit-idle", required_argument, NULL, OPT_EXIT_IDLE },
+	{ "batch-max", required_argument, NULL, OPT_BATCH_MAX },
+	{ "commit-delay", required_argument, NULL, OPT_DELAY },
+	{ "log", required_argument, NULL, OPT_LOG },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char help_text[] =
+	"Usage: logsink [--db=PATH] serve [OPTION]...\n"
+	"Run the sink daemon: take events on a Unix socket, commit them to the\n"
+	"log in groups, and acknowledge each one once it is committed.\n"
+	"\n"
+	"      --socket=PATH        where to listen (default: $BGRUN_SOCKET, else\n"
+	"                           $XDG_RUNTIME_DIR/bgrun/sink.sock, else\n"
+	"                           /tmp/bgrun-$UID/sink.sock); its directory is\n"
+	"                           made 0700 and must be yours alone\n"
+	"      --foreground         stay in the foreground (the default)\n"
+	"      --detach             run in the background; return once it listens\n"
+	"      --log=FILE           append messages to FILE instead of stderr\n"
+	"      --allow-root         also take events from root (uid 0)\n"
+	"      --max-connections=N  at most N clients at once (default 256)\n"
+	"      --max-pending=N      stop reading a client with N events unacked\n"
+	"                           (default 1024)\n"
+	"      --queue-max=N        stop reading everyone with N events queued\n"
+	"                           (default 16384)\n"
+	"      --idle-timeout=DUR   close a silent connection after DUR (default 60s)\n"
+	"      --exit-idle=DUR      exit once nobody connected for DUR (default: never)\n"
+	"      --batch-max=N        events per transaction at most (default 2048)\n"
+	"      --commit-delay=DUR   let a transaction wait DUR for more events\n"
+	"                           (default 0: commit as soon as the last one ended)\n"
+	"      --ready-fd=N         write \"READY PID\" (or \"ERROR MESSAGE\") to\n"
+	"                           descriptor N when listening, then close it\n"
+	LSINK_COMMON_HELP
+	"\n"
+	"Started by systemd with socket activation (LISTEN_FDS), it takes its\n"
+	"socket from there. SIGTERM or SIGINT: stop accepting, commit and ack\n"
+	"what was received, exit 0.\n";
+
+struct serve {
+	struct lsink_server srv;
+	const char *db;
+	char *db_alloc, *db_real;
+	char *socket;
+	bool detach, activated;
+	int ready_fd, lock_fd, listen_fd;
+	ino_t sock_ino;
+	const char *log;
+	struct bgrun_store *store;
+};
+
+/* A startup failure: one line on stderr, and to whoever waits on --ready-fd. */
+__attribute__((format(printf, 2, 3)))
+static int startup_fail(struct serve *s, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	lsink_msg("%s", line);
+	if (s->ready_fd >= 0) {
+		(void)dprintf(s->ready_fd, "ERROR %s\n", line);
+		(void)close(s->ready_fd);
+		s->ready_fd = -1;
+	}
+	return -1;
+}
+
+static size_t parse_count(const char *arg, const char *name)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno != 0 || end == arg || *end != '\0' || v == 0 || v > 1u << 24 ||
+	    arg[0] == '-')
+		lsink_usage("--%s: not a count from 1 to 16777216: '%s'", name,
+			    lsink_printable(arg));
+	return (size_t)v;
+}
+
+static uint64_t parse_ms(const char *arg, const char *name)
+{
+	int64_t ns;
+
+	if (bgrun_parse_duration(arg, &ns) < 0)
+		lsink_usage("--%s: not a duration: '%s'", name, lsink_printable(arg));
+	return (uint64_t)(ns / 1000000);
+}
+
+/* ---- the socket ---- */
+
+/* The directory of the socket: made 0700 if missing; must be ours alone. */
+static int prepare_dir(struct serve *s)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *slash;
+	struct stat st;
+
+	(void)snprintf(dir, sizeof(dir), "%s", s->socket);
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		return 0; /* the current directory: the user chose it */
+	*slash = '\0';
+	if (dir[0] == '\0')
+		return startup_fail(s, "'%s': a socket in / is refused",
+				    lsink_printable(s->socket));
+	for (char *p = dir + 1;; p++) {
+		char c = *p;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return startup_fail(s, "cannot create '%s': %s",
+					    lsink_printable(dir), strerror(errno));
+		*p = c;
+		if (c == '\0')
+			break;
+	}
+	if (lstat(dir, &st) < 0)
+		return startup_fail(s, "'%s': %s", lsink_printable(dir),
+				    strerror(errno));
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) != 0)
+		return startup_fail(s, "'%s' must be a directory of yours with "
+				    "mode 0700 (it is %s, mode %04o, owner uid %u)",
+				    lsink_printable(dir),
+				    S_ISDIR(st.st_mode) ? "a directory" : "not a directory",
+				    (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+	return 0;
+}
+
+/* One daemon per socket: an flock on SOCKET.lock, held while we live. */
+static int take_lock(struct serve *s)
+{
+	char path[PATH_MAX], pid[32] = "";
+	ssize_t n = 0;
+
+	(void)snprintf(path, sizeof(path), "%s.lock", s->socket);
+	s->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (s->lock_fd < 0)
+		return startup_fail(s, "cannot open '%s': %s", lsink_printable(path),
+				    strerror(errno));
+	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		n = pread(s->lock_fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		return startup_fail(s, "another logsink serve%s%s%s is already "
+				    "serving '%s'", pid[0] ? " (pid " : "", pid,
+				    pid[0] ? ")" : "", lsink_printable(s->socket));
+	}
+	/* Only informative: who holds the lock, for the message above. */
+	(void)snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(s->lock_fd, 0) == 0)
+		n = pwrite(s->lock_fd, pid, strlen(pid), 0);
+	(void)n;
+	return 0;
+}
+
+static int bind_socket(struct serve *s)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	mode_t old;
+	int fd, r;
+
+	/* libuv 1.44 would truncate a long path silently: check it here. */
+	if (strlen(s->socket) >= sizeof(sa.sun_path))
+		return startup_fail(s, "socket path too long (%zu bytes, at most "
+				    "%zu): '%s'", strlen(s->socket),
+				    sizeof(sa.sun_path) - 1,
+				    lsink_printable(s->socket));
+	strcpy(sa.sun_path, s->socket);
+	if (prepare_dir(s) < 0 || take_lock(s) < 0)
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return startup_fail(s, "socket: %s", strerror(errno));
+	if (lstat(s->socket, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			(void)close(fd);
+			return startup_fail(s, "'%s' exists and is not a socket",
+					    lsink_printable(s->socket));
+		}
+		/* We hold the lock: a socket that answers is not ours. */
+		r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		if (r == 0 || errno == EAGAIN) {
+			(void)close(fd);
+			return startup_fail(s, "something already listens on '%s'",
+					    lsink_printable(s->socket));
+		}
+		(void)close(fd);
+		(void)unlink(s->socket); /* stale: its daemon is gone */
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0)
+			return startup_fail(s, "socket: %s", strerror(errno));
+	}
+	old = umask(0177); /* born 0600: never a moment more open */
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	(void)umask(old);
+	if (r < 0 || chmod(s->socket, 0600) < 0 || listen(fd, 256) < 0 ||
+	    stat(s->socket, &st) < 0) {
+		r = errno;
+		(void)close(fd);
+		return startup_fail(s, "cannot listen on '%s': %s",
+				    lsink_printable(s->socket), strerror(r));
+	}
+	s->sock_ino = st.st_ino;
+	s->listen_fd = fd;
+	return 0;
+}
+
+/* systemd socket activation: LISTEN_PID is us, LISTEN_FDS >= 1. */
+static int activated_socket(struct serve *s)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	struct sockaddr_un sa;
+	socklen_t len = sizeof(sa);
+	int type = 0, listening = 0;
+	socklen_t ilen = sizeof(int);
+
+	if (pid == NULL || fds == NULL || atol(pid) != (long)getpid() ||
+	    atoi(fds) < 1)
+		return 0;
+	(void)unsetenv("LISTEN_PID");
+	(void)unsetenv("LISTEN_FDS");
+	(void)unsetenv("LISTEN_FDNAMES");
+	if (getsockopt(LISTEN_FDS_START, SOL_SOCKET, SO_TYPE, &type, &ilen) < 0 ||
+	    type != SOCK_STREAM ||
+	    getsockopt(LISTEN_FDS_START, SOL_SOCKET, SO_ACCEPTCONN, &listening,
+		       &ilen) < 0 || !listening ||
+	    getsockname(LISTEN_FDS_START, (struct sockaddr *)&sa, &len) < 0 ||
+	    sa.sun_family != AF_UNIX)
+		return startup_fail(s, "LISTEN_FDS: descriptor %d is not a "
+				    "listening Unix stream socket", LISTEN_FDS_START);
+	(void)fcntl(LISTEN_FDS_START, F_SETFD, FD_CLOEXEC);
+	free(s->socket);
+	s->socket = strndup(sa.sun_path, len - offsetof(struct sockaddr_un, sun_path));
+	if (s->socket == NULL)
+		return startup_fail(s, "out of memory");
+	s->listen_fd = LISTEN_FDS_START;
+	s->activated = true;
+	return 1;
+}
+
+/* ---- the loop ---- */
+
+void lsink_serve_maybe_done(struct lsink_server *srv)
+{
+	if (!srv->draining || srv->done || srv->queued > 0 || srv->n_conns > 0)
+		return;
+	srv->done = true;
+	lsink_writer_stop(&srv->writer);
+	uv_close((uv_handle_t *)&srv->wake, NULL);
+	uv_close((uv_handle_t *)&srv->sweep, NULL);
+	uv_close((uv_handle_t *)&srv->sigterm, NULL);
+	uv_close((uv_handle_t *)&srv->sigint, NULL);
+}
+
+static void drain(struct lsink_server *srv)
+{
+	if (srv->draining)
+		return;
+	srv->draining = true;
+	if (srv->listening)
+		uv_close((uv_handle_t *)&srv->listener, NULL);
+	srv->listening = false;
+	lsink_conn_finish_all(srv);
+	lsink_serve_maybe_done(srv);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+	struct lsink_server *srv = h->data;
+
+	if (srv->draining) {
+		/* A second one: leave now (what was acked is committed). */
+		lsink_msg("%s again: exiting without draining", strsignal(signum));
+		_exit(1);
+	}
+	drain(srv);
+}
+
+static void on_wake(uv_async_t *h)
+{
+	struct lsink_server *srv = h->data;
+
+	lsink_conn_results(srv, lsink_writer_take(&srv->writer));
+}
+
+static void on_sweep(uv_timer_t *h)
+{
+	struct lsink_server *srv = h->data;
+	uint64_t now = uv_now(&srv->loop);
+
+	lsink_conn_sweep(srv, now);
+	if (!srv->draining && now >= srv->replay_at_ms) {
+		srv->replay_at_ms = now + REPLAY_EVERY_MS;
+		lsink_writer_replay(&srv->writer);
+	}
+	if (!srv->draining && srv->lim.exit_idle_ms > 0 && srv->n_conns == 0 &&
+	    srv->queued == 0 && now - srv->idle_since_ms >= srv->lim.exit_idle_ms)
+		drain(srv);
+}
+
+static int run(struct serve *s)
+{
+	struct lsink_server *srv = &s->srv;
+	int r;
+
+	r = uv_loop_init(&srv->loop);
+	if (r < 0)
+		return startup_fail(s, "uv_loop_init: %s", uv_strerror(r));
+	srv->listener.data = srv->wake.data = srv->sweep.data = srv;
+	srv->sigterm.data = srv->sigint.data = srv;
+	if ((r = uv_pipe_init(&srv->loop, &srv->listener, 0)) < 0 ||
+	    (r = uv_pipe_open(&srv->listener, s->listen_fd)) < 0 ||
+	    (r = uv_listen((uv_stream_t *)&srv->listener, 256,
+			   lsink_conn_accept)) < 0)
+		return startup_fail(s, "listening on '%s': %s",
+				    lsink_printable(s->socket), uv_strerror(r));
+	srv->listening = true;
+	s->listen_fd = -1; /* the listener's now */
+	(void)uv_async_init(&srv->loop, &srv->wake, on_wake);
+	(void)uv_timer_init(&srv->loop, &srv->sweep);
+	(void)uv_signal_init(&srv->loop, &srv->sigterm);
+	(void)uv_signal_init(&srv->loop, &srv->sigint);
+	(void)uv_signal_start(&srv->sigterm, on_signal, SIGTERM);
+	(void)uv_signal_start(&srv->sigint, on_signal, SIGINT);
+	srv->idle_since_ms = uv_now(&srv->loop);
+	srv->replay_at_ms = uv_now(&srv->loop) + REPLAY_EVERY_MS;
+	(void)uv_timer_start(&srv->sweep, on_sweep, 1000, 1000);
+	srv->writer.wake = &srv->wake;
+	r = lsink_writer_start(&srv->writer);
+	if (r < 0)
+		return startup_fail(s, "cannot start the writer thread: %s",
+				    strerror(-r));
+	if (s->ready_fd >= 0) {
+		(void)dprintf(s->ready_fd, "READY %d\n", (int)getpid());
+		(void)close(s->ready_fd);
+		s->ready_fd = -1;
+	}
+	(void)uv_run(&srv->loop, UV_RUN_DEFAULT);
+	return 0;
+}
+
+/* ---- detaching ---- */
+
+/* --detach: ourselves again, --foreground, through the primitive. */
+static int detach(int argc, char **argv, const char *db)
+{
+	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
+	const char **args = calloc((size_t)argc + 6, sizeof(*args));
+	char exe[PATH_MAX], line[1100];
+	size_t n = 0, used = 0;
+	ssize_t len;
+	int p[2] = { -1, -1 }, status = LSINK_EXIT_FAILURE;
+	pid_t pid;
+
+	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (args == NULL || len <= 0 || pipe2(p, O_CLOEXEC) < 0) {
+		lsink_msg("cannot detach: %s", strerror(errno ? errno : ENOMEM));
+		goto cleanup;
+	}
+	exe[len] = '\0';
+	args[n++] = exe;
+	if (db != NULL) {
+		args[n++] = "--db";
+		args[n++] = db;
+	}
+	args[n++] = "serve";
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--detach") != 0)
+			args[n++] = argv[i];
+	args[n++] = "--foreground";
+	args[n++] = "--ready-fd=3";
+	o.argv = args;
+	o.pass_fds = &p[1];
+	o.n_pass_fds = 1;
+	pid = bgrun_spawn(&o, NULL);
+	(void)close(p[1]);
+	if (pid < 0) {
+		lsink_msg("cannot start '%s': %s", exe, bgrun_strerror(pid));
+		goto cleanup;
+	}
+	/* Its word when it listens, or why it cannot; EOF if it died. */
+	while (used < sizeof(line) - 1) {
+		len = read(p[0], line + used, sizeof(line) - 1 - used);
+		if (len < 0 && errno == EINTR)
+			continue;
+		if (len <= 0)
+			break;
+		used += (size_t)len;
+	}
+	line[used] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	if (strncmp(line, "READY ", 6) == 0) {
+		(void)printf("%s\n", line + 6);
+		status = lsink_flush_stdout();
+	} else if (strncmp(line, "ERROR ", 6) == 0) {
+		/* It said why on its stderr too, which is not ours. */
+		(void)fprintf(stderr, "logsink: %s\n", line + 6);
+	} else {
+		lsink_msg("the daemon exited before listening");
+	}
+cleanup:
+	if (p[0] >= 0)
+		(void)close(p[0]);
+	free(args);
+	return status;
+}
+
+/* ---- the verb ---- */
+
+static void cleanup(struct serve *s)
+{
+	struct stat st;
+
+	if (s->listen_fd >= 0)
+		(void)close(s->listen_fd);
+	/* Our socket only: a successor may have bound the path already. */
+	if (!s->activated && s->sock_ino != 0 && stat(s->socket, &st) == 0 &&
+	    st.st_ino == s->sock_ino)
+		(void)unlink(s->socket);
+	if (s->lock_fd >= 0)
+		(void)close(s->lock_fd);
+	if (s->ready_fd >= 0)
+		(void)close(s->ready_fd);
+	bgrun_store_close(s->store);
+	free(s->db_alloc);
+	free(s->db_real);
+	free(s->socket);
+}
+
+static int open_store(struct serve *s)
+{
+	char *errmsg = NULL;
+	struct stat st;
+	int r;
+
+	if (s->db == NULL) {
+		r = bgrun_store_default_path(&s->db_alloc);
+		if (r < 0)
+			return startup_fail(s, "no event log: set BGRUN_DB, "
+					    "XDG_STATE_HOME or HOME, or use --db");
+		s->db = s->db_alloc;
+	}
+	r = bgrun_store_open(s->db, 0, &s->store, &errmsg);
+	if (r < 0) {
+		startup_fail(s, "%s", errmsg != NULL ? errmsg : bgrun_strerror(r));
+		free(errmsg);
+		return -1;
+	}
+	/* Clients check that we write the database they mean. */
+	s->db_real = realpath(s->db, NULL);
+	if (stat(s->db, &st) < 0)
+		return startup_fail(s, "'%s': %s", lsink_printable(s->db),
+				    strerror(errno));
+	s->srv.hello = (struct bgrun__wire_hello){
+		BGRUN__WIRE_VERSION, BGRUN__WIRE_MAX_FRAME, getpid(),
+		s->db_real != NULL ? s->db_real : s->db, (int64_t)st.st_dev,
+		(int64_t)st.st_ino,
+	};
+	return 0;
+}
+
+int lsink_serve_main(int argc, char **argv, const char *db)
+{
+	struct serve s = {
+		.db = db, .ready_fd = -1, .lock_fd = -1, .listen_fd = -1,
+		.srv.lim = { 256, 1024, 16384, 1024 * 1024, 60000, 0, false },
+		.srv.writer = { .batch_max = 2048 },
+	};
+	int opt, r, status = LSINK_EXIT_FAILURE;
+
+	lsink_getopt_init(argv);
+	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+			lsink_help(help_text);
+		case LSINK_OPT_DB:
+			s.db = optarg;
+			break;
+		case OPT_SOCKET:
+			free(s.socket);
+			s.socket = strdup(optarg);
+			break;
+		case OPT_FOREGROUND:
+			s.detach = false;
+			break;
+		case OPT_DETACH:
+			s.detach = true;
+			break;
+		case OPT_READY_FD:
+			s.ready_fd = (int)parse_count(optarg, "ready-fd");
+			if (fcntl(s.ready_fd, F_SETFD, FD_CLOEXEC) < 0)
+				lsink_usage("--ready-fd: %d is not open", s.ready_fd);
+			break;
+		case OPT_ALLOW_ROOT:
+			s.srv.lim.allow_root = true;
+			break;
+		case OPT_MAX_CONNS:
+			s.srv.lim.max_conns = parse_count(optarg, "max-connections");
+			break;
+		case OPT_MAX_PENDING:
+			s.srv.lim.max_pending = parse_count(optarg, "max-pending");
+			break;
+		case OPT_QUEUE_MAX:
+			s.srv.lim.queue_max = parse_count(optarg, "queue-max");
+			break;
+		case OPT_IDLE:
+			s.srv.lim.idle_ms = parse_ms(optarg, "idle-timeout");
+			break;
+		case OPT_EXIT_IDLE:
+			s.srv.lim.exit_idle_ms = parse_ms(optarg, "exit-idle");
+			break;
+		case OPT_BATCH_MAX:
+			s.srv.writer.batch_max = parse_count(optarg, "batch-max");
+			break;
+		case OPT_DELAY:
+			s.srv.writer.delay_ns = (int64_t)parse_ms(optarg, "commit-delay") *
+						1000000;
+			break;
+		case OPT_LOG:
+			s.log = optarg;
+			break;
+		default:
+			lsink_usage_hint();
+		}
+	}
+	if (optind < argc)
+		lsink_usage("serve: unexpected argument '%s'",
+			    lsink_printable(argv[optind]));
+	if (s.detach) {
+		free(s.socket);
+		return detach(argc, argv, db);
+	}
+	if (s.log != NULL) {
+		int fd = open(s.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+
+		if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
+			startup_fail(&s, "cannot open '%s': %s", lsink_printable(s.log),
+				     strerror(errno));
+			goto out;
+		}
+		(void)close(fd);
+	}
+	/* A client that vanishes must not kill us: EPIPE is enough. */
+	(void)signal(SIGPIPE, SIG_IGN);
+	if (s.socket == NULL && (r = bgrun_sink_default_socket(&s.socket)) < 0) {
+		startup_fail(&s, "no socket path: %s", bgrun_strerror(r));
+		goto out;
+	}
+	r = activated_socket(&s);
+	if (r < 0 || (r == 0 && bind_socket(&s) < 0))
+		goto out;
+	if (open_store(&s) < 0)
+		goto out;
+	s.srv.uid = geteuid();
+	s.srv.writer.store = s.store;
+	s.srv.writer.db = s.db;
+	lsink_msg("serving '%s', writing '%s'", lsink_printable(s.socket),
+		  lsink_printable(s.db));
+	if (run(&s) < 0)
+		goto out;
+	lsink_msg("stopped: %llu events committed in %llu groups",
+		  (unsigned long long)s.srv.n_events,
+		  (unsigned long long)s.srv.n_batches);
+	status = uv_loop_close(&s.srv.loop) == 0 ? 0 : LSINK_EXIT_FAILURE;
+out:
+	cleanup(&s);
+	return status;
+}

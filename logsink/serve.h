@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/* serve.h: private declarations of `logsink serve`, the sink daemon: server, connections, writer thread. */
+
+#ifndef LSINK_SERVE_H
+#define LSINK_SERVE_H
+
+#include "logsink.h"
+#include "sink-verbs.h"
+#include "wire.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+/*
+ * THREADS: everything runs on the libuv loop's thread except the writer
+ * (serve-writer.c), which owns the SQLite connection. They share only the
+ * writer's two lists, under its lock: items to write (the loop pushes)
+ * and items written (the writer appends, then wakes the loop with
+ * uv_async_send). So the loop never waits on SQLite, and an ack is sent
+ * only for an item that came back committed.
+ */
+
+struct lsink_conn;
+
+/* One event, from its frame to its ack. */
+struct lsink_item {
+	struct lsink_item *next;
+	struct lsink_conn *conn; /* kept allocated while items are out */
+	uint32_t seq;
+	int status;              /* once written: 0 committed, or -errno */
+	char *why;               /* on failure: the store's message, or NULL */
+	struct bgrun__wire_msg msg; /* msg.ev is the event */
+};
+
+struct lsink_writer {
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	/* Under lock: */
+	struct lsink_item *todo, **todo_tail;
+	size_t n_todo;
+	struct lsink_item *done, **done_tail;
+	bool stop;               /* write what is queued, then end */
+	bool replay;             /* replay the spool at the next chance */
+	/* Set before the thread starts, then the writer's own: */
+	struct bgrun_store *store;
+	const char *db;
+	size_t batch_max;        /* events per transaction at most */
+	int64_t delay_ns;        /* how long a batch may wait to grow */
+	uv_async_t *wake;        /* the loop's, woken when items are done */
+};
+
+/* The daemon's limits and settings (from the command line). */
+struct lsink_limits {
+	size_t max_conns;
+	size_t max_pending;  /* per connection: events not yet acked */
+	size_t queue_max;    /* in all: events handed to the writer */
+	size_t write_max;    /* per connection: reply bytes not yet written */
+	uint64_t idle_ms;    /* a connection with nothing to do is closed */
+	uint64_t exit_idle_ms; /* 0: never; else exit when nobody came */
+	bool allow_root;     /* root's connections are taken too */
+};
+
+struct lsink_server {
+	uv_loop_t loop;
+	uv_pipe_t listener;
+	uv_async_t wake;
+	uv_signal_t sigterm, sigint;
+	uv_timer_t sweep;
+	bool listening;
+	struct lsink_writer writer;
+	struct lsink_limits lim;
+	struct lsink_conn *conns;  /* every connection until its close callback */
+	size_t n_conns;
+	size_t queued;             /* items handed to the writer, not yet back */
+	bool paused;               /* reading stopped everywhere: queue full */
+	bool draining;
+	bool done;                 /* the handles are being closed */
+	uid_t uid;                 /* our own effective uid */
+	uint64_t idle_since_ms;    /* when the last connection went away */
+	uint64_t replay_at_ms;     /* the next periodic spool replay */
+	struct bgrun__wire_hello hello; /* what a HELLO is answered with */
+	uint64_t n_events, n_batches;
+};
+
+/* serve-conn.c: connections, frames, acks, limits. */
+
+/* The listener's connection callback. */
+void lsink_conn_accept(uv_stream_t *listener, int status);
+/* Answers the items the writer gave back (a list), then frees them. */
+void lsink_conn_results(struct lsink_server *srv, struct lsink_item *done);
+/* Closes idle connections (called every second). */
+void lsink_conn_sweep(struct lsink_server *srv, uint64_t now_ms);
+/* Draining: stop reading everywhere; close what has nothing left. */
+void lsink_conn_finish_all(struct lsink_server *srv);
+/* Once draining and empty: stops the writer and closes every handle. */
+void lsink_serve_maybe_done(struct lsink_server *srv);
+
+/* serve-writer.c: the thread that owns the store. */
+
+/* Starts the writer (w->store, db, batch_max, delay_ns, wake set). */
+int lsink_writer_start(struct lsink_writer *w);
+/* Queues one item (loop thread). */
+void lsink_writer_push(struct lsink_writer *w, struct lsink_item *item);
+/* The items written since the last call (loop thread). */
+struct lsink_item *lsink_writer_take(struct lsink_writer *w);
+/* Asks for a spool replay. */
+void lsink_writer_replay(struct lsink_writer *w);
+/* Lets it write what is queued, then joins it. */
+void lsink_writer_stop(struct lsink_writer *w);
+
+/* Frees an item and what it holds. */
+void lsink_item_free(struct lsink_item *item);
+
+#endif /* LSINK_SERVE_H */

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/* clone-internal.h: declarations shared by the clone pipeline's files (bundle, store paths, writer, closer). */
+
+#ifndef BGRUN_CLONE_INTERNAL_H
+#define BGRUN_CLONE_INTERNAL_H
+
+#include "clone.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* sha1.c: the SHA-1 digest of len bytes. */
+void bgrun__sha1(const void *data, size_t len, unsigned char out[20]);
+
+/*
+ * storepath.c: Mercurial's store path encoding (mercurial/store.py),
+ * byte for byte. Every function returns a malloc'd NUL-terminated string
+ * in *ret (the caller frees it) and its length, or -ENOMEM.
+ */
+
+/* encodedir: ".hg/" -> ".hg.hg/", ".i/" -> ".i.hg/", ".d/" -> ".d.hg/". */
+int bgrun__encodedir(const char *path, size_t len, char **ret, size_t *ret_len);
+/* decodedir: the inverse, as store.decodedir does it. */
+int bgrun__decodedir(const char *path, size_t len, char **ret, size_t *ret_len);
+/*
+ * The store file name of a store path (data/..., meta/..., 00changelog.i):
+ * store._hybridencode(path, dotencode), which is store._pathencode (and the
+ * C parsers.pathencode) when dotencode is true: the reversible encoding
+ * (capitals as _x, reserved bytes as ~xx, Windows names, trailing dots and
+ * spaces), or, when that is longer than 120 bytes, the dh/ hashed form.
+ */
+int bgrun__store_encode(const char *path, size_t len, bool dotencode,
+			char **ret, size_t *ret_len);
+
+/*
+ * bundle.c: a streaming reader of stream clone bundles v1.
+ *
+ * The bundle comes from a descriptor (a regular file is read with pread,
+ * so that copy_file_range can take an entry's bytes straight from it, and
+ * its size lets lies be caught before anything is written) or from memory
+ * (the fuzz target). Every format error is -EBADMSG with a one-line
+ * message and the bundle offset it concerns in err/err_offset; a read
+ * error is -errno with a message; a set cancel flag gives -ECANCELED.
+ */
+#define BGRUN__BUNDLE_NAME_MAX 8192 /* longest entry name accepted */
+
+struct bgrun__bundle {
+	int fd;               /* borrowed; -1 for a bundle in memory */
+	bool seekable;        /* a regular file: read with pread */
+	bool sized;           /* size is known (a regular file, or memory) */
+	uint64_t base;        /* the descriptor's offset of bundle byte 0 */
+	uint64_t size;        /* bytes in the bundle, when sized */
+	uint64_t pos;         /* bundle offset of the byte after buf[tail] */
+	unsigned char *buf;
+	size_t cap, head, tail; /* unread bytes are buf[head..tail) */
+	bool own_buf, eof;
+	const volatile sig_atomic_t *cancel;
+
+	/* The header. */
+	uint64_t file_count, byte_count;
+	char *requirements;   /* as in the bundle: comma-separated */
+	uint64_t data_start;  /* offset of the first entry */
+
+	/* Progress through the entries. */
+	uint64_t files_seen, bytes_seen;
+	uint64_t entry_left;  /* bytes of the current entry still unread */
+	uint64_t entry_offset;
+	char *name;           /* the current entry's name (NUL-terminated) */
+	size_t name_len, name_cap;
+
+	/* The last error: a message, and the offset it concerns if any. */
+	bool err_at_offset;
+	uint64_t err_offset;
+	char err[512];
+};
+
+/* What bgrun__bundle_next found. */
+struct bgrun__entry {
+	const char *name; /* borrowed from the reader until the next call */
+	size_t name_len;
+	uint64_t size;
+	uint64_t offset;  /* where the entry's "name\0size\n" starts */
+};
+
+/* Reads from fd (borrowed) with a buffer of bufsize bytes. */
+int bgrun__bundle_open_fd(struct bgrun__bundle *b, int fd, size_t bufsize);
+/* Reads from len bytes at data (borrowed until bgrun__bundle_close). */
+void bgrun__bundle_open_mem(struct bgrun__bundle *b, const void *data,
+			    size_t len);
+/* Releases the reader's memory (never the descriptor); accepts a zeroed one. */
+void bgrun__bundle_close(struct bgrun__bundle *b);
+/* Reads and checks the header: magic, compression, counts, requirements. */
+int bgrun__bundle_header(struct bgrun__bundle *b);
+/*
+ * Reads the next entry's name and size: 1 with *ret filled, or 0 after the
+ * last one (once the counts are checked and nothing follows). The data of
+ * the previous entry must have been consumed.
+ */
+int bgrun__bundle_next(struct bgrun__bundle *b, struct bgrun__entry *ret);
+/*
+ * Gives up to max bytes of the current entry's data, from the buffer
+ * (refilled as needed): 1 with *ret_ptr and *ret_len set (valid until the
+ * next call), 0 when the entry is consumed. max >= 1.
+ */
+int bgrun__bundle_data(struct bgrun__bundle *b, size_t max,
+		       const void **ret_ptr, size_t *ret_len);
+/*
+ * For a seekable bundle whose buffer holds none of the current entry's
+ * remaining bytes: marks them consumed and gives their offset in the
+ * descriptor, to be copied from it directly. 0, or -EAGAIN if not
+ * possible now (use bgrun__bundle_data).
+ */
+int bgrun__bundle_take_direct(struct bgrun__bundle *b, uint64_t *ret_fd_off,
+			      uint64_t *ret_len);
+/*
+ * Sets the last error (format error at offset) and returns -EBADMSG; the
+ * writer uses it for entries it cannot place (duplicates, conflicts).
+ */
+__attribute__((format(printf, 3, 4)))
+int bgrun__bundle_fail(struct bgrun__bundle *b, uint64_t offset,
+		       const char *fmt, ...);
+/* Sets the last error to a message without offset and returns error. */
+__attribute__((format(printf, 3, 4)))
+int bgrun__bundle_error(struct bgrun__bundle *b, int error,
+			const char *fmt, ...);
+/*
+ * Writes s (len bytes) into out (size bytes) for a message: printable
+ * ASCII as is, anything else as \xNN, cut with "..." when too long.
+ */
+void bgrun__quote(char *out, size_t size, const char *s, size_t len);
+
+/*
+ * closer.c: a pool of threads closing descriptors, with a bounded queue
+ * (Mercurial's backgroundfilecloser). close(2) on a file just written can
+ * cost milliseconds on some file systems (NTFS, NFS, FUSE, ext4 after a
+ * truncation); the writer hands descriptors over and goes on writing.
+ *
+ * THREAD SAFETY: submit and finish are called by one thread (the writer).
+ */
+struct bgrun__closer;
+
+/*
+ * Starts threads (>= 1) with room for queue descriptors. close_fn NULL is
+ * close(2); tests pass one that fails.
+ */
+int bgrun__closer_start(unsigned int threads, size_t queue,
+			int (*close_fn)(int fd),
+			struct bgrun__closer **ret_closer);
+/*
+ * Queues fd (consumed, even on error), waiting while the queue is full.
+ * Returns the error of an earlier close if one failed (the caller stops),
+ * else 0.
+ */
+int bgrun__closer_submit(struct bgrun__closer *c, int fd);
+/*
+ * Closes what is queued, joins the threads, frees c, and returns the first
+ * close error (-errno) or 0. Accepts NULL.
+ */
+int bgrun__closer_finish(struct bgrun__closer *c);
+
+/*
+ * writer.c: places the entries under .hg/store with the store's names and
+ * collects the fncache.
+ */
+struct bgrun__writer {
+	int store_fd;       /* borrowed: the new .hg/store */
+	int dir_fd;         /* the directory of the last file (cache) */
+	char *dir;          /* its encoded path relative to the store */
+	size_t dir_len;
+	size_t chunk;       /* largest write */
+	bool copy_range;    /* copy_file_range from a seekable bundle */
+	bool dotencode;
+	struct bgrun__closer *closer; /* NULL: close here */
+	int (*close_fn)(int fd);
+	char *fncache;      /* the fncache file's text */
+	size_t fncache_len, fncache_cap;
+	uint64_t files, bytes; /* written so far */
+	uint64_t skipped;   /* entries read but not written (nodemaps) */
+	/* Called after each chunk written (may be NULL). */
+	void (*progress)(void *data);
+	void *progress_data;
+};
+
+void bgrun__writer_init(struct bgrun__writer *w, int store_fd);
+/* Writes the entry just read by bgrun__bundle_next and consumes its data. */
+int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
+		      const struct bgrun__entry *e);
+/* Writes the fncache file (if any entry needs one). */
+int bgrun__writer_fncache(struct bgrun__writer *w);
+void bgrun__writer_release(struct bgrun__writer *w);
+
+/* writer.c: writes all of buf to fd, retrying on EINTR and short writes. */
+int bgrun__write_all(int fd, const void *buf, size_t len);
+
+#endif /* BGRUN_CLONE_INTERNAL_H */

@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: MIT */
+/* clone.c: bgrun_clone(): a stream clone bundle v1 into a new repository, built aside and renamed into place. */
+
+#include "clone-internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * Requirements. A stream clone bundle lists those of its source that fix
+ * the format of the bytes it carries (requirements.STREAM_FIXED_REQUIREMENTS
+ * intersected with the source's); the clone keeps the choices a new
+ * repository makes for the rest, exactly as streamclone's
+ * new_stream_clone_requirements() does: the defaults of `hg init` (6.3)
+ * minus the stream-fixed ones, plus the bundle's. Those defaults, minus
+ * generaldelta, revlogv1, sparserevlog and revlog-compression-zstd
+ * (stream-fixed), are these four.
+ */
+static const char *const new_repo_requirements[] = {
+	"dotencode", "fncache", "share-safe", "store",
+};
+
+/*
+ * What may come in a bundle: formats of revlog bytes we only copy, and
+ * flags whose meaning lies outside the files a v1 bundle carries. Store
+ * layout names are accepted too: they describe what we write anyway.
+ */
+static const char *const supported[] = {
+	"bookmarksinstore", "dotencode", "fncache", "generaldelta",
+	"internal-phase-2", "revlog-compression-zstd", "revlogv1",
+	"sparserevlog", "store", "treemanifest",
+};
+
+/* requirements.WORKING_DIR_REQUIREMENTS that we may write. */
+static bool working_dir_requirement(const char *name)
+{
+	return strcmp(name, "share-safe") == 0;
+}
+
+int bgrun_clone_supported_requirement(const char *name)
+{
+	for (size_t i = 0; i < sizeof(supported) / sizeof(supported[0]); i++)
+		if (strcmp(name, supported[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* The state of one clone. */
+struct job {
+	const struct bgrun_clone_opts *o;
+	struct bgrun__bundle b;
+	struct bgrun__writer w;
+	struct bgrun_clone_progress p;
+	const char *bundle_name;
+	int bundle_fd;              /* ours when the options gave a path */
+	int parent_fd, tmp_fd, hg_fd, store_fd;
+	char *parent, *base, tmpname[NAME_MAX + 1];
+	bool dest_exists;           /* an empty directory: rename over it */
+	const char *reqs[32];       /* the final requirements, sorted */
+	size_t n_reqs;
+	char *msg;                  /* the error message, malloc'd */
+};
+
+__attribute__((format(printf, 3, 4)))
+static int job_fail(struct job *j, int error, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (j->msg == NULL) {
+		va_start(ap, fmt);
+		if (vasprintf(&j->msg, fmt, ap) < 0)
+			j->msg = NULL;
+		va_end(ap);
+	}
+	return error;
+}
+
+/* The error the reader (or the writer through it) described. */
+static int bundle_fail(struct job *j, int error)
+{
+	if (j->b.err[0] == '\0')
+		return job_fail(j, error, "%s: %s", j->bundle_name,
+				strerror(-error));
+	if (j->b.err_at_offset)
+		return job_fail(j, error, "%s: offset %llu: %s", j->bundle_name,
+				(unsigned long long)j->b.err_offset, j->b.err);
+	return job_fail(j, error, "%s: %s", j->bundle_name, j->b.err);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Checks the bundle's requirements and computes the clone's. */
+static int requirements(struct job *j)
+{
+	char *list = j->b.requirements, *save = NULL, *r;
+	char unsupported[256] = "";
+	bool revlogv1 = false;
+
+	for (size_t i = 0; i < 4; i++)
+		j->reqs[j->n_reqs++] = new_repo_requirements[i];
+	for (r = strtok_r(list, ",", &save); r != NULL;
+	     r = strtok_r(NULL, ",", &save)) {
+		bool dup = false;
+
+		if (!bgrun_clone_supported_requirement(r)) {
+			size_t n = strlen(unsupported);
+
+			(void)snprintf(unsupported + n, sizeof(unsupported) - n,
+				       "%s%s", n ? ", " : "", r);
+			continue;
+		}
+		revlogv1 |= strcmp(r, "revlogv1") == 0;
+		for (size_t i = 0; i < j->n_reqs; i++)
+			dup |= strcmp(j->reqs[i], r) == 0;
+		if (!dup && j->n_reqs < sizeof(j->reqs) / sizeof(j->reqs[0]))
+			j->reqs[j->n_reqs++] = r;
+	}
+	if (unsupported[0] != '\0')
+		return job_fail(j, -EPROTONOSUPPORT,
+			"%s: offset 24: unsupported requirements: %s",
+			j->bundle_name, unsupported);
+	if (!revlogv1)
+		return job_fail(j, -EPROTONOSUPPORT,
+			"%s: offset 24: requirement revlogv1 missing (only revlog v1 stores are supported)",
+			j->bundle_name);
+	qsort(j->reqs, j->n_reqs, sizeof(j->reqs[0]), cmp_str);
+	return 0;
+}
+
+/* Creates name in dirfd (exclusively) holding len bytes of data. */
+static int write_file(int dirfd, const char *name, const void *data,
+		      size_t len)
+{
+	int fd, r;
+
+	fd = openat(dirfd, name,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return -errno;
+	r = bgrun__write_all(fd, data, len);
+	if (close(fd) < 0 && r == 0 && errno != EINTR)
+		r = -errno;
+	return r;
+}
+
+/* Writes the requirements of one side (working directory or store). */
+static int write_requires(struct job *j, int dirfd, bool wd)
+{
+	char text[1024];
+	size_t n = 0;
+
+	for (size_t i = 0; i < j->n_reqs; i++)
+		if (working_dir_requirement(j->reqs[i]) == wd)
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "%s\n",
+					      j->reqs[i]);
+	return write_file(dirfd, "requires", text, n);
+}
+
+/* Splits dest into its parent and base name, and checks it is free. */
+static int check_dest(struct job *j)
+{
+	const char *dest = j->o->dest;
+	size_t len = strlen(dest);
+	struct stat st;
+	char *slash;
+	DIR *d;
+
+	while (len > 1 && dest[len - 1] == '/')
+		len--;
+	j->parent = strndup(dest, len);
+	if (j->parent == NULL)
+		return job_fail(j, -ENOMEM, "%s", strerror(ENOMEM));
+	slash = strrchr(j->parent, '/');
+	if (slash == NULL) {
+		j->base = j->parent;
+		j->parent = strdup(".");
+	} else {
+		j->base = strdup(slash + 1);
+		slash[slash == j->parent ? 1 : 0] = '\0';
+	}
+	if (j->parent == NULL || j->base == NULL)
+		return job_fail(j, -ENOMEM, "%s", strerror(ENOMEM));
+	if (j->base[0] == '\0' || strcmp(j->base, ".") == 0 ||
+	    strcmp(j->base, "..") == 0 || strcmp(j->base, "/") == 0)
+		return job_fail(j, -EINVAL,
+			"%s: the destination must name a new directory", dest);
+	if (lstat(dest, &st) < 0) {
+		if (errno != ENOENT)
+			return job_fail(j, -errno, "%s: %s", dest,
+					strerror(errno));
+	} else if (!S_ISDIR(st.st_mode)) {
+		return job_fail(j, -EEXIST,
+			"%s: the destination exists and is not a directory",
+			dest);
+	} else {
+		struct dirent *de;
+		bool empty = true;
+
+		d = opendir(dest);
+		if (d == NULL)
+			return job_fail(j, -errno, "%s: %s", dest,
+					strerror(errno));
+		while (empty && (de = readdir(d)) != NULL)
+			empty = strcmp(de->d_name, ".") == 0 ||
+				strcmp(de->d_name, "..") == 0;
+		(void)closedir(d);
+		if (!empty)
+			return job_fail(j, -ENOTEMPTY,
+				"%s: the destination exists and is not empty",
+				dest);
+		j->dest_exists = true;
+	}
+	j->parent_fd = open(j->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (j->parent_fd < 0)
+		return job_fail(j, -errno, "%s: cannot open the parent directory: %s",
+				dest, strerror(errno));
+	return 0;
+}
+
+/* Removes name (a tree we made) under dirfd; errors are ignored. */
+static void remove_tree(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name,
+			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *de;
+	DIR *d;
+
+	if (fd >= 0) {
+		d = fdopendir(fd);
+		if (d == NULL) {
+			(void)close(fd);
+		} else {
+			while ((de = readdir(d)) != NULL) {
+				if (strcmp(de->d_name, ".") == 0 ||
+				    strcmp(de->d_name, "..") == 0)
+					continue;
+				if (unlinkat(fd, de->d_name, 0) < 0 &&
+				    (errno == EISDIR || errno == EPERM))
+					remove_tree(fd, de->d_name);
+			}
+			(void)closedir(d);
+		}
+	}
+	(void)unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+/* Makes the temporary directory beside dest and .hg, .hg/store in it. */
+static int make_tmp(struct job *j)
+{
+	/* What `hg init` puts there, so that pre-store clients give up. */
+	static const char dummy[] =
+		"\0\0\xff\xff dummy changelog to prevent using the old repo layout";
+	unsigned int rnd;
+	int r;
+
+	for (int tries = 0;; tries++) {
+		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+			rnd = (unsigned int)getpid() * 2654435761u ^
+			      (unsigned int)clock();
+		(void)snprintf(j->tmpname, sizeof(j->tmpname), ".%.200s.clone-%06x",
+			       j->base, rnd & 0xffffff);
+		if (mkdirat(j->parent_fd, j->tmpname, 0777) == 0)
+			break;
+		if (errno != EEXIST || tries == 100) {
+			j->tmpname[0] = '\0';
+			return job_fail(j, -errno,
+				"%s: cannot create a temporary directory in %s: %s",
+				j->o->dest, j->parent, strerror(errno));
+		}
+	}
+	j->tmp_fd = openat(j->parent_fd, j->tmpname,
+			   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (j->tmp_fd < 0 || mkdirat(j->tmp_fd, ".hg", 0777) < 0 ||
+	    (j->hg_fd = openat(j->tmp_fd, ".hg", O_RDONLY | O_DIRECTORY |
+							 O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    mkdirat(j->hg_fd, "store", 0777) < 0 ||
+	    (j->store_fd = openat(j->hg_fd, "store", O_RDONLY | O_DIRECTORY |
+							     O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return job_fail(j, -errno, "%s/%s: %s", j->parent, j->tmpname,
+				strerror(errno));
+	r = write_file(j->hg_fd, "00changelog.i", dummy, sizeof(dummy) - 1);
+	if (r >= 0)
+		r = write_requires(j, j->hg_fd, true);
+	if (r >= 0)
+		r = write_requires(j, j->store_fd, false);
+	if (r < 0)
+		return job_fail(j, r, "%s/%s: cannot write the requirements: %s",
+				j->parent, j->tmpname, strerror(-r));
+	return 0;
+}
+
+static void report(struct job *j)
+{
+	if (j->o->progress == NULL)
+		return;
+	j->p.files_done = j->w.files + j->w.skipped;
+	j->p.bytes_done = j->w.bytes;
+	j->o->progress(j->o->progress_data, &j->p);
+}
+
+static void writer_progress(void *data)
+{
+	report(data);
+}
+
+/* Reads every entry into the store, then the fncache. */
+static int apply(struct job *j, unsigned int *ret_threads)
+{
+	const struct bgrun_clone_opts *o = j->o;
+	struct bgrun__closer *closer = NULL;
+	struct bgrun__entry e;
+	uint64_t threshold = o->close_threshold ? o->close_threshold
+						: BGRUN_CLONE_CLOSE_THRESHOLD_DEFAULT;
+	unsigned int threads = o->close_threads < 0
+				       ? BGRUN_CLONE_CLOSE_THREADS_DEFAULT
+				       : (unsigned int)o->close_threads;
+	int r, r2;
+
+	*ret_threads = 0;
+	if (threads > 0 && j->b.file_count >= threshold) {
+		r = bgrun__closer_start(threads, BGRUN_CLONE_CLOSE_QUEUE,
+					o->close_fn, &closer);
+		if (r < 0)
+			return job_fail(j, r, "cannot start closer threads: %s",
+					strerror(-r));
+		*ret_threads = threads;
+	}
+	bgrun__writer_init(&j->w, j->store_fd);
+	j->w.chunk = o->chunk_size ? o->chunk_size : BGRUN_CLONE_CHUNK_DEFAULT;
+	j->w.copy_range = o->copy_file_range;
+	j->w.closer = closer;
+	j->w.close_fn = o->close_fn;
+	j->w.progress = o->progress != NULL ? writer_progress : NULL;
+	j->w.progress_data = j;
+	while ((r = bgrun__bundle_next(&j->b, &e)) > 0) {
+		r = bgrun__writer_put(&j->w, &j->b, &e);
+		if (r < 0)
+			break;
+		report(j);
+	}
+	if (r < 0)
+		(void)bundle_fail(j, r);
+	r2 = bgrun__closer_finish(closer);
+	if (r == 0 && r2 < 0)
+		r = job_fail(j, r2, "cannot close a file written: %s",
+			     strerror(-r2));
+	if (r == 0) {
+		r = bgrun__writer_fncache(&j->w);
+		if (r < 0)
+			(void)job_fail(j, r, "cannot write the fncache: %s",
+				       strerror(-r));
+	}
+	return r;
+}
+
+/* Moves the finished repository to dest. */
+static int commit(struct job *j)
+{
+	int r = -1;
+
+	if (!j->dest_exists) {
+		r = renameat2(j->parent_fd, j->tmpname, j->parent_fd, j->base,
+			      RENAME_NOREPLACE);
+		if (r < 0 && errno != EINVAL && errno != ENOSYS)
+			return job_fail(j, -errno, "%s: %s", j->o->dest,
+					strerror(errno));
+	}
+	/* Over an empty directory (or where RENAME_NOREPLACE is missing). */
+	if (r < 0 && renameat(j->parent_fd, j->tmpname, j->parent_fd,
+			      j->base) < 0)
+		return job_fail(j, -errno, "%s: %s", j->o->dest,
+				strerror(errno));
+	j->tmpname[0] = '\0';
+	return 0;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int bgrun_clone(const struct bgrun_clone_opts *opts,
+		struct bgrun_clone_result *ret_result, char **ret_errmsg)
+{
+	struct job j = { .o = opts, .bundle_fd = -1, .parent_fd = -1,
+			 .tmp_fd = -1, .hg_fd = -1, .store_fd = -1 };
+	int64_t start = mono_ns();
+	unsigned int threads = 0;
+	size_t chunk;
+	int fd, r;
+
+	bgrun__writer_init(&j.w, -1);
+	if (opts == NULL || opts->dest == NULL ||
+	    (opts->bundle == NULL && opts->bundle_fd < 0)) {
+		r = job_fail(&j, -EINVAL, "invalid clone options");
+		goto out;
+	}
+	j.bundle_name = opts->bundle != NULL ? opts->bundle : "bundle";
+	chunk = opts->chunk_size ? opts->chunk_size : BGRUN_CLONE_CHUNK_DEFAULT;
+	r = check_dest(&j);
+	if (r < 0)
+		goto out;
+	fd = opts->bundle_fd;
+	if (fd < 0) {
+		fd = j.bundle_fd = open(opts->bundle, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			r = job_fail(&j, -errno, "%s: %s", opts->bundle,
+				     strerror(errno));
+			goto out;
+		}
+	}
+	r = bgrun__bundle_open_fd(&j.b, fd, chunk);
+	j.b.cancel = opts->cancel;
+	if (r >= 0)
+		r = bgrun__bundle_header(&j.b);
+	if (r < 0) {
+		(void)bundle_fail(&j, r);
+		goto out;
+	}
+	r = requirements(&j);
+	if (r < 0)
+		goto out;
+	j.p.files_total = j.b.file_count;
+	j.p.bytes_total = j.b.byte_count;
+	report(&j);
+	r = make_tmp(&j);
+	if (r >= 0)
+		r = apply(&j, &threads);
+	if (r >= 0)
+		r = commit(&j);
+	if (r < 0)
+		goto out;
+	if (ret_result != NULL) {
+		struct bgrun_clone_result *res = ret_result;
+		size_t n = 0;
+
+		*res = (struct bgrun_clone_result){
+			.files = j.w.files,
+			.bytes = j.w.bytes,
+			.bundle_files = j.b.file_count,
+			.bundle_bytes = j.b.byte_count,
+			.duration_ns = mono_ns() - start,
+			.close_threads = threads,
+			.chunk_size = chunk,
+		};
+		for (size_t i = 0; i < j.n_reqs; i++)
+			n += (size_t)snprintf(res->requirements + n,
+					      sizeof(res->requirements) - n,
+					      "%s%s", i ? "," : "", j.reqs[i]);
+	}
+out:
+	bgrun__writer_release(&j.w);
+	if (j.store_fd >= 0)
+		(void)close(j.store_fd);
+	if (j.hg_fd >= 0)
+		(void)close(j.hg_fd);
+	if (j.tmp_fd >= 0)
+		(void)close(j.tmp_fd);
+	/* A failure after make_tmp: take everything back. */
+	if (j.tmpname[0] != '\0')
+		remove_tree(j.parent_fd, j.tmpname);
+	if (j.parent_fd >= 0)
+		(void)close(j.parent_fd);
+	if (j.bundle_fd >= 0)
+		(void)close(j.bundle_fd);
+	bgrun__bundle_close(&j.b);
+	free(j.parent);
+	free(j.base);
+	if (r < 0 && ret_errmsg != NULL)
+		*ret_errmsg = j.msg;
+	else
+		free(j.msg);
+	return r < 0 ? r : 0;
+}

@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: MIT */
+/* writer.c: writes a bundle's entries under .hg/store with their store names, and collects the fncache. */
+
+/*
+ * Each entry is written as Mercurial's consumev1 writes it through the
+ * store vfs: the name is decodedir'd, the file lands at its encoded store
+ * name (storepath.c), and a data/ or meta/ path is added to the fncache
+ * (encodedir'd again, one per line). The bytes go out in large writes
+ * straight from the reader's buffer (no copy), or with copy_file_range
+ * from a regular-file bundle; every byte is written, so files are dense.
+ * Files are created O_EXCL: two entries for one store file are an error,
+ * not a silent overwrite.
+ */
+
+#include "clone-internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int bgrun__write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+void bgrun__writer_init(struct bgrun__writer *w, int store_fd)
+{
+	*w = (struct bgrun__writer){
+		.store_fd = store_fd,
+		.dir_fd = -1,
+		.chunk = BGRUN_CLONE_CHUNK_DEFAULT,
+		.dotencode = true,
+	};
+}
+
+void bgrun__writer_release(struct bgrun__writer *w)
+{
+	if (w->dir_fd >= 0)
+		(void)close(w->dir_fd);
+	w->dir_fd = -1;
+	free(w->dir);
+	free(w->fncache);
+	w->dir = w->fncache = NULL;
+}
+
+/*
+ * The persistent nodemaps of the changelog and the root manifest
+ * (00changelog.n, 00manifest-1a2b.nd, ...): Mercurial's
+ * nodemap.post_stream_cleanup deletes them after a stream clone into a
+ * repository without the persistent-nodemap requirement, as ours is, so
+ * they are read and not written.
+ */
+static bool is_root_nodemap(const char *p, size_t len)
+{
+	size_t k;
+
+	if (len > 11 && memcmp(p, "00changelog", 11) == 0)
+		k = 11;
+	else if (len > 10 && memcmp(p, "00manifest", 10) == 0)
+		k = 10;
+	else
+		return false;
+	p += k;
+	len -= k;
+	if ((len == 2 && memcmp(p, ".n", 2) == 0) ||
+	    (len == 4 && memcmp(p, ".n.a", 4) == 0))
+		return true;
+	if (len < 5 || p[0] != '-' || memcmp(p + len - 3, ".nd", 3) != 0)
+		return false;
+	for (size_t i = 1; i < len - 3; i++)
+		if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+			return false;
+	return true;
+}
+
+static int fncache_add(struct bgrun__writer *w, const char *path, size_t len)
+{
+	char *ed;
+	size_t ed_len;
+	int r;
+
+	r = bgrun__encodedir(path, len, &ed, &ed_len);
+	if (r < 0)
+		return r;
+	if (w->fncache_len + ed_len + 1 > w->fncache_cap) {
+		size_t cap = w->fncache_cap ? w->fncache_cap : 65536;
+		char *p;
+
+		while (cap < w->fncache_len + ed_len + 1)
+			cap *= 2;
+		p = realloc(w->fncache, cap);
+		if (p == NULL) {
+			free(ed);
+			return -ENOMEM;
+		}
+		w->fncache = p;
+		w->fncache_cap = cap;
+	}
+	memcpy(w->fncache + w->fncache_len, ed, ed_len);
+	w->fncache_len += ed_len;
+	w->fncache[w->fncache_len++] = '\n';
+	free(ed);
+	return 0;
+}
+
+/* mkdir -p of the first len bytes of path, relative to the store. */
+static int make_dirs(struct bgrun__writer *w, char *path, size_t len)
+{
+	char *slash;
+	int r;
+
+	path[len] = '\0';
+	if (mkdirat(w->store_fd, path, 0777) == 0 || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		return -errno;
+	/* The parent is missing too: make it, then try again. */
+	slash = memrchr(path, '/', len);
+	if (slash == NULL)
+		return -ENOENT;
+	r = make_dirs(w, path, (size_t)(slash - path));
+	*slash = '/';
+	if (r < 0)
+		return r;
+	return mkdirat(w->store_fd, path, 0777) == 0 || errno == EEXIST ? 0 : -errno;
+}
+
+/* Makes w->dir_fd the directory enc[0..dir_len) (dir_len 0: the store). */
+static int open_dir(struct bgrun__writer *w, struct bgrun__bundle *b,
+		    const struct bgrun__entry *e, char *enc, size_t dir_len)
+{
+	char q[256];
+	int fd, r;
+
+	if (w->dir != NULL && w->dir_len == dir_len &&
+	    memcmp(w->dir, enc, dir_len) == 0)
+		return 0;
+	if (w->dir_fd >= 0)
+		(void)close(w->dir_fd);
+	w->dir_fd = -1;
+	free(w->dir);
+	w->dir = NULL;
+	if (dir_len > 0) {
+		enc[dir_len] = '\0';
+		fd = openat(w->store_fd, enc, O_RDONLY | O_DIRECTORY |
+						 O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT) {
+			r = make_dirs(w, enc, dir_len);
+			fd = r < 0 ? (errno = -r, -1)
+				   : openat(w->store_fd, enc,
+					    O_RDONLY | O_DIRECTORY |
+						    O_NOFOLLOW | O_CLOEXEC);
+		}
+		r = fd < 0 ? -errno : 0;
+		enc[dir_len] = '/';
+		bgrun__quote(q, sizeof(q), e->name, e->name_len);
+		if (r == -ENOTDIR || r == -EEXIST || r == -ELOOP)
+			return bgrun__bundle_fail(b, e->offset,
+				"entry %s needs a directory where an earlier entry is a file",
+				q);
+		if (r < 0)
+			return bgrun__bundle_error(b, r,
+				"cannot create the directory of %s: %s", q,
+				strerror(-r));
+		w->dir_fd = fd;
+	}
+	w->dir = malloc(dir_len + 1);
+	if (w->dir == NULL)
+		return bgrun__bundle_error(b, -ENOMEM, "%s", strerror(ENOMEM));
+	memcpy(w->dir, enc, dir_len);
+	w->dir_len = dir_len;
+	return 0;
+}
+
+/* A write error on the current entry's file. */
+static int write_error(struct bgrun__bundle *b, int error)
+{
+	char q[256];
+
+	bgrun__quote(q, sizeof(q), b->name, b->name_len);
+	return bgrun__bundle_error(b, error, "cannot write %s: %s", q,
+				   strerror(-error));
+}
+
+/* Copies the entry's remaining bytes from the bundle's descriptor. */
+static int copy_direct(struct bgrun__writer *w, struct bgrun__bundle *b,
+		       int fd, uint64_t off, uint64_t len)
+{
+	loff_t in = (loff_t)off;
+	bool fallback = false;
+	char *buf = NULL;
+	int r = 0;
+
+	while (len > 0 && r == 0) {
+		size_t want = len < (uint64_t)1 << 30 ? (size_t)len : (size_t)1 << 30;
+		ssize_t n;
+
+		if (!fallback) {
+			n = copy_file_range(b->fd, &in, fd, NULL, want, 0);
+			if (n < 0 && (errno == EXDEV || errno == EINVAL ||
+				      errno == ENOSYS || errno == EOPNOTSUPP)) {
+				fallback = true; /* not between these files */
+				continue;
+			}
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				r = write_error(b, -errno);
+		} else {
+			if (buf == NULL && (buf = malloc(w->chunk)) == NULL) {
+				r = bgrun__bundle_error(b, -ENOMEM, "%s",
+							strerror(ENOMEM));
+				break;
+			}
+			n = pread(b->fd, buf, want < w->chunk ? want : w->chunk,
+				  in);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				r = bgrun__bundle_error(b, -errno,
+					"cannot read the bundle: %s",
+					strerror(errno));
+			else if (n > 0 && (r = bgrun__write_all(fd, buf, (size_t)n)) < 0)
+				r = write_error(b, r);
+			else
+				in += n;
+		}
+		if (r == 0 && n == 0)
+			r = bgrun__bundle_error(b, -EIO,
+				"cannot read the bundle: it shrank while being read");
+		if (r < 0)
+			break;
+		len -= (uint64_t)n;
+		w->bytes += (uint64_t)n;
+		if (w->progress != NULL)
+			w->progress(w->progress_data);
+	}
+	free(buf);
+	return r;
+}
+
+/* Writes (or, when discard, skips) the data of the current entry. */
+static int write_data(struct bgrun__writer *w, struct bgrun__bundle *b,
+		      int fd, bool discard)
+{
+	const void *p;
+	size_t n;
+	uint64_t off, len;
+	int r;
+
+	for (;;) {
+		if (!discard && w->copy_range &&
+		    bgrun__bundle_take_direct(b, &off, &len) == 0)
+			return copy_direct(w, b, fd, off, len);
+		r = bgrun__bundle_data(b, w->chunk, &p, &n);
+		if (r <= 0)
+			return r;
+		if (discard)
+			continue;
+		r = bgrun__write_all(fd, p, n);
+		if (r < 0)
+			return write_error(b, r);
+		w->bytes += n;
+		if (w->progress != NULL)
+			w->progress(w->progress_data);
+	}
+}
+
+int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
+		      const struct bgrun__entry *e)
+{
+	char *path = NULL, *enc = NULL, *slash, q[256], qe[256];
+	size_t len, enc_len, dir_len;
+	int fd = -1, r;
+
+	r = bgrun__decodedir(e->name, e->name_len, &path, &len);
+	if (r < 0)
+		goto oom;
+	if (is_root_nodemap(path, len)) {
+		w->skipped++;
+		r = write_data(w, b, -1, true);
+		goto out;
+	}
+	if ((len > 5 && memcmp(path, "data/", 5) == 0) ||
+	    (len > 5 && memcmp(path, "meta/", 5) == 0)) {
+		r = fncache_add(w, path, len);
+		if (r < 0)
+			goto oom;
+	}
+	r = bgrun__store_encode(path, len, w->dotencode, &enc, &enc_len);
+	if (r < 0)
+		goto oom;
+	slash = memrchr(enc, '/', enc_len);
+	dir_len = slash != NULL ? (size_t)(slash - enc) : 0;
+	r = open_dir(w, b, e, enc, dir_len);
+	if (r < 0)
+		goto out;
+	fd = openat(w->dir_fd >= 0 ? w->dir_fd : w->store_fd,
+		    slash != NULL ? slash + 1 : enc,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	bgrun__quote(q, sizeof(q), e->name, e->name_len);
+	if (fd < 0) {
+		r = -errno;
+		bgrun__quote(qe, sizeof(qe), enc, enc_len);
+		if (r == -EEXIST)
+			r = bgrun__bundle_fail(b, e->offset,
+				"entry %s collides with an earlier entry (store file %s)",
+				q, qe);
+		else
+			r = bgrun__bundle_error(b, r, "cannot create %s: %s",
+						qe, strerror(-r));
+		goto out;
+	}
+	r = write_data(w, b, fd, false);
+	if (r < 0) {
+		(void)close(fd);
+		goto out;
+	}
+	if (w->closer != NULL) {
+		r = bgrun__closer_submit(w->closer, fd);
+		if (r < 0)
+			r = bgrun__bundle_error(b, r,
+				"cannot close a file written: %s", strerror(-r));
+	} else {
+		r = (w->close_fn != NULL ? w->close_fn(fd) : close(fd)) < 0 &&
+				    errno != EINTR ? -errno : 0;
+		if (r < 0)
+			r = bgrun__bundle_error(b, r, "cannot close %s: %s", q,
+						strerror(-r));
+	}
+	if (r == 0)
+		w->files++;
+	goto out;
+oom:
+	r = bgrun__bundle_error(b, -ENOMEM, "%s", strerror(ENOMEM));
+out:
+	free(enc);
+	free(path);
+	return r;
+}
+
+int bgrun__writer_fncache(struct bgrun__writer *w)
+{
+	int fd, r;
+
+	if (w->fncache_len == 0)
+		return 0;
+	fd = openat(w->store_fd, "fncache",
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return -errno;
+	r = bgrun__write_all(fd, w->fncache, w->fncache_len);
+	if (close(fd) < 0 && r == 0 && errno != EINTR)
+		r = -errno;
+	return r;
+}

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/* clone-helper.c: the clone pipeline's internals, driven from test-clone.sh (path encoding, SHA-1, closer, failing closes). */
+
+/*
+ * Usage:
+ *   clone-helper encode          NUL-separated store paths on stdin; for
+ *                                each, writes encodedir, decodedir,
+ *                                the dotencode store name and the plain
+ *                                hybrid one, each followed by NUL
+ *   clone-helper sha1            the hex SHA-1 of stdin
+ *   clone-helper closer          the closer pool: every descriptor closed,
+ *                                the first failure reported
+ *   clone-helper failclose BUNDLE DEST N
+ *                                bgrun_clone whose Nth close fails (EIO),
+ *                                with background closing; prints the error
+ *   clone-helper bundle FILE     reads FILE from memory as the fuzz target
+ *                                does; prints each entry or the error
+ * Exit status 0 when the mode did what it checks, 1 otherwise.
+ */
+
+#include "clone/clone-internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *read_all(FILE *f, size_t *ret_len)
+{
+	size_t len = 0, cap = 65536;
+	char *buf = malloc(cap);
+
+	while (buf != NULL) {
+		size_t n = fread(buf + len, 1, cap - len, f);
+
+		len += n;
+		if (n == 0)
+			break;
+		if (len == cap) {
+			char *p = realloc(buf, cap *= 2);
+
+			if (p == NULL)
+				free(buf);
+			buf = p;
+		}
+	}
+	*ret_len = len;
+	return buf;
+}
+
+static int put(const char *s, size_t len)
+{
+	return fwrite(s, 1, len, stdout) == len && putchar('\0') != EOF ? 0 : -1;
+}
+
+static int mode_encode(void)
+{
+	size_t len, n;
+	char *in = read_all(stdin, &len), *p, *end, *out;
+	int r = 0;
+
+	if (in == NULL)
+		return 1;
+	for (p = in, end = in + len; p < end && r == 0; p += n + 1) {
+		const char *nul = memchr(p, '\0', (size_t)(end - p));
+		size_t out_len;
+
+		n = nul != NULL ? (size_t)(nul - p) : (size_t)(end - p);
+		r = bgrun__encodedir(p, n, &out, &out_len);
+		if (r == 0) {
+			r = put(out, out_len);
+			free(out);
+		}
+		if (r == 0 && (r = bgrun__decodedir(p, n, &out, &out_len)) == 0) {
+			r = put(out, out_len);
+			free(out);
+		}
+		for (int dot = 1; dot >= 0 && r == 0; dot--) {
+			r = bgrun__store_encode(p, n, dot, &out, &out_len);
+			if (r == 0) {
+				r = put(out, out_len);
+				free(out);
+			}
+		}
+	}
+	free(in);
+	return r == 0 && fflush(stdout) == 0 ? 0 : 1;
+}
+
+static int mode_sha1(void)
+{
+	size_t len;
+	char *in = read_all(stdin, &len);
+	unsigned char d[20];
+
+	if (in == NULL)
+		return 1;
+	bgrun__sha1(in, len, d);
+	for (int i = 0; i < 20; i++)
+		printf("%02x", d[i]);
+	printf("\n");
+	free(in);
+	return 0;
+}
+
+static int calls, fail_at;
+
+static int failing_close(int fd)
+{
+	int r = close(fd);
+
+	if (++calls == fail_at && r == 0) {
+		errno = EIO;
+		return -1;
+	}
+	return r;
+}
+
+/* Submits 200 descriptors to 3 threads with a queue of 4; the 50th fails. */
+static int mode_closer(void)
+{
+	struct bgrun__closer *c;
+	int fds[200], r, first = -1;
+
+	fail_at = 50;
+	if (bgrun__closer_start(3, 4, failing_close, &c) < 0)
+		return 1;
+	for (int i = 0; i < 200; i++) {
+		fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fds[i] < 0)
+			return 1;
+		r = bgrun__closer_submit(c, fds[i]);
+		if (r < 0 && first < 0)
+			first = i;
+	}
+	r = bgrun__closer_finish(c);
+	if (r != -EIO) {
+		printf("closer: finish gave %d, want %d\n", r, -EIO);
+		return 1;
+	}
+	for (int i = 0; i < 200; i++) {
+		/* Another descriptor may reuse the number; none is open now. */
+		if (fcntl(fds[i], F_GETFD) >= 0) {
+			printf("closer: descriptor %d still open\n", fds[i]);
+			return 1;
+		}
+	}
+	printf("closer: %d closes, first error seen by submit #%d\n", calls,
+	       first);
+	return calls == 200 ? 0 : 1;
+}
+
+static int mode_failclose(const char *bundle, const char *dest, int n)
+{
+	struct bgrun_clone_opts o = BGRUN_CLONE_OPTS_INIT;
+	char *msg = NULL;
+	int r;
+
+	fail_at = n;
+	o.bundle = bundle;
+	o.dest = dest;
+	o.close_threads = 2;
+	o.close_threshold = 1;
+	o.close_fn = failing_close;
+	r = bgrun_clone(&o, NULL, &msg);
+	printf("%d %s\n", r, msg != NULL ? msg : "(no message)");
+	free(msg);
+	return r == -EIO ? 0 : 1;
+}
+
+static int mode_bundle(const char *path)
+{
+	struct bgrun__bundle b;
+	struct bgrun__entry e;
+	size_t len;
+	FILE *f = fopen(path, "rb");
+	char *data = f != NULL ? read_all(f, &len) : NULL, q[256];
+	const void *p;
+	size_t n;
+	int r;
+
+	if (f != NULL)
+		(void)fclose(f);
+	if (data == NULL)
+		return 1;
+	bgrun__bundle_open_mem(&b, data, len);
+	r = bgrun__bundle_header(&b);
+	if (r == 0)
+		printf("%llu files, %llu bytes, requirements %s\n",
+		       (unsigned long long)b.file_count,
+		       (unsigned long long)b.byte_count, b.requirements);
+	while (r == 0 && (r = bgrun__bundle_next(&b, &e)) > 0) {
+		bgrun__quote(q, sizeof(q), e.name, e.name_len);
+		printf("%llu %s %llu\n", (unsigned long long)e.offset, q,
+		       (unsigned long long)e.size);
+		while ((r = bgrun__bundle_data(&b, 4096, &p, &n)) > 0)
+			;
+	}
+	if (r < 0)
+		printf("error %d: offset %llu: %s\n", r,
+		       (unsigned long long)b.err_offset, b.err);
+	bgrun__bundle_close(&b);
+	free(data);
+	return r < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "encode") == 0)
+		return mode_encode();
+	if (argc == 2 && strcmp(argv[1], "sha1") == 0)
+		return mode_sha1();
+	if (argc == 2 && strcmp(argv[1], "closer") == 0)
+		return mode_closer();
+	if (argc == 5 && strcmp(argv[1], "failclose") == 0)
+		return mode_failclose(argv[2], argv[3], atoi(argv[4]));
+	if (argc == 3 && strcmp(argv[1], "bundle") == 0)
+		return mode_bundle(argv[2]);
+	fprintf(stderr, "usage: clone-helper encode|sha1|closer|failclose B D N|bundle F\n");
+	return 2;
+}

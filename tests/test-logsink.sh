@@ -1,0 +1,701 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# test-logsink.sh: logsink reading back what bgrun really recorded: every result, filters, formats, errors, concurrency.
+#
+# Usage: test-logsink.sh BGRUN LOGSINK RUN_TESTS (absolute paths; meson passes
+# them). Every event is made by running bgrun for real; logsink's output is
+# parsed with python3 (json, csv) where it is meant for programs. Each check
+# prints "ok - ..." or "not ok - ..."; the exit status is 1 if any failed, 77
+# (skipped) without python3 or sqlite3. Nothing sleeps to synchronise: a
+# detached launch's row is polled for with a deadline.
+
+set -u
+
+BGRUN=${1:?usage: test-logsink.sh BGRUN LOGSINK RUN_TESTS}
+LS=${2:?usage: test-logsink.sh BGRUN LOGSINK RUN_TESTS}
+RT=${3:?usage: test-logsink.sh BGRUN LOGSINK RUN_TESTS}
+for f in "$BGRUN" "$LS" "$RT"; do
+	if [ ! -x "$f" ]; then
+		echo "# not executable: $f"
+		exit 1
+	fi
+done
+for p in python3 sqlite3; do
+	if ! command -v "$p" >/dev/null; then
+		echo "# skipped: $p is not installed (scripts/setup.sh installs it)"
+		exit 77
+	fi
+done
+
+# The interpreter itself: a version manager's shim may take a second a start.
+PY=$(python3 -c 'import sys; print(sys.executable)') || exit 1
+
+TMP=$(mktemp -d) || exit 1
+KILL_PIDS=()
+cleanup() {
+	local p
+	for p in "${KILL_PIDS[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+cd "$TMP" || exit 1
+TMP=$(pwd -P) # as bgrun records directories: resolved
+export BGRUN_DB=$TMP/events.db
+# A fixed local time zone that is not UTC (a POSIX rule: no tzdata needed),
+# so that local times and explicit offsets are told apart.
+export TZ=XST-5:30
+exec </dev/null
+FAILED=0
+
+pass() { echo "ok - $1"; }
+fail() { echo "not ok - $1"; FAILED=1; }
+# check DESC COMMAND...: ok when COMMAND succeeds.
+check() {
+	local d=$1
+	shift
+	if "$@"; then pass "$d"; else fail "$d"; fi
+}
+# eq DESC GOT WANT
+eq() {
+	if [ "$2" = "$3" ]; then
+		pass "$1"
+	else
+		fail "$1"
+		printf '#   got:  %q\n#   want: %q\n' "$2" "$3"
+	fi
+}
+
+# lsink ARGS...: runs logsink; sets RC, OUT, ERR (trailing newlines
+# stripped), OUT_LINES and ERR_LINES.
+lsink() {
+	"$LS" "$@" >"$TMP/.stdout" 2>"$TMP/.stderr"
+	RC=$?
+	OUT=$(cat "$TMP/.stdout")
+	ERR=$(cat "$TMP/.stderr")
+	OUT_LINES=$(wc -l <"$TMP/.stdout")
+	ERR_LINES=$(wc -l <"$TMP/.stderr")
+}
+
+# expect_error DESC RC MESSAGE: the last logsink failed with exit code RC,
+# exactly one line MESSAGE on stderr and nothing on stdout.
+expect_error() {
+	eq "$1: exit $2" "$RC" "$2"
+	eq "$1: message" "$ERR" "$3"
+	eq "$1: one line on stderr" "$ERR_LINES" 1
+	eq "$1: nothing on stdout" "$OUT" ""
+}
+
+# expect_usage DESC FIRST-LINE: a usage error (exit 2, a line and the hint).
+expect_usage() {
+	eq "$1: exit 2" "$RC" 2
+	eq "$1: message" "$ERR" "$2"$'\n'"Try 'logsink --help'."
+	eq "$1: nothing on stdout" "$OUT" ""
+}
+
+# py CODE ARGS...: runs python3 code (stdin passed through).
+py() {
+	local code=$1
+	shift
+	"$PY" -c "$code" "$@"
+}
+
+# field ID KEY: a field of the event's JSON (from `logsink show --json`);
+# "null" for JSON null, "" if there is no such event.
+field() {
+	"$LS" show --json "$1" 2>/dev/null | py '
+import json, sys
+for line in sys.stdin:
+    v = json.loads(line).get(sys.argv[1])
+    print("null" if v is None else v)' "$2"
+}
+
+# ids ARGS...: the ids `logsink query --json ARGS...` lists, one a line.
+ids() {
+	"$LS" query --json "$@" | py '
+import json, sys
+for line in sys.stdin:
+    print(json.loads(line)["id"])'
+}
+
+# wait_result ID RESULT: polls until the event has that result (20 s).
+wait_result() {
+	local end=$((SECONDS + 20))
+	until [ "$(field "$1" result)" = "$2" ]; do
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.02
+	done
+}
+
+# supervisor_of ID: the pid of the bgrun supervisor of event ID, found by
+# its command line (--_supervise=ID) in /proc, read by bash itself so that
+# no helper process matches.
+supervisor_of() {
+	local f a pid end=$((SECONDS + 10))
+	while [ "$SECONDS" -lt "$end" ]; do
+		for f in /proc/[0-9]*/cmdline; do
+			pid=${f#/proc/}
+			pid=${pid%/cmdline}
+			while IFS= read -r -d '' a; do
+				if [ "$a" = "--_supervise=$1" ]; then
+					echo "$pid"
+					return 0
+				fi
+			done <"$f" 2>/dev/null
+		done
+		sleep 0.02
+	done
+	return 1
+}
+
+# launch ARGS...: bgrun --print-id ARGS...; sets ID and BRC (bgrun's status).
+launch() {
+	"$BGRUN" --print-id "$@" >"$TMP/.bgrun-stdout" 2>"$TMP/.bgrun-stderr"
+	BRC=$?
+	ID=$(head -n 1 "$TMP/.bgrun-stdout")
+}
+
+echo "# bgrun: $BGRUN"
+echo "# logsink: $LS"
+echo "# run-tests: $RT"
+
+# --- every result, made for real ---
+launch -w -- "$RT" helper exit 0
+ID_OK=$ID
+eq "success: bgrun exit 0" "$BRC" 0
+eq "success: result" "$(field "$ID_OK" result)" success
+eq "success: exit_code 0" "$(field "$ID_OK" exit_code)" 0
+eq "success: signal null" "$(field "$ID_OK" signal)" null
+
+launch -w -- "$RT" helper exit 3
+ID_FAIL=$ID
+eq "failure: bgrun exit 3" "$BRC" 3
+eq "failure: result" "$(field "$ID_FAIL" result)" failed
+eq "failure: exit_code 3" "$(field "$ID_FAIL" exit_code)" 3
+eq "failure: signal null" "$(field "$ID_FAIL" signal)" null
+
+launch -w -- "$RT" helper signal 9
+ID_SIG=$ID
+eq "signal 9: bgrun exit 137" "$BRC" 137
+eq "signal 9: result" "$(field "$ID_SIG" result)" signaled
+eq "signal 9: signal 9" "$(field "$ID_SIG" signal)" 9
+eq "signal 9: exit_code null" "$(field "$ID_SIG" exit_code)" null
+
+launch -w --timeout 0.2 -- "$RT" helper pause
+ID_TMO=$ID
+eq "timeout: bgrun exit 143" "$BRC" 143
+eq "timeout: result" "$(field "$ID_TMO" result)" timeout
+eq "timeout: SIGTERM" "$(field "$ID_TMO" signal)" 15
+eq "timeout: exit_code null" "$(field "$ID_TMO" exit_code)" null
+
+# The ignored TERM survives the exec: only the SIGKILL that follows works.
+launch -w --timeout 0.2 --kill-after 0.2 -s -- \
+	"trap '' TERM; exec '$RT' helper pause"
+ID_KILL=$ID
+eq "timeout, TERM ignored: bgrun exit 137" "$BRC" 137
+eq "timeout, TERM ignored: result" "$(field "$ID_KILL" result)" timeout
+eq "timeout, TERM ignored: SIGKILL" "$(field "$ID_KILL" signal)" 9
+
+launch -- bgrun-no-such-cmd
+ID_NOCMD=$ID
+eq "exec failure: bgrun exit 127" "$BRC" 127
+check "exec failure: recorded as spawn_failed" \
+	wait_result "$ID_NOCMD" spawn_failed
+eq "exec failure: no pid" "$(field "$ID_NOCMD" pid)" null
+
+# --- a vanished supervisor: lost ---
+launch -- "$RT" helper pause
+ID_LOST=$ID
+check "lost: launched" test -n "$ID_LOST"
+check "lost: running recorded" wait_result "$ID_LOST" running
+PID_LOST=$(field "$ID_LOST" pid)
+[[ $PID_LOST =~ ^[0-9]+$ ]] && KILL_PIDS+=("$PID_LOST")
+SUP=$(supervisor_of "$ID_LOST")
+if check "lost: supervisor found" test -n "$SUP"; then
+	kill -KILL "$SUP"
+fi
+# lost_listed: query --json reports the event as lost.
+lost_listed() {
+	"$LS" query --json | py '
+import json, sys
+sys.exit(0 if any(json.loads(l)["id"] == sys.argv[1] and
+                  json.loads(l)["result"] == "lost" for l in sys.stdin) else 1)' \
+		"$ID_LOST"
+}
+poll() {
+	local end=$((SECONDS + 20))
+	until "$@"; do
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.02
+	done
+}
+check "lost: query --json shows it lost" poll lost_listed
+eq "lost: still stored as running" \
+	"$(sqlite3 "$BGRUN_DB" "SELECT result FROM events WHERE id = '$ID_LOST'")" \
+	running
+lsink show "$ID_LOST"
+check "show lost: reported lost, recorded running" \
+	grep -qx 'result: lost (recorded as running; its supervisor is gone)' \
+	"$TMP/.stdout"
+lsink mark-lost
+eq "mark-lost: exit 0" "$RC" 0
+eq "mark-lost: prints 1" "$OUT" 1
+eq "mark-lost: now stored as lost" \
+	"$(sqlite3 "$BGRUN_DB" "SELECT result FROM events WHERE id = '$ID_LOST'")" \
+	lost
+lsink mark-lost
+eq "mark-lost again: prints 0" "$OUT" 0
+lsink show "$ID_LOST"
+check "show lost: now recorded lost" grep -qx 'result: lost' "$TMP/.stdout"
+[ -n "$PID_LOST" ] && kill -KILL "$PID_LOST" 2>/dev/null
+
+# --- signals sent to the supervisor reach the command ---
+launch -- "$RT" helper pause
+ID_TERM=$ID
+check "TERM forwarded: running recorded" wait_result "$ID_TERM" running
+PID_TERM=$(field "$ID_TERM" pid)
+[[ $PID_TERM =~ ^[0-9]+$ ]] && KILL_PIDS+=("$PID_TERM")
+SUP=$(supervisor_of "$ID_TERM")
+if check "TERM forwarded: supervisor found" test -n "$SUP"; then
+	kill -TERM "$SUP"
+fi
+check "TERM forwarded: recorded as signaled" wait_result "$ID_TERM" signaled
+eq "TERM forwarded: signal 15" "$(field "$ID_TERM" signal)" 15
+eq "TERM forwarded: exit_code null" "$(field "$ID_TERM" exit_code)" null
+
+# --- argv kept byte for byte ---
+ARGS=('sp ace' $'new\nline' $'\xff\xfe' $'\xc3\xa9t\xc3\xa9' 'back\slash' '' 'x,y')
+launch -w -- "$RT" helper exit 0 "${ARGS[@]}"
+ID_ARGV=$ID
+"$LS" show --json "$ID_ARGV" >"$TMP/argv.json"
+check "argv: --json round trip (strings, {\"hex\"} for non-UTF-8)" py '
+import json, os, sys
+row = json.load(open(sys.argv[1]))
+want = [os.fsencode(a) for a in sys.argv[2:]]
+got = []
+for a in row["argv"]:
+    if isinstance(a, dict):
+        got.append(bytes.fromhex(a["hex"]))
+    else:
+        got.append(a.encode("utf-8"))
+kinds = [isinstance(a, dict) for a in row["argv"]]
+ok = got == want and kinds == [b"\xff\xfe" == w for w in want]
+if not ok:
+    print("#  got", got, kinds)
+    print("# want", want)
+sys.exit(0 if ok else 1)' "$TMP/argv.json" "$RT" helper exit 0 "${ARGS[@]}"
+E=$'\xc3\xa9t\xc3\xa9'
+lsink show "$ID_ARGV"
+eq "argv: show, one argument a line, escaped" \
+	"$(grep '^argv\[' "$TMP/.stdout")" \
+	"argv[0]: $RT
+argv[1]: helper
+argv[2]: exit
+argv[3]: 0
+argv[4]: sp ace
+argv[5]: new\\nline
+argv[6]: \\xff\\xfe
+argv[7]: $E
+argv[8]: back\\\\slash
+argv[9]: 
+argv[10]: x,y"
+
+# --- more events for the filters ---
+launch -w --tag mytag -- "$RT" helper exit 0
+ID_TAG=$ID
+mkdir "$TMP/wd"
+launch -w -C "$TMP/wd" -- "$RT" helper exit 0
+ID_CWD=$ID
+LONG=$(printf 'x%.0s' {1..300})
+launch -w --tag long -- "$RT" helper exit 0 "$LONG"
+ID_LONG=$ID
+# A tag and a command that CSV must quote.
+launch -w --tag $'a,"b"\nc' -- "$RT" helper exit 0 'say "hi", then' $'two\r\nlines'
+ID_CSV=$ID
+# Enough events (17) for two ids to share a first character.
+for i in 1 2 3 4; do
+	launch -w --tag extra -- "$RT" helper exit 0
+done
+
+"$LS" query --json >"$TMP/all.json"
+ALL=$(wc -l <"$TMP/all.json")
+check "query: at least 17 events" test "$ALL" -ge 17
+check "query: newest first" py '
+import json, sys
+t = [json.loads(l)["time_ns"] for l in open(sys.argv[1])]
+sys.exit(0 if t == sorted(t, reverse=True) else 1)' "$TMP/all.json"
+eq "ls is query" "$("$LS" ls --json)" "$(cat "$TMP/all.json")"
+eq "query: --db after the verb wins" \
+	"$(BGRUN_DB=$TMP/nowhere.db "$LS" query --db "$BGRUN_DB" --json)" \
+	"$(cat "$TMP/all.json")"
+eq "query: --db before the verb" \
+	"$(BGRUN_DB=$TMP/nowhere.db "$LS" --db "$BGRUN_DB" query --json)" \
+	"$(cat "$TMP/all.json")"
+check "query: --db did not create the other file" test ! -e "$TMP/nowhere.db"
+
+# want_ids DESC PYTHON-CONDITION ARGS...: `query ARGS...` lists exactly
+# the events of all.json for which the condition on `r` holds, in order.
+want_ids() {
+	local d=$1 cond=$2
+	shift 2
+	eq "$d" "$(ids "$@")" "$(py '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if '"$cond"':
+        print(r["id"])' "$TMP/all.json")"
+}
+want_ids "--failed" 'r["result"] not in ("success", "running")' --failed
+check "--failed: not empty" test -n "$(ids --failed)"
+for r in success failed signaled timeout spawn_failed lost running; do
+	want_ids "--result $r" "r['result'] == '$r'" --result "$r"
+done
+eq "--result signaled: both" "$(ids --result signaled | sort)" \
+	"$(printf '%s\n' "$ID_SIG" "$ID_TERM" | sort)"
+eq "--tag" "$(ids --tag mytag)" "$ID_TAG"
+eq "--cwd" "$(ids --cwd "$TMP/wd")" "$ID_CWD"
+eq "--cwd relative" "$(ids --cwd wd)" "$ID_CWD"
+eq "--cmd GLOB" "$(ids --cmd '*helper exit 3')" "$ID_FAIL"
+want_ids "--cmd GLOB '*helper exit 0*'" \
+	'"helper exit 0" in (r["display"] or "")' --cmd '*helper exit 0*'
+want_ids "--source bgrun" 'True' --source bgrun
+eq "--source hg: none" "$(ids --source hg)" ""
+want_ids "--event commandfinish" 'True' --event commandfinish
+eq "--event other: none" "$(ids --event uiblocked)" ""
+eq "--limit 2" "$(ids --limit 2)" "$(head -n 2 "$TMP/all.json" | py '
+import json, sys
+for l in sys.stdin:
+    print(json.loads(l)["id"])')"
+eq "--failed --limit 1 --cmd" "$(ids --failed --limit 1 --cmd '*exit 3')" \
+	"$ID_FAIL"
+
+# Times: around the second the successful launch started.
+T=$(field "$ID_OK" time_ns)
+S=$((T / 1000000000))
+has() { grep -qx "$1"; }
+check "--since 1h: all" test "$(ids --since 1h | wc -l)" -eq "$ALL"
+eq "--until 1h: none" "$(ids --until 1h)" ""
+check "--since 1h and --until 0s" test "$(ids --since 1h --until 0s | wc -l)" -eq "$ALL"
+check "--since 2000-01-01: all" test "$(ids --since 2000-01-01 | wc -l)" -eq "$ALL"
+eq "--until 2000-01-01T00:00Z: none" "$(ids --until 2000-01-01T00:00Z)" ""
+eq "--since tomorrow's date: none" \
+	"$(ids --since "$(date -d @$((S + 86400)) +%F)")" ""
+Z=$(date -u -d @"$S" +%FT%TZ)
+check "--since $Z (UTC) includes it" has "$ID_OK" < <(ids --since "$Z")
+check "--until $Z excludes it" eval '! has "$ID_OK" < <(ids --until "$Z")'
+Z1=$(date -u -d @$((S + 1)) +%FT%TZ)
+check "--until $Z1 includes it" has "$ID_OK" < <(ids --until "$Z1")
+LOCAL=$(date -d @"$S" '+%F %T')
+check "--since '$LOCAL' (local) includes it" has "$ID_OK" < <(ids --since "$LOCAL")
+check "--until '$LOCAL' (local) excludes it" \
+	eval '! has "$ID_OK" < <(ids --until "$LOCAL")'
+OFF=$(date -d @$((S + 1)) +%FT%T%:z)
+check "--until $OFF (offset) includes it" has "$ID_OK" < <(ids --until "$OFF")
+OFF=$(date -d @"$S" +%FT%T%:z)
+check "--until $OFF (offset) excludes it" \
+	eval '! has "$ID_OK" < <(ids --until "$OFF")'
+MIN=$(date -d @$((S / 60 * 60)) +%FT%H:%M)
+check "--since $MIN (minutes) includes it" has "$ID_OK" < <(ids --since "$MIN")
+eq "--since/--until: that second only" \
+	"$(ids --since "$Z" --until "$Z1" | grep -c -x "$ID_OK")" 1
+
+# --- the table ---
+lsink query --table
+eq "table: exit 0" "$RC" 0
+check "table: aligned, ids and commands in full" py '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+lines = open(sys.argv[2], encoding="utf-8").read().split("\n")[:-1]
+head, body = lines[0], lines[1:]
+ok = head.split() == ["TIME", "DURATION", "RESULT", "EXIT", "ID", "COMMAND"]
+ok = ok and head.index("ID") == 54 and head.index("COMMAND") == 64
+ok = ok and len(body) == len(rows)
+for r, l in zip(rows, body):
+    if l[54:62] != r["id"][:8] or l[64:] != r["display"] or \
+       l[31:43].rstrip() != r["result"]:
+        print("# bad line:", repr(l))
+        ok = False
+sys.exit(0 if ok else 1)' "$TMP/all.json" "$TMP/.stdout"
+# row ID: the table line of event ID.
+row() { grep "  ${1:0:8}  " "$TMP/.stdout"; }
+check "table: failure shows exit 3" eval '[[ $(row "$ID_FAIL") =~ \ failed\ +3\  ]]'
+check "table: signal shows SIGKILL" eval '[[ $(row "$ID_SIG") =~ \ signaled\ +SIGKILL\  ]]'
+check "table: timeout shows SIGTERM" eval '[[ $(row "$ID_TMO") =~ \ timeout\ +SIGTERM\  ]]'
+check "table: spawn_failed shows -" eval '[[ $(row "$ID_NOCMD") =~ \ spawn_failed\ +-\  ]]'
+check "table: local time" eval '[[ $(row "$ID_OK") == "$(date -d @"$S" "+%F %T")  "* ]]'
+check "table: a human duration" \
+	eval '[[ $(row "$ID_TMO") =~ ^.{19}\ \ \ *[0-9]+(ms|\.[0-9]s)\  ]]'
+check "table: not cut when not a terminal" eval '[[ $(row "$ID_LONG") == *"$LONG" ]]'
+lsink query
+eq "no format, not a terminal: the table" "$OUT" "$("$LS" query --table)"
+
+# On a terminal 80 columns wide every line fits, the long one cut.
+cat >"$TMP/tty-run.py" <<'EOF'
+import fcntl, os, pty, struct, sys, termios
+pid, fd = pty.fork()
+if pid == 0:
+    fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    os.execv(sys.argv[1], sys.argv[1:])
+out = b""
+while True:
+    try:
+        d = os.read(fd, 65536)
+    except OSError:
+        break
+    if not d:
+        break
+    out += d
+_, status = os.waitpid(pid, 0)
+sys.stdout.buffer.write(out.replace(b"\r\n", b"\n"))
+sys.exit(os.waitstatus_to_exitcode(status))
+EOF
+"$PY" "$TMP/tty-run.py" "$LS" query >"$TMP/tty.out"
+eq "terminal: exit 0" "$?" 0
+check "terminal: every line within 80 columns" py '
+import sys
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n")[:-1]
+sys.exit(0 if lines and max(len(l) for l in lines) <= 80 else 1)' "$TMP/tty.out"
+check "terminal: the long command cut with an ellipsis" \
+	grep -Eq "^.*  ${ID_LONG:0:8}  .*(…|\.\.\.)\$" "$TMP/tty.out"
+"$PY" "$TMP/tty-run.py" "$LS" stats >"$TMP/tty-stats.out"
+check "terminal: stats within 80 columns" py '
+import sys
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n")[:-1]
+sys.exit(0 if lines and max(len(l) for l in lines) <= 80 else 1)' "$TMP/tty-stats.out"
+
+# --- CSV ---
+"$LS" query --csv >"$TMP/all.csv"
+check "csv: RFC 4180, parsed by python's csv module" py '
+import csv, json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+recs = list(csv.reader(open(sys.argv[2], newline="", encoding="utf-8")))
+cols = "id,time,event,source,result,exit_code,signal,duration_ms,tag,cwd,command"
+ok = recs[0] == cols.split(",") and len(recs) == len(rows) + 1
+def s(v):
+    return "" if v is None else str(v)
+for r, c in zip(rows, recs[1:]):
+    d = dict(zip(recs[0], c))
+    want = {"id": r["id"], "event": r["event"], "source": r["source"],
+            "result": r["result"], "exit_code": s(r["exit_code"]),
+            "signal": s(r["signal"]), "tag": s(r["tag"]), "cwd": s(r["cwd"]),
+            "command": s(r["display"])}
+    if any(d[k] != v for k, v in want.items()) or len(c) != 11:
+        print("# bad record:", c)
+        ok = False
+    if r["duration_ns"] is not None and \
+       abs(float(d["duration_ms"]) * 1e6 - r["duration_ns"]) > 1:
+        print("# bad duration:", c)
+        ok = False
+sys.exit(0 if ok else 1)' "$TMP/all.json" "$TMP/all.csv"
+check "csv: records end with CRLF" py '
+import sys
+data = open(sys.argv[1], "rb").read()
+sys.exit(0 if data.split(b"\n")[0].endswith(b"\r") and data.endswith(b"\r\n")
+         else 1)' "$TMP/all.csv"
+check "csv: the tag with a comma, quotes and a newline is quoted" \
+	grep -qF ',"a,""b""' "$TMP/all.csv"
+check "csv: ISO 8601 local times" py '
+import csv, sys
+recs = list(csv.DictReader(open(sys.argv[1], newline="", encoding="utf-8")))
+sys.exit(0 if all(r["time"].endswith("+05:30") and "T" in r["time"]
+                  for r in recs) else 1)' "$TMP/all.csv"
+
+# --- show ---
+lsink show "${ID_FAIL:0:8}"
+eq "show prefix: exit 0" "$RC" 0
+check "show: id" grep -qx "id: $ID_FAIL" "$TMP/.stdout"
+check "show: result" grep -qx 'result: failed' "$TMP/.stdout"
+check "show: exit_code" grep -qx 'exit_code: 3' "$TMP/.stdout"
+check "show: NULL as -" grep -qx 'signal: -' "$TMP/.stdout"
+check "show: no tag as -" grep -qx 'tag: -' "$TMP/.stdout"
+check "show: cwd" grep -qx "cwd: $TMP" "$TMP/.stdout"
+check "show: every line is field: value" eval '! grep -qv "^[a-z_]*\(\[[0-9]*\]\)\?: " "$TMP/.stdout"'
+lsink show "$ID_SIG"
+check "show: signal named" grep -qx 'signal: 9 (SIGKILL)' "$TMP/.stdout"
+eq "show --json: the row's JSON" "$("$LS" show --json "$ID_TAG")" \
+	"$(grep -F "\"id\":\"$ID_TAG\"" "$TMP/all.json")"
+lsink show zzzz
+expect_error "show: unknown id" 1 "logsink: no event 'zzzz'"
+AMB=$(cut -c 8 "$TMP/all.json" | sort | uniq -d | head -n 1)
+lsink show "$AMB"
+expect_error "show: ambiguous prefix" 1 \
+	"logsink: event id '$AMB' is ambiguous: several events start with it"
+lsink show 'no/such'
+expect_error "show: not an id" 1 "logsink: 'no/such' is not an event id"
+lsink show
+expect_usage "show: no id" "logsink: missing event id"
+
+# --- stats ---
+# One command (a script run with different variables) with known ends.
+for spec in 0:0 50:0 100:3 150:0 200:1; do
+	"$BGRUN" -w --tag st -E MS=${spec%:*} -E RC=${spec#*:} -s \
+		"'$RT' helper sleep-ms \$MS; exit \$RC"
+done
+check "stats: runs, failures, percentiles of the runs" py '
+import json, subprocess, sys
+ls = sys.argv[1]
+st = [json.loads(l) for l in subprocess.run([ls, "stats", "--tag", "st", "--json"],
+      capture_output=True, check=True).stdout.splitlines()]
+rows = [json.loads(l) for l in subprocess.run([ls, "query", "--tag", "st", "--json"],
+        capture_output=True, check=True).stdout.splitlines()]
+d = sorted(r["duration_ns"] for r in rows)
+ok = len(st) == 1 and st[0]["runs"] == 5 and st[0]["failures"] == 2 and \
+     st[0]["p50_ns"] == d[2] and st[0]["p95_ns"] == d[4] and \
+     st[0]["max_ns"] == d[4] and d[2] >= 100e6 and d[4] >= 200e6 and \
+     st[0]["command"] == rows[0]["display"]
+if not ok:
+    print("#", st, d)
+sys.exit(0 if ok else 1)' "$LS"
+lsink stats --tag st
+eq "stats table: exit 0" "$RC" 0
+eq "stats table: header and one row" "$OUT_LINES" 2
+check "stats table: 5 runs, 2 failed" eval '[[ $(sed -n 2p "$TMP/.stdout") =~ ^\ +5\ +2\ + ]]'
+eq "stats --failed: runs" "$("$LS" stats --tag st --failed --csv | py '
+import csv, sys
+print([r["runs"] for r in csv.DictReader(sys.stdin)])')" "['2']"
+eq "stats --since in the future: nothing" "$("$LS" stats --since 2200-01-01 --json)" ""
+lsink stats --csv
+eq "stats --csv: exit 0" "$RC" 0
+check "stats --csv: one record per command" py '
+import csv, json, sys
+recs = list(csv.DictReader(open(sys.argv[1], newline="", encoding="utf-8")))
+cmds = {json.loads(l)["display"] for l in open(sys.argv[2])}
+sys.exit(0 if len(recs) >= len(cmds) and
+         sum(int(r["runs"]) for r in recs) >= len(cmds) else 1)' \
+	"$TMP/.stdout" "$TMP/all.json"
+
+# --- errors: the log itself ---
+lsink --db "$TMP/none/events.db" query
+expect_error "missing db" 1 \
+	"logsink: cannot open '$TMP/none/events.db': No such file or directory"
+check "missing db: nothing created" test ! -e "$TMP/none"
+for verb in show stats prune mark-lost; do
+	args=()
+	[ "$verb" = show ] && args=(abc)
+	[ "$verb" = prune ] && args=(--older-than 1d)
+	BGRUN_DB=$TMP/none/events.db lsink "$verb" "${args[@]}"
+	expect_error "missing db ($verb)" 1 \
+		"logsink: cannot open '$TMP/none/events.db': No such file or directory"
+done
+check "missing db: still nothing created" test ! -e "$TMP/none"
+env -u BGRUN_DB XDG_STATE_HOME="$TMP/xdg" "$LS" query 2>"$TMP/.stderr" >/dev/null
+eq "default path: \$XDG_STATE_HOME/bgrun/events.db" "$(cat "$TMP/.stderr")" \
+	"logsink: cannot open '$TMP/xdg/bgrun/events.db': No such file or directory"
+env -u BGRUN_DB -u XDG_STATE_HOME HOME="$TMP/home" "$LS" stats 2>"$TMP/.stderr" >/dev/null
+eq "default path: ~/.local/state/bgrun/events.db" "$(cat "$TMP/.stderr")" \
+	"logsink: cannot open '$TMP/home/.local/state/bgrun/events.db': No such file or directory"
+check "default paths: nothing created" eval 'test ! -e "$TMP/xdg" && test ! -e "$TMP/home"'
+
+printf 'not a database at all, just some text\n' >"$TMP/text.db"
+lsink --db "$TMP/text.db" query
+expect_error "not SQLite" 1 "logsink: '$TMP/text.db': not a bgrun event database"
+sqlite3 "$TMP/foreign.db" 'CREATE TABLE t(x)'
+SUM=$(cksum <"$TMP/foreign.db")
+lsink --db "$TMP/foreign.db" query
+expect_error "another program's SQLite db" 1 \
+	"logsink: '$TMP/foreign.db': not a bgrun event database"
+lsink --db "$TMP/foreign.db" prune --older-than 1s
+expect_error "prune on another program's db" 1 \
+	"logsink: '$TMP/foreign.db': not a bgrun event database"
+eq "another program's db: untouched" "$(cksum <"$TMP/foreign.db")" "$SUM"
+
+# --- usage errors ---
+lsink query --since yesterday
+expect_usage "bad --since" \
+	"logsink: invalid time 'yesterday' for --since: expected a duration ago (10m, 2h, 3d) or a date (2026-11-29T10:00)"
+lsink query --until 2026-02-30
+expect_usage "bad --until date" \
+	"logsink: invalid time '2026-02-30' for --until: expected a duration ago (10m, 2h, 3d) or a date (2026-11-29T10:00)"
+lsink query --result bogus
+expect_usage "bad --result" \
+	"logsink: invalid result 'bogus': expected running, success, failed, signaled, timeout, spawn_failed or lost"
+lsink query --limit -1
+expect_usage "bad --limit" "logsink: invalid limit '-1': expected a positive number"
+lsink query --json --csv
+expect_usage "two formats" "logsink: --json and --csv cannot be used together"
+lsink query --bogus
+expect_usage "unknown option" "logsink query: unrecognized option '--bogus'"
+lsink frobnicate
+expect_usage "unknown command" "logsink: unknown command 'frobnicate'"
+lsink
+expect_usage "no command" "logsink: missing command (query, show, stats, prune, mark-lost)"
+lsink prune
+expect_usage "prune without --older-than" "logsink: prune needs --older-than=DURATION"
+lsink prune --older-than soon
+expect_usage "prune, bad duration" \
+	"logsink: invalid duration 'soon' for --older-than: expected a number and a unit (90s, 10m, 2h, 30d)"
+lsink --help
+eq "--help: exit 0" "$RC" 0
+check "--help: usage" grep -q '^Usage: logsink ' "$TMP/.stdout"
+check "--help: the verbs" grep -q '^  mark-lost ' "$TMP/.stdout"
+lsink query --help
+check "query --help" grep -q '^Usage: logsink query ' "$TMP/.stdout"
+check "query --help: the filters" grep -q -- '--since=TIME' "$TMP/.stdout"
+lsink show -h
+check "show -h" grep -q '^Usage: logsink show ' "$TMP/.stdout"
+lsink --version
+check "--version" eval '[[ $OUT =~ ^logsink\ [0-9]+\.[0-9]+\.[0-9]+$ ]]'
+
+# --- prune ---
+lsink prune --older-than 1d
+eq "prune: exit 0" "$RC" 0
+eq "prune --older-than 1d: nothing that young" "$OUT" "pruned 0 events"
+# Two old finished events and an old running one, as an older bgrun
+# would have left them (2001).
+sqlite3 "$BGRUN_DB" "INSERT INTO events(id, event, source, recorded_ns, start_ns, result)
+	VALUES ('old-1', 'commandfinish', 'bgrun', 1000000000000000000, 1000000000000000000, 'success'),
+	       ('old-2', 'commandfinish', 'bgrun', 1000000000000000000, 1000000000000000000, 'failed'),
+	       ('old-3', 'commandfinish', 'bgrun', 1000000000000000000, 1000000000000000000, 'running')"
+BEFORE=$("$LS" query --json | wc -l)
+lsink prune --older-than 1d
+eq "prune old: the two finished" "$OUT" "pruned 2 events"
+eq "prune old: the running one kept" "$(ids --until 2002-01-01)" old-3
+eq "prune old: the rest kept" "$("$LS" query --json | wc -l)" $((BEFORE - 2))
+launch -- "$RT" helper pause
+ID_RUN=$ID
+check "prune: a running event" wait_result "$ID_RUN" running
+PID_RUN=$(field "$ID_RUN" pid)
+[[ $PID_RUN =~ ^[0-9]+$ ]] && KILL_PIDS+=("$PID_RUN")
+BEFORE=$("$LS" query --json | wc -l)
+lsink prune --older-than 0s
+eq "prune everything: all but the two running" "$OUT" "pruned $((BEFORE - 2)) events"
+eq "prune everything: the running ones are left" "$(ids | sort)" \
+	"$(printf '%s\n' "$ID_RUN" old-3 | sort)"
+kill -KILL "$PID_RUN" 2>/dev/null
+check "prune: the killed one is recorded" wait_result "$ID_RUN" signaled
+
+# --- 32 bgrun processes at once, 50 launches each ---
+CDB=$TMP/concurrent.db
+rm -f "$TMP/conc-errors"
+T0=$SECONDS
+for i in $(seq 32); do
+	(
+		for j in $(seq 50); do
+			BGRUN_DB=$CDB "$BGRUN" -- "$RT" helper exit 0 ||
+				echo "launch $i.$j: exit $?" >>"$TMP/conc-errors"
+		done
+	) &
+done
+wait
+echo "# 1600 launches took $((SECONDS - T0)) s"
+check "concurrent: every bgrun exited 0" test ! -e "$TMP/conc-errors"
+count() { "$LS" --db "$CDB" query --json "$@" | wc -l; }
+end=$((SECONDS + 120))
+until [ "$(count --result success)" -eq 1600 ] || [ "$SECONDS" -ge "$end" ]; do
+	sleep 0.05
+done
+echo "# all recorded $((SECONDS - T0)) s after the first launch"
+eq "concurrent: 1600 successes recorded" "$(count --result success)" 1600
+eq "concurrent: 1600 events in all" "$(count)" 1600
+eq "concurrent: none left running" "$(count --result running)" 0
+eq "concurrent: stats agree" "$("$LS" --db "$CDB" stats --csv | py '
+import csv, sys
+print(sum(int(r["runs"]) for r in csv.DictReader(sys.stdin)))')" 1600
+
+if [ "$FAILED" -ne 0 ]; then
+	echo "# some checks failed"
+	exit 1
+fi
+echo "# all checks passed"
+exit 0

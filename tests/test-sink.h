@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/* test-sink.h: sink-tests' runner, assertions and helpers (daemons, raw connections, counting rows). */
+
+#ifndef BGRUN_TEST_SINK_H
+#define BGRUN_TEST_SINK_H
+
+#include "bgrun.h"
+#include "wire.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* One case: `sink-tests CASE LOGSINK` runs it; --list prints the names. */
+struct t_case {
+	const char *name;
+	void (*fn)(void);
+};
+#define T_CASE(name) { #name, case_##name }
+
+/* The logsink program under test (argv[2]). */
+extern const char *t_logsink;
+
+__attribute__((noreturn, format(printf, 3, 4)))
+void t_fail(const char *file, int line, const char *fmt, ...);
+__attribute__((noreturn, format(printf, 3, 4)))
+void t_skip(const char *file, int line, const char *fmt, ...);
+
+#define FAIL(...) t_fail(__FILE__, __LINE__, __VA_ARGS__)
+#define SKIP(...) t_skip(__FILE__, __LINE__, __VA_ARGS__)
+#define ASSERT(cond) \
+	do { \
+		if (!(cond)) \
+			FAIL("assertion failed: %s", #cond); \
+	} while (0)
+#define ASSERT_EQ(a, b) \
+	do { \
+		long long a_ = (long long)(a), b_ = (long long)(b); \
+		if (a_ != b_) \
+			FAIL("%s == %s (%lld vs %lld)", #a, #b, a_, b_); \
+	} while (0)
+#define ASSERT_STR(a, b) \
+	do { \
+		const char *a_ = (a), *b_ = (b); \
+		if ((a_ == NULL) != (b_ == NULL) || \
+		    (a_ != NULL && strcmp(a_, b_) != 0)) \
+			FAIL("%s == %s ('%s' vs '%s')", #a, #b, \
+			     a_ ? a_ : "(null)", b_ ? b_ : "(null)"); \
+	} while (0)
+#define ASSERT_OK(expr) \
+	do { \
+		int r_ = (int)(expr); \
+		if (r_ < 0) \
+			FAIL("%s failed: %s (%d)", #expr, bgrun_strerror(r_), r_); \
+	} while (0)
+
+/* A new directory under /tmp (short: socket paths must fit), removed at exit. */
+const char *t_tmpdir(void);
+/* dir/name in a static ring of buffers. */
+const char *t_path(const char *dir, const char *name);
+int64_t t_now_ms(void);
+
+/* A daemon under test, started as `logsink --db DB serve --socket SOCK
+ * --ready-fd=3 ARGS...`, its stderr in LOG. */
+struct t_daemon {
+	struct bgrun_child *child;
+	pid_t pid;
+	char db[256], sock[108], log[256];
+};
+/* Starts it and waits until it listens; FAIL if it does not. */
+void t_daemon_start(struct t_daemon *d, const char *db, const char *sock,
+		    const char *const *args);
+/* Like t_daemon_start, but expects a refusal: its exit code, its message. */
+int t_daemon_refused(const char *db, const char *sock, const char *const *args,
+		     char *msg, size_t size);
+/* Sends sig (unless 0) and waits: the exit code, or 128 + signal. */
+int t_daemon_stop(struct t_daemon *d, int sig);
+
+/* A blocking connection to sock (FAIL if none). */
+int t_connect(const char *sock);
+void t_send(int fd, const void *data, size_t len);
+/* Reads one frame within timeout_ms: 1 (decoded into *m), 0 on EOF. */
+int t_read_frame(int fd, int timeout_ms, struct bgrun__wire_msg *m);
+
+/* An event with a fresh id: commandfinish from source "test", exit code i. */
+void t_event(struct bgrun_event *ev, int64_t i);
+
+/* The integer the query gives on db (read only; -1 if the table is missing). */
+int64_t t_db_int(const char *db, const char *sql);
+/* Polls t_db_int(db, sql) until it equals want or timeout_ms passes. */
+int64_t t_db_wait(const char *db, const char *sql, int64_t want, int timeout_ms);
+/* Whether the row with this id exists exactly once. */
+bool t_db_has(const char *db, const char *id);
+/* The number of files in dir whose names end with suffix. */
+int t_count_files(const char *dir, const char *suffix);
+
+/* Cases of test-sink-wire.c. */
+void case_wire_roundtrip(void);
+void case_wire_reject(void);
+void case_wire_prefixes(void);
+/* Cases of test-sink-daemon.c. */
+void case_daemon_bad_frames(void);
+void case_daemon_other_uid(void);
+void case_daemon_activation(void);
+void case_daemon_socket_rules(void);
+void case_daemon_limits(void);
+void case_daemon_backpressure(void);
+void case_daemon_detach(void);
+/* Cases of test-sink-client.c. */
+void case_client_daemon(void);
+void case_client_fallback(void);
+void case_client_spool_replay(void);
+void case_client_auto_start(void);
+void case_sigterm_drain(void);
+void case_kill9_restart(void);
+
+#endif /* BGRUN_TEST_SINK_H */
