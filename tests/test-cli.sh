@@ -26,77 +26,15 @@ for f in "$BGRUN" "$RT"; do
 	fi
 done
 
-TMP=$(mktemp -d) || exit 1
-KILL_PIDS=()
-cleanup() {
-	local p
-	for p in "${KILL_PIDS[@]}"; do
-		kill -KILL "$p" 2>/dev/null
-	done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-cd "$TMP" || exit 1
+USAGE_PROG=bgrun
+. "$(dirname "$0")/lib.sh"
 export BGRUN_DB=$TMP/events.db
 # bgrun's own stdin, for the checks that do not redirect it (-i -).
 exec </dev/null
 # The directory as the kernel names it (readlink of /proc/self/fd/N, cwd).
 TMPR=$(pwd -P)
-FAILED=0
-
-pass() { echo "ok - $1"; }
-fail() { echo "not ok - $1"; FAILED=1; }
-# check DESC COMMAND...: ok when COMMAND succeeds.
-check() {
-	local d=$1
-	shift
-	if "$@"; then pass "$d"; else fail "$d"; fi
-}
-# eq DESC GOT WANT
-eq() {
-	if [ "$2" = "$3" ]; then
-		pass "$1"
-	else
-		fail "$1"
-		printf '#   got:  %q\n#   want: %q\n' "$2" "$3"
-	fi
-}
-
-# run ARGS...: runs bgrun (stdin: /dev/null unless redirected); sets RC,
-# OUT and ERR (trailing newlines stripped), OUT_LINES and ERR_LINES.
-run() {
-	"$BGRUN" "${MODE_ARGS[@]}" "$@" >"$TMP/.stdout" 2>"$TMP/.stderr"
-	RC=$?
-	OUT=$(cat "$TMP/.stdout")
-	ERR=$(cat "$TMP/.stderr")
-	OUT_LINES=$(wc -l <"$TMP/.stdout")
-	ERR_LINES=$(wc -l <"$TMP/.stderr")
-}
-
-# expect_error DESC RC ONE-LINE-MESSAGE: the last run failed with exactly
-# that exit code and that single line on stderr, and printed nothing else.
-expect_error() {
-	eq "$1: exit $2" "$RC" "$2"
-	eq "$1: message" "$ERR" "$3"
-	eq "$1: one line on stderr" "$ERR_LINES" 1
-	eq "$1: nothing on stdout" "$OUT" ""
-}
-
-# expect_usage DESC FIRST-LINE: a usage error (exit 2, a line and the hint).
-expect_usage() {
-	eq "$1: exit 2" "$RC" 2
-	eq "$1: message" "$ERR" "$2"$'\n'"Try 'bgrun --help'."
-	eq "$1: two lines on stderr" "$ERR_LINES" 2
-}
-
-# wait_for FILE: polls for FILE, up to 10 seconds.
-wait_for() {
-	local end=$((SECONDS + 10))
-	while [ ! -e "$1" ]; do
-		[ "$SECONDS" -ge "$end" ] && return 1
-		sleep 0.01
-	done
-}
+# run ARGS...: runs bgrun (stdin: /dev/null unless redirected), see capture.
+run() { capture "$BGRUN" "${MODE_ARGS[@]}" "$@"; }
 
 # key REPORT KEY: the first value of KEY; keys REPORT KEY: all, one a line.
 key() { sed -n "s/^$2=//p" "$1" | head -n 1; }
@@ -472,9 +410,4 @@ fi
 run --no-ensurestart -w "$RT" helper exit 3
 eq "--no-ensurestart --wait: exit 3 passed through" "$RC" 3
 
-if [ "$FAILED" -ne 0 ]; then
-	echo "# some checks failed"
-	exit 1
-fi
-echo "# all checks passed"
-exit 0
+finish

@@ -30,69 +30,16 @@ done
 # The interpreter itself: a version manager's shim may take a second a start.
 PY=$(python3 -c 'import sys; print(sys.executable)') || exit 1
 
-TMP=$(mktemp -d) || exit 1
-KILL_PIDS=()
-cleanup() {
-	local p
-	for p in "${KILL_PIDS[@]}"; do
-		kill -KILL "$p" 2>/dev/null
-	done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-cd "$TMP" || exit 1
+USAGE_PROG=logsink
+. "$(dirname "$0")/lib.sh"
 TMP=$(pwd -P) # as bgrun records directories: resolved
 export BGRUN_DB=$TMP/events.db
 # A fixed local time zone that is not UTC (a POSIX rule: no tzdata needed),
 # so that local times and explicit offsets are told apart.
 export TZ=XST-5:30
 exec </dev/null
-FAILED=0
-
-pass() { echo "ok - $1"; }
-fail() { echo "not ok - $1"; FAILED=1; }
-# check DESC COMMAND...: ok when COMMAND succeeds.
-check() {
-	local d=$1
-	shift
-	if "$@"; then pass "$d"; else fail "$d"; fi
-}
-# eq DESC GOT WANT
-eq() {
-	if [ "$2" = "$3" ]; then
-		pass "$1"
-	else
-		fail "$1"
-		printf '#   got:  %q\n#   want: %q\n' "$2" "$3"
-	fi
-}
-
-# lsink ARGS...: runs logsink; sets RC, OUT, ERR (trailing newlines
-# stripped), OUT_LINES and ERR_LINES.
-lsink() {
-	"$LS" "$@" >"$TMP/.stdout" 2>"$TMP/.stderr"
-	RC=$?
-	OUT=$(cat "$TMP/.stdout")
-	ERR=$(cat "$TMP/.stderr")
-	OUT_LINES=$(wc -l <"$TMP/.stdout")
-	ERR_LINES=$(wc -l <"$TMP/.stderr")
-}
-
-# expect_error DESC RC MESSAGE: the last logsink failed with exit code RC,
-# exactly one line MESSAGE on stderr and nothing on stdout.
-expect_error() {
-	eq "$1: exit $2" "$RC" "$2"
-	eq "$1: message" "$ERR" "$3"
-	eq "$1: one line on stderr" "$ERR_LINES" 1
-	eq "$1: nothing on stdout" "$OUT" ""
-}
-
-# expect_usage DESC FIRST-LINE: a usage error (exit 2, a line and the hint).
-expect_usage() {
-	eq "$1: exit 2" "$RC" 2
-	eq "$1: message" "$ERR" "$2"$'\n'"Try 'logsink --help'."
-	eq "$1: nothing on stdout" "$OUT" ""
-}
+# lsink ARGS...: runs logsink, see capture.
+lsink() { capture "$LS" "$@"; }
 
 # py CODE ARGS...: runs python3 code (stdin passed through).
 py() {
@@ -693,9 +640,4 @@ eq "concurrent: stats agree" "$("$LS" --db "$CDB" stats --csv | py '
 import csv, sys
 print(sum(int(r["runs"]) for r in csv.DictReader(sys.stdin)))')" 1600
 
-if [ "$FAILED" -ne 0 ]; then
-	echo "# some checks failed"
-	exit 1
-fi
-echo "# all checks passed"
-exit 0
+finish

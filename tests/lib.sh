@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: MIT
+# lib.sh: what the shell test scripts share: a temporary directory, checks printed as ok / not ok, running a program.
+#
+# Source it after setting USAGE_PROG (the program whose usage hint
+# expect_usage looks for). It makes TMP (removed at exit, with every pid in
+# KILL_PIDS killed first), cds into it, and counts failures in FAILED;
+# finish exits 1 if any check failed.
+
+TMP=$(mktemp -d) || exit 1
+KILL_PIDS=()
+cleanup() {
+	local p
+	for p in "${KILL_PIDS[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+cd "$TMP" || exit 1
+FAILED=0
+
+pass() { echo "ok - $1"; }
+fail() { echo "not ok - $1"; FAILED=1; }
+# check DESC COMMAND...: ok when COMMAND succeeds.
+check() {
+	local d=$1
+	shift
+	if "$@"; then pass "$d"; else fail "$d"; fi
+}
+# eq DESC GOT WANT
+eq() {
+	if [ "$2" = "$3" ]; then
+		pass "$1"
+	else
+		fail "$1"
+		printf '#   got:  %q\n#   want: %q\n' "$2" "$3"
+	fi
+}
+
+# capture PROGRAM ARGS...: runs it; sets RC, OUT and ERR (trailing newlines
+# stripped), OUT_LINES and ERR_LINES.
+capture() {
+	"$@" >"$TMP/.stdout" 2>"$TMP/.stderr"
+	RC=$?
+	OUT=$(cat "$TMP/.stdout")
+	ERR=$(cat "$TMP/.stderr")
+	OUT_LINES=$(wc -l <"$TMP/.stdout")
+	ERR_LINES=$(wc -l <"$TMP/.stderr")
+}
+
+# expect_error DESC RC ONE-LINE-MESSAGE: the last run failed with exactly
+# that exit code and that single line on stderr, and printed nothing else.
+expect_error() {
+	eq "$1: exit $2" "$RC" "$2"
+	eq "$1: message" "$ERR" "$3"
+	eq "$1: one line on stderr" "$ERR_LINES" 1
+	eq "$1: nothing on stdout" "$OUT" ""
+}
+
+# expect_usage DESC FIRST-LINE: a usage error (exit 2, the line, the hint).
+expect_usage() {
+	eq "$1: exit 2" "$RC" 2
+	eq "$1: message" "$ERR" "$2"$'\n'"Try '$USAGE_PROG --help'."
+	eq "$1: two lines on stderr" "$ERR_LINES" 2
+	eq "$1: nothing on stdout" "$OUT" ""
+}
+
+# wait_for FILE: polls for FILE, up to 10 seconds.
+wait_for() {
+	local end=$((SECONDS + 10))
+	while [ ! -e "$1" ]; do
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.01
+	done
+}
+
+# finish: the summary line and the exit status.
+finish() {
+	if [ "$FAILED" -ne 0 ]; then
+		echo "# some checks failed"
+		exit 1
+	fi
+	echo "# all checks passed"
+	exit 0
+}
