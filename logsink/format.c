@@ -137,40 +137,6 @@ void lsink_fmt_status(char *buf, size_t size, int64_t exit_code,
 }
 
 /* The length of the valid UTF-8 sequence at s[0..n) and its code point, or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n, unsigned *ret_cp)
-{
-	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-	unsigned cp;
-	size_t len;
-
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, cp = c & 0x07;
-	else
-		return 0;
-	/* The second byte's range excludes overlongs and surrogates. */
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	if (n < len || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	*ret_cp = cp;
-	return len;
-}
-
 int lsink_put_escaped(FILE *f, const char *s, size_t n, unsigned flags,
 		      int max_cols, bool *ret_cut)
 {
@@ -178,7 +144,7 @@ int lsink_put_escaped(FILE *f, const char *s, size_t n, unsigned flags,
 	char esc[64];
 	int cols = 0, w;
 	size_t len, i;
-	unsigned cp;
+	uint32_t cp;
 
 	if (ret_cut != NULL)
 		*ret_cut = false;
@@ -199,7 +165,7 @@ int lsink_put_escaped(FILE *f, const char *s, size_t n, unsigned flags,
 			(void)snprintf(esc, sizeof(esc), "\\x%02x", u[i]);
 		else if (u[i] < 0x80)
 			out = NULL;
-		else if ((len = utf8_seq(u + i, n - i, &cp)) == 0) {
+		else if ((len = bgrun_utf8_decode(s + i, n - i, &cp)) == 0) {
 			len = 1;
 			(void)snprintf(esc, sizeof(esc), "\\x%02x", u[i]);
 		} else if (cp < 0xa0) {

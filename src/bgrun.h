@@ -353,6 +353,13 @@ struct bgrun_event {
 void bgrun_event_init(struct bgrun_event *ev, const char *event,
 		      const char *source);
 
+/*
+ * The length of the valid UTF-8 sequence at s[0..n) (1 for ASCII), or 0 if
+ * the bytes there are not valid UTF-8 (overlongs and surrogates included);
+ * *ret_cp (optional) gets its code point.
+ */
+size_t bgrun_utf8_decode(const char *s, size_t n, uint32_t *ret_cp);
+
 /* Writes a new unique event id (a UUID v4), as bgrun_event_init does. */
 void bgrun_event_new_id(char id[BGRUN_EVENT_ID_MAX + 1]);
 

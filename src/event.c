@@ -352,19 +352,26 @@ bool bgrun__supervisor_gone(const char *boot_id, int64_t supervisor_pid,
 	return supervisor_start != BGRUN_NULL && start != supervisor_start;
 }
 
-size_t bgrun__utf8_seq(const unsigned char *s, size_t n)
+size_t bgrun_utf8_decode(const char *str, size_t n, uint32_t *ret_cp)
 {
+	const unsigned char *s = (const unsigned char *)str;
 	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+	uint32_t cp;
 	size_t len;
 
-	if (c < 0x80)
+	if (n == 0)
+		return 0;
+	if (c < 0x80) {
+		if (ret_cp != NULL)
+			*ret_cp = c;
 		return 1;
+	}
 	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
+		len = 2, cp = c & 0x1f;
 	else if (c >= 0xe0 && c <= 0xef)
-		len = 3;
+		len = 3, cp = c & 0x0f;
 	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4;
+		len = 4, cp = c & 0x07;
 	else
 		return 0;
 	/* The second byte's range excludes overlongs and surrogates. */
@@ -378,9 +385,13 @@ size_t bgrun__utf8_seq(const unsigned char *s, size_t n)
 		hi = 0x8f;
 	if (n < len || s[1] < lo || s[1] > hi)
 		return 0;
-	for (size_t i = 2; i < len; i++)
+	for (size_t i = 1; i < len; i++) {
 		if (s[i] < 0x80 || s[i] > 0xbf)
 			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (ret_cp != NULL)
+		*ret_cp = cp;
 	return len;
 }
 
@@ -390,7 +401,7 @@ bool bgrun__utf8_valid(const char *s, size_t n)
 	size_t len;
 
 	for (size_t i = 0; i < n; i += len) {
-		len = bgrun__utf8_seq(u + i, n - i);
+		len = bgrun_utf8_decode((const char *)u + i, n - i, NULL);
 		if (len == 0)
 			return false;
 	}
@@ -418,7 +429,7 @@ static char *put_escaped(char *o, const char *s, size_t n, bool printable_only)
 	size_t len;
 
 	for (size_t i = 0; i < n; i += len) {
-		len = bgrun__utf8_seq(u + i, n - i);
+		len = bgrun_utf8_decode((const char *)u + i, n - i, NULL);
 		if (len == 0) {
 			o = put_hex(o, u[i]);
 			len = 1;

@@ -171,8 +171,6 @@ int bgrun__store_mark_lost_locked(struct bgrun_store *store,
 				  int64_t *ret_count);
 
 /* event.c */
-/* The length of the valid UTF-8 sequence at s[0..n), or 0 if invalid. */
-size_t bgrun__utf8_seq(const unsigned char *s, size_t n);
 bool bgrun__utf8_valid(const char *s, size_t n);
 /*
  * s with each byte that is not part of valid UTF-8 replaced by \xNN:
