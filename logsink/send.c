@@ -55,8 +55,7 @@ static const char help_text[] =
 	"                           and OPT_* (kept as a JSON object); commandfinish\n"
 	"                           also gives exit code, duration and command\n"
 	"      --socket=PATH        the daemon's socket (default: as logsink serve)\n"
-	"      --print-id           print the event's id\n"
-	LSINK_COMMON_HELP
+	"      --print-id           print the event's id\n" LSINK_COMMON_HELP
 	"\n"
 	"Arguments given with --from-hg-env override what the environment says.\n"
 	"Exit status: 0 recorded; 1 not recorded (kept in the spool if it could\n"
@@ -142,7 +141,8 @@ static int options_json(struct send *s)
 	for (size_t i = 0; i < n; i++)
 		used += (size_t)sprintf(sql + used, i ? ",?,?" : "?,?");
 	(void)strcpy(sql + used, ")");
-	rc = sqlite3_open_v2(":memory:", &s->json_db, SQLITE_OPEN_READWRITE, NULL);
+	rc = sqlite3_open_v2(":memory:", &s->json_db, SQLITE_OPEN_READWRITE,
+			     NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(s->json_db, sql, -1, &stmt, NULL);
 	n = 0;
@@ -159,7 +159,8 @@ static int options_json(struct send *s)
 		for (size_t i = 0; i < k; i++)
 			key[i] = (char)tolower((unsigned char)(*e)[4 + i]);
 		key[k] = '\0';
-		rc = sqlite3_bind_text(stmt, (int)++n, key, -1, SQLITE_TRANSIENT);
+		rc = sqlite3_bind_text(stmt, (int)++n, key, -1,
+				       SQLITE_TRANSIENT);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_bind_text(stmt, (int)++n, eq + 1, -1,
 					       SQLITE_STATIC);
@@ -167,7 +168,8 @@ static int options_json(struct send *s)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW && sqlite3_column_text(stmt, 0) != NULL) {
-		s->options_json = strdup((const char *)sqlite3_column_text(stmt, 0));
+		s->options_json =
+			strdup((const char *)sqlite3_column_text(stmt, 0));
 		r = s->options_json != NULL ? 0 : -ENOMEM;
 	} else {
 		lsink_msg("OPT_* as JSON: %s", sqlite3_errmsg(s->json_db));
@@ -279,13 +281,15 @@ int lsink_send_main(int argc, char **argv, const char *db)
 		case OPT_FIELD:
 			eq = strchr(optarg, '=');
 			if (eq == NULL)
-				lsink_usage("--field: NAME=VALUE expected: '%s'",
-					    lsink_printable(optarg));
+				lsink_usage(
+					"--field: NAME=VALUE expected: '%s'",
+					lsink_printable(optarg));
 			optarg[eq - optarg] = '\0';
 			sets[n_sets].field = bgrun__wire_field_by_name(optarg);
 			if (sets[n_sets].field == NULL)
-				lsink_usage("--field: no event field is called '%s'",
-					    lsink_printable(optarg));
+				lsink_usage(
+					"--field: no event field is called '%s'",
+					lsink_printable(optarg));
 			sets[n_sets++].value = eq + 1;
 			break;
 		case OPT_FROM_HG_ENV:
@@ -321,6 +325,11 @@ int lsink_send_main(int argc, char **argv, const char *db)
 		goto out;
 	}
 	r = bgrun_sink_put(sink, &s.ev);
+	if (r == -EINVAL) {
+		/* The store's reason, which names the event. */
+		lsink_msg("%s", lsink_printable(bgrun_sink_errmsg(sink)));
+		goto out;
+	}
 	if (r < 0) {
 		lsink_msg("event %s not recorded: %s", s.ev.id,
 			  lsink_printable(bgrun_sink_errmsg(sink)));

@@ -15,7 +15,7 @@
 #define BUF_MAX (BGRUN__WIRE_LEN_SIZE + BGRUN__WIRE_MAX_FRAME + BUF_MIN)
 
 struct lsink_conn {
-	uv_pipe_t pipe;            /* embedded; the conn is freed after its close */
+	uv_pipe_t pipe; /* embedded; the conn is freed after its close */
 	struct lsink_server *srv;
 	struct lsink_conn *prev, *next;
 	struct lsink_conn *touched; /* next in lsink_conn_results' list */
@@ -60,8 +60,7 @@ static void on_close(uv_handle_t *h)
 		srv->conns = c->next;
 	if (c->next != NULL)
 		c->next->prev = c->prev;
-	if (--srv->n_conns == 0)
-		srv->idle_since_ms = uv_now(&srv->loop);
+	srv->n_handles--;
 	maybe_free(c);
 	lsink_serve_maybe_done(srv);
 }
@@ -72,6 +71,9 @@ static void conn_close(struct lsink_conn *c)
 		return;
 	c->closing = true;
 	c->reading = false;
+	/* The descriptor is closed now: it no longer counts against the limit. */
+	if (--c->srv->n_conns == 0)
+		c->srv->idle_since_ms = uv_now(&c->srv->loop);
 	uv_close((uv_handle_t *)&c->pipe, on_close);
 }
 
@@ -138,18 +140,20 @@ static bool may_read(const struct lsink_conn *c)
 	const struct lsink_limits *lim = &c->srv->lim;
 
 	return !c->finishing && !c->closing && !c->srv->paused &&
-	       c->in_flight < lim->max_pending && c->write_bytes < lim->write_max;
+	       c->in_flight < lim->max_pending &&
+	       c->write_bytes < lim->write_max;
 }
 
-static void handle_event(struct lsink_conn *c, struct bgrun__wire_msg *m)
+static void handle_event(struct lsink_conn *c, struct bgrun__wire_msg *m,
+			 size_t bytes)
 {
 	struct lsink_server *srv = c->srv;
 	struct lsink_item *it = calloc(1, sizeof(*it));
 
 	if (it == NULL) {
 		bgrun__wire_msg_release(m);
-		(void)bgrun__wire_put_error(&c->out, m->seq, BGRUN__WIRE_E_STORE,
-					    "out of memory");
+		(void)bgrun__wire_put_error(
+			&c->out, m->seq, BGRUN__WIRE_E_STORE, "out of memory");
 		flush(c);
 		return;
 	}
@@ -159,9 +163,12 @@ static void handle_event(struct lsink_conn *c, struct bgrun__wire_msg *m)
 	m->ev.uid = c->uid;
 	it->conn = c;
 	it->seq = m->seq;
+	it->bytes = bytes;
 	it->msg = *m;
 	c->in_flight++;
-	if (++srv->queued >= srv->lim.queue_max && !srv->paused) {
+	srv->queued_bytes += bytes;
+	if ((++srv->queued >= srv->lim.queue_max ||
+	     srv->queued_bytes >= srv->lim.queue_bytes) && !srv->paused) {
 		/* Backpressure: nobody is read until the writer catches up. */
 		srv->paused = true;
 		for (struct lsink_conn *o = srv->conns; o != NULL; o = o->next)
@@ -170,10 +177,15 @@ static void handle_event(struct lsink_conn *c, struct bgrun__wire_msg *m)
 				o->reading = false;
 			}
 	}
-	lsink_writer_push(&srv->writer, it);
+	/* Staged: parse_frames hands all it parsed to the writer at once. */
+	it->next = NULL;
+	*srv->staged_tail = it;
+	srv->staged_tail = &it->next;
+	srv->n_staged++;
 }
 
-static void handle_frame(struct lsink_conn *c, const uint8_t *frame, size_t size)
+static void handle_frame(struct lsink_conn *c, const uint8_t *frame,
+			 size_t size)
 {
 	struct bgrun__wire_msg m;
 	const char *why = "malformed frame";
@@ -181,8 +193,9 @@ static void handle_frame(struct lsink_conn *c, const uint8_t *frame, size_t size
 
 	r = bgrun__wire_decode(frame, size, &m, &why);
 	if (r == -ENOMEM) {
-		(void)bgrun__wire_put_error(&c->out, bgrun__wire_frame_seq(frame, size),
-					    BGRUN__WIRE_E_STORE, "out of memory");
+		(void)bgrun__wire_put_error(
+			&c->out, bgrun__wire_frame_seq(frame, size),
+			BGRUN__WIRE_E_STORE, "out of memory");
 		flush(c);
 		return;
 	}
@@ -195,7 +208,7 @@ static void handle_frame(struct lsink_conn *c, const uint8_t *frame, size_t size
 	}
 	switch (m.type) {
 	case BGRUN__WIRE_EVENT:
-		handle_event(c, &m);
+		handle_event(c, &m, size);
 		return;
 	case BGRUN__WIRE_HELLO:
 		(void)bgrun__wire_put_hello(&c->out, m.seq, &c->srv->hello);
@@ -222,17 +235,29 @@ static void parse_frames(struct lsink_conn *c)
 			break;
 		if (r < 0) {
 			/* Judged from the length field, before any allocation. */
-			protocol_error(c, bgrun__wire_frame_seq(c->buf + off,
-								c->len - off),
-				       r == -EMSGSIZE ? BGRUN__WIRE_E_TOO_LARGE
-						      : BGRUN__WIRE_E_MALFORMED,
-				       r == -EMSGSIZE ? "frame larger than 1 MiB"
-						      : "frame shorter than its header");
+			protocol_error(
+				c,
+				bgrun__wire_frame_seq(c->buf + off,
+						      c->len - off),
+				r == -EMSGSIZE ? BGRUN__WIRE_E_TOO_LARGE
+					       : BGRUN__WIRE_E_MALFORMED,
+				r == -EMSGSIZE
+					? "frame larger than 1 MiB"
+					: "frame shorter than its header");
 			off = c->len;
 			break;
 		}
 		handle_frame(c, c->buf + off, size);
 		off += size;
+	}
+	if (c->srv->n_staged > 0) {
+		struct lsink_server *srv = c->srv;
+
+		lsink_writer_push(&srv->writer, srv->staged, srv->staged_tail,
+				  srv->n_staged);
+		srv->staged = NULL;
+		srv->staged_tail = &srv->staged;
+		srv->n_staged = 0;
 	}
 	if (off > 0) {
 		memmove(c->buf, c->buf + off, c->len - off);
@@ -255,7 +280,8 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	uint8_t *grown;
 
 	/* Room for the frame being read (its size is known and checked). */
-	if (bgrun__wire_frame_size(c->buf, c->len, BGRUN__WIRE_MAX_FRAME, &want) < 0)
+	if (bgrun__wire_frame_size(c->buf, c->len, BGRUN__WIRE_MAX_FRAME,
+				   &want) < 0)
 		want = 0;
 	if (want < c->len + 4096)
 		want = c->len + 4096;
@@ -271,7 +297,8 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 		}
 	}
 	/* An empty buffer makes libuv report UV_ENOBUFS. */
-	*buf = uv_buf_init((char *)c->buf + c->len, (unsigned)(c->cap - c->len));
+	*buf = uv_buf_init((char *)c->buf + c->len,
+			   (unsigned)(c->cap - c->len));
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -299,7 +326,8 @@ static void conn_flow(struct lsink_conn *c)
 	if (may_read(c) && c->len > 0)
 		parse_frames(c);
 	if (may_read(c) && !c->reading) {
-		if (uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) < 0) {
+		if (uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) <
+		    0) {
 			conn_close(c);
 			return;
 		}
@@ -336,6 +364,7 @@ void lsink_conn_accept(uv_stream_t *listener, int status)
 	if (srv->conns != NULL)
 		srv->conns->prev = c;
 	srv->conns = c;
+	srv->n_handles++;
 	srv->n_conns++;
 	c->last_ms = uv_now(&srv->loop);
 	if (uv_accept(listener, (uv_stream_t *)&c->pipe) < 0) {
@@ -353,8 +382,9 @@ void lsink_conn_accept(uv_stream_t *listener, int status)
 	if (cred.uid != srv->uid && !(cred.uid == 0 && srv->lim.allow_root)) {
 		lsink_msg("refused a connection from uid %u (pid %d)",
 			  (unsigned)cred.uid, (int)cred.pid);
-		(void)bgrun__wire_put_error(&c->out, 0, BGRUN__WIRE_E_DENIED,
-					    "connections from another user are refused");
+		(void)bgrun__wire_put_error(
+			&c->out, 0, BGRUN__WIRE_E_DENIED,
+			"connections from another user are refused");
 		flush(c);
 		c->finishing = true;
 	} else if (srv->n_conns > srv->lim.max_conns) {
@@ -375,6 +405,7 @@ void lsink_conn_results(struct lsink_server *srv, struct lsink_item *done)
 		next = it->next;
 		c = it->conn;
 		srv->queued--;
+		srv->queued_bytes -= it->bytes;
 		c->in_flight--;
 		if (it->status == 0)
 			srv->n_events++;
@@ -384,10 +415,12 @@ void lsink_conn_results(struct lsink_server *srv, struct lsink_item *done)
 			else
 				(void)bgrun__wire_put_error(
 					&c->out, it->seq,
-					it->status == -EINVAL ? BGRUN__WIRE_E_INVALID
-							      : BGRUN__WIRE_E_STORE,
-					it->why != NULL ? it->why
-							: bgrun_strerror(it->status));
+					it->status == -EINVAL
+						? BGRUN__WIRE_E_INVALID
+						: BGRUN__WIRE_E_STORE,
+					it->why != NULL
+						? it->why
+						: bgrun_strerror(it->status));
 			if (!c->is_touched) {
 				c->is_touched = true;
 				c->touched = touched;
@@ -401,7 +434,6 @@ void lsink_conn_results(struct lsink_server *srv, struct lsink_item *done)
 		lsink_item_free(it);
 		maybe_free(c);
 	}
-	srv->n_batches++;
 	/* One write per connection for all its acks. */
 	for (c = touched; c != NULL; c = touched) {
 		touched = c->touched;
@@ -409,7 +441,8 @@ void lsink_conn_results(struct lsink_server *srv, struct lsink_item *done)
 		flush(c);
 		conn_flow(c);
 	}
-	if (srv->paused && srv->queued <= srv->lim.queue_max / 2) {
+	if (srv->paused && srv->queued <= srv->lim.queue_max / 2 &&
+	    srv->queued_bytes <= srv->lim.queue_bytes / 2) {
 		srv->paused = false;
 		for (c = srv->conns; c != NULL; c = c->next)
 			conn_flow(c);
@@ -427,7 +460,8 @@ void lsink_conn_sweep(struct lsink_server *srv, uint64_t now_ms)
 		 * not read its replies is closed the same way (its writes
 		 * stay queued); while draining, quickly.
 		 */
-		if (now_ms - c->last_ms >= (srv->draining ? 2000 : srv->lim.idle_ms))
+		if (now_ms - c->last_ms >=
+		    (srv->draining ? 2000 : srv->lim.idle_ms))
 			conn_close(c);
 	}
 }

@@ -43,6 +43,7 @@ static void write_batch(struct lsink_writer *w, struct lsink_item *batch,
 	if (r >= 0) {
 		for (it = batch; it != NULL; it = it->next)
 			it->status = 0;
+		w->n_commits++;
 		return;
 	}
 	if (n == 1 || r != -EINVAL) {
@@ -52,10 +53,12 @@ static void write_batch(struct lsink_writer *w, struct lsink_item *batch,
 	}
 	for (it = batch; it != NULL; it = it->next) {
 		r = bgrun_store_put(w->store, &it->msg.ev);
-		if (r >= 0)
+		if (r >= 0) {
 			it->status = 0;
-		else
+			w->n_commits++;
+		} else {
 			fail_item(it, r, bgrun_store_errmsg(w->store));
+		}
 	}
 }
 
@@ -66,8 +69,8 @@ static void replay(struct lsink_writer *w)
 
 	r = bgrun_sink_replay(w->store, w->db, &count);
 	if (r < 0)
-		lsink_msg("replaying the spool of %s: %s", lsink_printable(w->db),
-			  bgrun_strerror(r));
+		lsink_msg("replaying the spool of %s: %s",
+			  lsink_printable(w->db), bgrun_strerror(r));
 	else if (count > 0)
 		lsink_msg("stored %lld events from the spool of %s",
 			  (long long)count, lsink_printable(w->db));
@@ -75,7 +78,8 @@ static void replay(struct lsink_writer *w)
 
 static void wait_until(struct lsink_writer *w, int64_t deadline_ns)
 {
-	struct timespec ts = { deadline_ns / 1000000000, deadline_ns % 1000000000 };
+	struct timespec ts = { deadline_ns / 1000000000,
+			       deadline_ns % 1000000000 };
 
 	(void)pthread_cond_timedwait(&w->cond, &w->lock, &ts);
 }
@@ -111,12 +115,13 @@ static void *writer_main(void *arg)
 			struct timespec now;
 
 			(void)clock_gettime(CLOCK_REALTIME, &now);
-			deadline = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec +
-				   w->delay_ns;
+			deadline = (int64_t)now.tv_sec * 1000000000 +
+				   now.tv_nsec + w->delay_ns;
 			while (w->n_todo < w->batch_max && !w->stop) {
 				wait_until(w, deadline);
 				(void)clock_gettime(CLOCK_REALTIME, &now);
-				if ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec >=
+				if ((int64_t)now.tv_sec * 1000000000 +
+					    now.tv_nsec >=
 				    deadline)
 					break;
 			}
@@ -137,7 +142,8 @@ static void *writer_main(void *arg)
 		if (evs != NULL) {
 			write_batch(w, batch, evs, n);
 		} else {
-			for (struct lsink_item *it = batch; it != NULL; it = it->next)
+			for (struct lsink_item *it = batch; it != NULL;
+			     it = it->next)
 				fail_item(it, -ENOMEM, "out of memory");
 		}
 
@@ -162,7 +168,8 @@ int lsink_writer_start(struct lsink_writer *w)
 	w->done_tail = &w->done;
 	w->n_todo = 0;
 	w->stop = false;
-	w->replay = true; /* first of all, what was spooled while we were away */
+	w->replay =
+		true; /* first of all, what was spooled while we were away */
 	r = pthread_mutex_init(&w->lock, NULL);
 	if (r != 0)
 		return -r;
@@ -192,15 +199,14 @@ int lsink_writer_start(struct lsink_writer *w)
 	return 0;
 }
 
-void lsink_writer_push(struct lsink_writer *w, struct lsink_item *item)
+void lsink_writer_push(struct lsink_writer *w, struct lsink_item *head,
+		       struct lsink_item **tail, size_t n)
 {
-	item->next = NULL;
 	(void)pthread_mutex_lock(&w->lock);
-	*w->todo_tail = item;
-	w->todo_tail = &item->next;
-	w->n_todo++;
-	if (w->n_todo == 1 || w->n_todo >= w->batch_max)
-		(void)pthread_cond_signal(&w->cond);
+	*w->todo_tail = head;
+	w->todo_tail = tail;
+	w->n_todo += n;
+	(void)pthread_cond_signal(&w->cond);
 	(void)pthread_mutex_unlock(&w->lock);
 }
 

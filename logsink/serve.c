@@ -74,15 +74,14 @@ static const char help_text[] =
 	"      --max-pending=N      stop reading a client with N events unacked\n"
 	"                           (default 1024)\n"
 	"      --queue-max=N        stop reading everyone with N events queued\n"
-	"                           (default 16384)\n"
+	"                           (default 16384; or 64 MiB of them)\n"
 	"      --idle-timeout=DUR   close a silent connection after DUR (default 60s)\n"
 	"      --exit-idle=DUR      exit once nobody connected for DUR (default: never)\n"
 	"      --batch-max=N        events per transaction at most (default 2048)\n"
 	"      --commit-delay=DUR   let a transaction wait DUR for more events\n"
 	"                           (default 0: commit as soon as the last one ended)\n"
 	"      --ready-fd=N         write \"READY PID\" (or \"ERROR MESSAGE\") to\n"
-	"                           descriptor N when listening, then close it\n"
-	LSINK_COMMON_HELP
+	"                           descriptor N when listening, then close it\n" LSINK_COMMON_HELP
 	"\n"
 	"Started by systemd with socket activation (LISTEN_FDS), it takes its\n"
 	"socket from there. SIGTERM or SIGINT: stop accepting, commit and ack\n"
@@ -126,8 +125,8 @@ static size_t parse_count(const char *arg, const char *name)
 
 	errno = 0;
 	v = strtoull(arg, &end, 10);
-	if (errno != 0 || end == arg || *end != '\0' || v == 0 || v > 1u << 24 ||
-	    arg[0] == '-')
+	if (errno != 0 || end == arg || *end != '\0' || v == 0 ||
+	    v > 1u << 24 || arg[0] == '-')
 		lsink_usage("--%s: not a count from 1 to 16777216: '%s'", name,
 			    lsink_printable(arg));
 	return (size_t)v;
@@ -138,7 +137,8 @@ static uint64_t parse_ms(const char *arg, const char *name)
 	int64_t ns;
 
 	if (bgrun_parse_duration(arg, &ns) < 0)
-		lsink_usage("--%s: not a duration: '%s'", name, lsink_printable(arg));
+		lsink_usage("--%s: not a duration: '%s'", name,
+			    lsink_printable(arg));
 	return (uint64_t)(ns / 1000000);
 }
 
@@ -167,7 +167,8 @@ static int prepare_dir(struct serve *s)
 		*p = '\0';
 		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 			return startup_fail(s, "cannot create '%s': %s",
-					    lsink_printable(dir), strerror(errno));
+					    lsink_printable(dir),
+					    strerror(errno));
 		*p = c;
 		if (c == '\0')
 			break;
@@ -177,11 +178,13 @@ static int prepare_dir(struct serve *s)
 				    strerror(errno));
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
 	    (st.st_mode & 077) != 0)
-		return startup_fail(s, "'%s' must be a directory of yours with "
-				    "mode 0700 (it is %s, mode %04o, owner uid %u)",
-				    lsink_printable(dir),
-				    S_ISDIR(st.st_mode) ? "a directory" : "not a directory",
-				    (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+		return startup_fail(
+			s,
+			"'%s' must be a directory of yours with "
+			"mode 0700 (it is %s, mode %04o, owner uid %u)",
+			lsink_printable(dir),
+			S_ISDIR(st.st_mode) ? "a directory" : "not a directory",
+			(unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
 	return 0;
 }
 
@@ -192,17 +195,21 @@ static int take_lock(struct serve *s)
 	ssize_t n = 0;
 
 	(void)snprintf(path, sizeof(path), "%s.lock", s->socket);
-	s->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	s->lock_fd =
+		open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (s->lock_fd < 0)
-		return startup_fail(s, "cannot open '%s': %s", lsink_printable(path),
-				    strerror(errno));
+		return startup_fail(s, "cannot open '%s': %s",
+				    lsink_printable(path), strerror(errno));
 	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
 		n = pread(s->lock_fd, pid, sizeof(pid) - 1, 0);
 		pid[n > 0 ? n : 0] = '\0';
 		pid[strcspn(pid, "\n")] = '\0';
-		return startup_fail(s, "another logsink serve%s%s%s is already "
-				    "serving '%s'", pid[0] ? " (pid " : "", pid,
-				    pid[0] ? ")" : "", lsink_printable(s->socket));
+		return startup_fail(s,
+				    "another logsink serve%s%s%s is already "
+				    "serving '%s'",
+				    pid[0] ? " (pid " : "", pid,
+				    pid[0] ? ")" : "",
+				    lsink_printable(s->socket));
 	}
 	/* Only informative: who holds the lock, for the message above. */
 	(void)snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
@@ -221,9 +228,10 @@ static int bind_socket(struct serve *s)
 
 	/* libuv 1.44 would truncate a long path silently: check it here. */
 	if (strlen(s->socket) >= sizeof(sa.sun_path))
-		return startup_fail(s, "socket path too long (%zu bytes, at most "
-				    "%zu): '%s'", strlen(s->socket),
-				    sizeof(sa.sun_path) - 1,
+		return startup_fail(s,
+				    "socket path too long (%zu bytes, at most "
+				    "%zu): '%s'",
+				    strlen(s->socket), sizeof(sa.sun_path) - 1,
 				    lsink_printable(s->socket));
 	strcpy(sa.sun_path, s->socket);
 	if (prepare_dir(s) < 0 || take_lock(s) < 0)
@@ -234,19 +242,22 @@ static int bind_socket(struct serve *s)
 	if (lstat(s->socket, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
 			(void)close(fd);
-			return startup_fail(s, "'%s' exists and is not a socket",
+			return startup_fail(s,
+					    "'%s' exists and is not a socket",
 					    lsink_printable(s->socket));
 		}
 		/* We hold the lock: a socket that answers is not ours. */
 		r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 		if (r == 0 || errno == EAGAIN) {
 			(void)close(fd);
-			return startup_fail(s, "something already listens on '%s'",
+			return startup_fail(s,
+					    "something already listens on '%s'",
 					    lsink_printable(s->socket));
 		}
 		(void)close(fd);
 		(void)unlink(s->socket); /* stale: its daemon is gone */
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    0);
 		if (fd < 0)
 			return startup_fail(s, "socket: %s", strerror(errno));
 	}
@@ -280,17 +291,22 @@ static int activated_socket(struct serve *s)
 	(void)unsetenv("LISTEN_PID");
 	(void)unsetenv("LISTEN_FDS");
 	(void)unsetenv("LISTEN_FDNAMES");
-	if (getsockopt(LISTEN_FDS_START, SOL_SOCKET, SO_TYPE, &type, &ilen) < 0 ||
+	if (getsockopt(LISTEN_FDS_START, SOL_SOCKET, SO_TYPE, &type, &ilen) <
+		    0 ||
 	    type != SOCK_STREAM ||
 	    getsockopt(LISTEN_FDS_START, SOL_SOCKET, SO_ACCEPTCONN, &listening,
-		       &ilen) < 0 || !listening ||
+		       &ilen) < 0 ||
+	    !listening ||
 	    getsockname(LISTEN_FDS_START, (struct sockaddr *)&sa, &len) < 0 ||
 	    sa.sun_family != AF_UNIX)
-		return startup_fail(s, "LISTEN_FDS: descriptor %d is not a "
-				    "listening Unix stream socket", LISTEN_FDS_START);
+		return startup_fail(s,
+				    "LISTEN_FDS: descriptor %d is not a "
+				    "listening Unix stream socket",
+				    LISTEN_FDS_START);
 	(void)fcntl(LISTEN_FDS_START, F_SETFD, FD_CLOEXEC);
 	free(s->socket);
-	s->socket = strndup(sa.sun_path, len - offsetof(struct sockaddr_un, sun_path));
+	s->socket = strndup(sa.sun_path,
+			    len - offsetof(struct sockaddr_un, sun_path));
 	if (s->socket == NULL)
 		return startup_fail(s, "out of memory");
 	s->listen_fd = LISTEN_FDS_START;
@@ -302,7 +318,8 @@ static int activated_socket(struct serve *s)
 
 void lsink_serve_maybe_done(struct lsink_server *srv)
 {
-	if (!srv->draining || srv->done || srv->queued > 0 || srv->n_conns > 0)
+	if (!srv->draining || srv->done || srv->queued > 0 ||
+	    srv->n_handles > 0)
 		return;
 	srv->done = true;
 	lsink_writer_stop(&srv->writer);
@@ -330,7 +347,8 @@ static void on_signal(uv_signal_t *h, int signum)
 
 	if (srv->draining) {
 		/* A second one: leave now (what was acked is committed). */
-		lsink_msg("%s again: exiting without draining", strsignal(signum));
+		lsink_msg("%s again: exiting without draining",
+			  strsignal(signum));
 		_exit(1);
 	}
 	drain(srv);
@@ -354,7 +372,8 @@ static void on_sweep(uv_timer_t *h)
 		lsink_writer_replay(&srv->writer);
 	}
 	if (!srv->draining && srv->lim.exit_idle_ms > 0 && srv->n_conns == 0 &&
-	    srv->queued == 0 && now - srv->idle_since_ms >= srv->lim.exit_idle_ms)
+	    srv->queued == 0 &&
+	    now - srv->idle_since_ms >= srv->lim.exit_idle_ms)
 		drain(srv);
 }
 
@@ -366,6 +385,7 @@ static int run(struct serve *s)
 	r = uv_loop_init(&srv->loop);
 	if (r < 0)
 		return startup_fail(s, "uv_loop_init: %s", uv_strerror(r));
+	srv->staged_tail = &srv->staged;
 	srv->listener.data = srv->wake.data = srv->sweep.data = srv;
 	srv->sigterm.data = srv->sigint.data = srv;
 	if ((r = uv_pipe_init(&srv->loop, &srv->listener, 0)) < 0 ||
@@ -414,7 +434,8 @@ static int detach(int argc, char **argv, const char *db)
 
 	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (args == NULL || len <= 0 || pipe2(p, O_CLOEXEC) < 0) {
-		lsink_msg("cannot detach: %s", strerror(errno ? errno : ENOMEM));
+		lsink_msg("cannot detach: %s",
+			  strerror(errno ? errno : ENOMEM));
 		goto cleanup;
 	}
 	exe[len] = '\0';
@@ -496,13 +517,15 @@ static int open_store(struct serve *s)
 	if (s->db == NULL) {
 		r = bgrun_store_default_path(&s->db_alloc);
 		if (r < 0)
-			return startup_fail(s, "no event log: set BGRUN_DB, "
-					    "XDG_STATE_HOME or HOME, or use --db");
+			return startup_fail(
+				s, "no event log: set BGRUN_DB, "
+				   "XDG_STATE_HOME or HOME, or use --db");
 		s->db = s->db_alloc;
 	}
 	r = bgrun_store_open(s->db, 0, &s->store, &errmsg);
 	if (r < 0) {
-		startup_fail(s, "%s", errmsg != NULL ? errmsg : bgrun_strerror(r));
+		startup_fail(s, "%s",
+			     errmsg != NULL ? errmsg : bgrun_strerror(r));
 		free(errmsg);
 		return -1;
 	}
@@ -523,7 +546,9 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 {
 	struct serve s = {
 		.db = db, .ready_fd = -1, .lock_fd = -1, .listen_fd = -1,
-		.srv.lim = { 256, 1024, 16384, 1024 * 1024, 60000, 0, false },
+		.srv.lim = { .max_conns = 256, .max_pending = 1024,
+			     .queue_max = 16384, .queue_bytes = 64 << 20,
+			     .write_max = 1 << 20, .idle_ms = 60000 },
 		.srv.writer = { .batch_max = 2048 },
 	};
 	int opt, r, status = LSINK_EXIT_FAILURE;
@@ -549,16 +574,19 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 		case OPT_READY_FD:
 			s.ready_fd = (int)parse_count(optarg, "ready-fd");
 			if (fcntl(s.ready_fd, F_SETFD, FD_CLOEXEC) < 0)
-				lsink_usage("--ready-fd: %d is not open", s.ready_fd);
+				lsink_usage("--ready-fd: %d is not open",
+					    s.ready_fd);
 			break;
 		case OPT_ALLOW_ROOT:
 			s.srv.lim.allow_root = true;
 			break;
 		case OPT_MAX_CONNS:
-			s.srv.lim.max_conns = parse_count(optarg, "max-connections");
+			s.srv.lim.max_conns =
+				parse_count(optarg, "max-connections");
 			break;
 		case OPT_MAX_PENDING:
-			s.srv.lim.max_pending = parse_count(optarg, "max-pending");
+			s.srv.lim.max_pending =
+				parse_count(optarg, "max-pending");
 			break;
 		case OPT_QUEUE_MAX:
 			s.srv.lim.queue_max = parse_count(optarg, "queue-max");
@@ -570,11 +598,13 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 			s.srv.lim.exit_idle_ms = parse_ms(optarg, "exit-idle");
 			break;
 		case OPT_BATCH_MAX:
-			s.srv.writer.batch_max = parse_count(optarg, "batch-max");
+			s.srv.writer.batch_max =
+				parse_count(optarg, "batch-max");
 			break;
 		case OPT_DELAY:
-			s.srv.writer.delay_ns = (int64_t)parse_ms(optarg, "commit-delay") *
-						1000000;
+			s.srv.writer.delay_ns =
+				(int64_t)parse_ms(optarg, "commit-delay") *
+				1000000;
 			break;
 		case OPT_LOG:
 			s.log = optarg;
@@ -591,18 +621,20 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 		return detach(argc, argv, db);
 	}
 	if (s.log != NULL) {
-		int fd = open(s.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		int fd = open(s.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+			      0600);
 
 		if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
-			startup_fail(&s, "cannot open '%s': %s", lsink_printable(s.log),
-				     strerror(errno));
+			startup_fail(&s, "cannot open '%s': %s",
+				     lsink_printable(s.log), strerror(errno));
 			goto out;
 		}
 		(void)close(fd);
 	}
 	/* A client that vanishes must not kill us: EPIPE is enough. */
 	(void)signal(SIGPIPE, SIG_IGN);
-	if (s.socket == NULL && (r = bgrun_sink_default_socket(&s.socket)) < 0) {
+	if (s.socket == NULL &&
+	    (r = bgrun_sink_default_socket(&s.socket)) < 0) {
 		startup_fail(&s, "no socket path: %s", bgrun_strerror(r));
 		goto out;
 	}
@@ -618,9 +650,9 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 		  lsink_printable(s.db));
 	if (run(&s) < 0)
 		goto out;
-	lsink_msg("stopped: %llu events committed in %llu groups",
+	lsink_msg("stopped: %llu events committed in %llu transactions",
 		  (unsigned long long)s.srv.n_events,
-		  (unsigned long long)s.srv.n_batches);
+		  (unsigned long long)s.srv.writer.n_commits);
 	status = uv_loop_close(&s.srv.loop) == 0 ? 0 : LSINK_EXIT_FAILURE;
 out:
 	cleanup(&s);

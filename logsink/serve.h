@@ -30,6 +30,7 @@ struct lsink_item {
 	struct lsink_item *next;
 	struct lsink_conn *conn; /* kept allocated while items are out */
 	uint32_t seq;
+	size_t bytes;            /* its frame's size, for the queue's budget */
 	int status;              /* once written: 0 committed, or -errno */
 	char *why;               /* on failure: the store's message, or NULL */
 	struct bgrun__wire_msg msg; /* msg.ev is the event */
@@ -52,6 +53,7 @@ struct lsink_writer {
 	size_t batch_max;        /* events per transaction at most */
 	int64_t delay_ns;        /* how long a batch may wait to grow */
 	uv_async_t *wake;        /* the loop's, woken when items are done */
+	uint64_t n_commits;      /* the writer's; read after it is joined */
 };
 
 /* The daemon's limits and settings (from the command line). */
@@ -59,6 +61,7 @@ struct lsink_limits {
 	size_t max_conns;
 	size_t max_pending;  /* per connection: events not yet acked */
 	size_t queue_max;    /* in all: events handed to the writer */
+	size_t queue_bytes;  /* in all: the bytes of their frames */
 	size_t write_max;    /* per connection: reply bytes not yet written */
 	uint64_t idle_ms;    /* a connection with nothing to do is closed */
 	uint64_t exit_idle_ms; /* 0: never; else exit when nobody came */
@@ -75,8 +78,12 @@ struct lsink_server {
 	struct lsink_writer writer;
 	struct lsink_limits lim;
 	struct lsink_conn *conns;  /* every connection until its close callback */
-	size_t n_conns;
+	size_t n_handles;          /* how many that is */
+	size_t n_conns;            /* those not closing: what the limit counts */
 	size_t queued;             /* items handed to the writer, not yet back */
+	size_t queued_bytes;       /* their frames' sizes */
+	struct lsink_item *staged, **staged_tail; /* parsed, not yet pushed */
+	size_t n_staged;
 	bool paused;               /* reading stopped everywhere: queue full */
 	bool draining;
 	bool done;                 /* the handles are being closed */
@@ -84,7 +91,7 @@ struct lsink_server {
 	uint64_t idle_since_ms;    /* when the last connection went away */
 	uint64_t replay_at_ms;     /* the next periodic spool replay */
 	struct bgrun__wire_hello hello; /* what a HELLO is answered with */
-	uint64_t n_events, n_batches;
+	uint64_t n_events;         /* acked */
 };
 
 /* serve-conn.c: connections, frames, acks, limits. */
@@ -104,8 +111,9 @@ void lsink_serve_maybe_done(struct lsink_server *srv);
 
 /* Starts the writer (w->store, db, batch_max, delay_ns, wake set). */
 int lsink_writer_start(struct lsink_writer *w);
-/* Queues one item (loop thread). */
-void lsink_writer_push(struct lsink_writer *w, struct lsink_item *item);
+/* Queues a list of n items, head to *tail (loop thread): one lock for all. */
+void lsink_writer_push(struct lsink_writer *w, struct lsink_item *head,
+		       struct lsink_item **tail, size_t n);
 /* The items written since the last call (loop thread). */
 struct lsink_item *lsink_writer_take(struct lsink_writer *w);
 /* Asks for a spool replay. */

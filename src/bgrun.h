@@ -672,9 +672,11 @@ int bgrun_sink_open(const struct bgrun_sink_opts *opts,
  * if it broke), else, unless the mode is DAEMON, through the embedded
  * store (opened once, kept open; the spool is replayed when it opens).
  * Returns BGRUN_SINK_VIA_DAEMON or BGRUN_SINK_VIA_STORE; -EINVAL for an
- * event the store refuses (not spooled: it never could be stored);
- * another -errno when no path worked, the event then being in the spool
- * if bgrun_sink_spooled() says so. bgrun_sink_errmsg() explains.
+ * event the store (the daemon's or the embedded one) refuses: not
+ * spooled, it never could be stored; another -errno when no path worked,
+ * the event then being in the spool if bgrun_sink_spooled() says so (one
+ * that no store could judge may be spooled, and is set aside as *.bad
+ * when replayed). bgrun_sink_errmsg() explains.
  */
 int bgrun_sink_put(struct bgrun_sink *sink, const struct bgrun_event *ev);
 

@@ -1,11 +1,64 @@
 /* SPDX-License-Identifier: MIT */
-/* sink-internal.h: declarations shared by the sink client's files (client.c, spool.c). */
+/* sink-internal.h: declarations shared by the sink client's files (client.c, client-daemon.c, spool.c). */
 
 #ifndef BGRUN_SINK_INTERNAL_H
 #define BGRUN_SINK_INTERNAL_H
 
 #include "bgrun.h"
+#include "wire.h"
 
+#include <limits.h>
+
+/* An event's fate so far in a batch's status[]; else BGRUN_SINK_VIA_*, -errno. */
+#define BGRUN__SINK_PENDING INT_MIN
+
+struct bgrun_sink {
+	enum bgrun_sink_mode mode;
+	char *db;       /* NULL: no database path could be found */
+	char *socket;   /* NULL: no socket path could be found */
+	char *logsink;  /* NULL: "logsink" in PATH */
+	int timeout_ms;
+	int fd;         /* the daemon connection, or -1 */
+	bool started;   /* AUTO: a daemon was started (once per sink) */
+	bool replayed;  /* the spool was replayed into store */
+	bool spooled;
+	uint32_t next_seq;
+	struct bgrun_store *store;
+	struct bgrun__wire_buf out;
+	size_t out_sent;
+	uint8_t *in;
+	size_t in_len, in_cap;
+	char errmsg[512];
+};
+
+/* Events on their way: the caller's, and what became of each. */
+struct bgrun__sink_batch {
+	const struct bgrun_event *evs;
+	int *status;
+	size_t n;
+	uint32_t base;    /* evs[i] was sent as seq base + i */
+	size_t waiting;   /* frames sent and not answered */
+};
+
+/* client.c */
+/* Records a one-line message as the sink's; returns error. */
+__attribute__((format(printf, 3, 4)))
+int bgrun__sink_fail(struct bgrun_sink *sink, int error, const char *fmt, ...);
+/* Drops the daemon connection (if any) and what was buffered for it. */
+void bgrun__sink_disconnect(struct bgrun_sink *sink);
+
+/* client-daemon.c */
+/* Whether some event of b is still BGRUN__SINK_PENDING. */
+bool bgrun__sink_pending(const struct bgrun__sink_batch *b);
+/*
+ * Sends the pending events of b to the daemon (connecting, or starting it
+ * for BGRUN_SINK_AUTO, first) and marks those acked or refused. 0, or the
+ * -errno of a connection that could not be made or broke twice.
+ */
+int bgrun__sink_via_daemon(struct bgrun_sink *sink,
+			   struct bgrun__sink_batch *b);
+
+/* spool.c */
 /*
  * Writes ev into db's spool as one file holding its EVENT frame: a
  * temporary file (O_EXCL, 0600), fsync, rename to a unique name ending in
@@ -15,9 +68,10 @@
 int bgrun__spool_write(const char *db, const struct bgrun_event *ev);
 
 /*
- * Whether dir is fit to hold the daemon's socket for us: a directory
- * (not a symbolic link) owned by our uid that nobody else may write to.
- * 0, -ENOENT (missing), -EPERM (it is not), or another -errno.
+ * client-daemon.c: whether dir is fit to hold the daemon's socket for us:
+ * a directory (not a symbolic link) owned by our uid that nobody else may
+ * write to. 0, -ENOENT (missing), -ENOTDIR, -EPERM (it is not ours alone),
+ * or another -errno.
  */
 int bgrun__sink_check_dir(const char *dir);
 

@@ -87,14 +87,16 @@ int bgrun__spool_write(const char *db, const struct bgrun_event *ev)
 	if (r < 0)
 		goto cleanup;
 	/* Names sort by time; pid and counter make them unique. */
-	if (asprintf(&tmp, "%s/.tmp-%d-%u-%s", dir, (int)getpid(), k, ev->id) < 0 ||
+	if (asprintf(&tmp, "%s/.tmp-%d-%u-%s", dir, (int)getpid(), k, ev->id) <
+		    0 ||
 	    asprintf(&name, "%s/%019lld-%d-%u-%s.ev", dir,
 		     (long long)bgrun__now_ns(CLOCK_REALTIME), (int)getpid(), k,
 		     ev->id) < 0) {
 		r = -ENOMEM;
 		goto cleanup;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
 	if (fd < 0) {
 		r = -errno;
 		goto cleanup;
@@ -134,7 +136,8 @@ struct spooled {
 };
 
 /* Reads and decodes one file: 0, -ENOENT (taken by another replay), -EBADMSG. */
-static int read_event(int dfd, const char *name, struct bgrun__wire_msg *ret_msg)
+static int read_event(int dfd, const char *name,
+		      struct bgrun__wire_msg *ret_msg)
 {
 	uint8_t *data = NULL;
 	struct stat st;
@@ -146,7 +149,8 @@ static int read_event(int dfd, const char *name, struct bgrun__wire_msg *ret_msg
 		return errno == ENOENT ? -ENOENT : -EBADMSG;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    st.st_size < (off_t)BGRUN__WIRE_HEADER ||
-	    st.st_size > (off_t)(BGRUN__WIRE_LEN_SIZE + BGRUN__WIRE_MAX_FRAME)) {
+	    st.st_size >
+		    (off_t)(BGRUN__WIRE_LEN_SIZE + BGRUN__WIRE_MAX_FRAME)) {
 		r = -EBADMSG;
 		goto cleanup;
 	}
@@ -166,8 +170,10 @@ static int read_event(int dfd, const char *name, struct bgrun__wire_msg *ret_msg
 	}
 	r = -EBADMSG;
 	if (used == (size_t)st.st_size &&
-	    bgrun__wire_frame_size(data, used, BGRUN__WIRE_MAX_FRAME, &size) == 1 &&
-	    size == used && bgrun__wire_decode(data, size, ret_msg, NULL) == 0) {
+	    bgrun__wire_frame_size(data, used, BGRUN__WIRE_MAX_FRAME, &size) ==
+		    1 &&
+	    size == used &&
+	    bgrun__wire_decode(data, size, ret_msg, NULL) == 0) {
 		if (ret_msg->type == BGRUN__WIRE_EVENT)
 			r = 0;
 		else
@@ -192,7 +198,8 @@ static int wanted(const struct dirent *d)
 {
 	size_t n = strlen(d->d_name);
 
-	return d->d_name[0] != '.' && n > 3 && strcmp(d->d_name + n - 3, ".ev") == 0;
+	return d->d_name[0] != '.' && n > 3 &&
+	       strcmp(d->d_name + n - 3, ".ev") == 0;
 }
 
 /* Temporary files of writers that died long ago are removed. */
@@ -202,11 +209,10 @@ static void remove_stale(int dfd)
 	struct dirent *d;
 	struct stat st;
 	DIR *dir;
-	int fd = dup(dfd);
+	int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
 
 	if (fd < 0)
 		return;
-	(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
 	dir = fdopendir(fd);
 	if (dir == NULL) {
 		(void)close(fd);

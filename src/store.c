@@ -297,14 +297,24 @@ static int make_parents(struct bgrun_store *store)
 	return r;
 }
 
-/* Creates the file if missing, with mode 0600 (SQLite would use 0644). */
+/*
+ * Creates the file if missing, with mode 0600 (SQLite would use 0644).
+ * Without ret_fd an existing file is never opened: closing a descriptor of
+ * the database would drop every POSIX lock this process holds on it,
+ * including those of another connection's SQLite (fcntl locks belong to
+ * the process and the file, not to the descriptor).
+ */
 static int create_file(struct bgrun_store *store, const char *path, int *ret_fd)
 {
-	int fd;
+	int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, fd;
 
+	if (ret_fd == NULL)
+		flags |= O_EXCL;
 	do
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+		fd = open(path, flags, 0600);
 	while (fd < 0 && errno == EINTR);
+	if (fd < 0 && errno == EEXIST && ret_fd == NULL)
+		return 0;
 	if (fd < 0)
 		return bgrun__store_failf(store, -errno, "%s: %s", path,
 					  strerror(errno));

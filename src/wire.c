@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* wire.c: the sink protocol's frames: encoding and decoding, pure functions without I/O. */
+/* wire.c: the sink protocol's frames written: the field table, the encoders, the error names. */
 
 #include "wire.h"
 
@@ -50,9 +50,6 @@ const struct bgrun__wire_field bgrun__wire_fields[] = {
 const size_t bgrun__wire_n_fields =
 	sizeof(bgrun__wire_fields) / sizeof(bgrun__wire_fields[0]);
 
-#define TAG_ID 1
-#define TAG_EVENT 2
-
 const struct bgrun__wire_field *bgrun__wire_field_by_name(const char *name)
 {
 	for (size_t i = 0; i < bgrun__wire_n_fields; i++)
@@ -61,13 +58,14 @@ const struct bgrun__wire_field *bgrun__wire_field_by_name(const char *name)
 	return NULL;
 }
 
-static int64_t *int_at(struct bgrun_event *ev, const struct bgrun__wire_field *f)
+int64_t *bgrun__wire_int_at(struct bgrun_event *ev,
+			    const struct bgrun__wire_field *f)
 {
 	return (int64_t *)(void *)((char *)ev + f->offset);
 }
 
-static const char **str_at(struct bgrun_event *ev,
-			   const struct bgrun__wire_field *f)
+const char **bgrun__wire_str_at(struct bgrun_event *ev,
+				const struct bgrun__wire_field *f)
 {
 	return (const char **)(void *)((char *)ev + f->offset);
 }
@@ -77,10 +75,11 @@ void bgrun__wire_event_clear(struct bgrun_event *ev)
 	memset(ev, 0, sizeof(*ev));
 	for (size_t i = 0; i < bgrun__wire_n_fields; i++)
 		if (bgrun__wire_fields[i].kind == BGRUN__WIRE_INT)
-			*int_at(ev, &bgrun__wire_fields[i]) = BGRUN_NULL;
+			*bgrun__wire_int_at(ev, &bgrun__wire_fields[i]) =
+				BGRUN_NULL;
 }
 
-static bool valid_id(const uint8_t *s, size_t n)
+bool bgrun__wire_valid_id(const uint8_t *s, size_t n)
 {
 	if (n == 0 || n > BGRUN_EVENT_ID_MAX)
 		return false;
@@ -88,7 +87,8 @@ static bool valid_id(const uint8_t *s, size_t n)
 		uint8_t c = s[i];
 
 		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-		      (c >= 'A' && c <= 'Z') || c == '.' || c == '_' || c == '-'))
+		      (c >= 'A' && c <= 'Z') || c == '.' || c == '_' ||
+		      c == '-'))
 			return false;
 	}
 	return true;
@@ -140,19 +140,6 @@ static uint8_t *put_u64(uint8_t *p, uint64_t v)
 {
 	p = put_u32(p, (uint32_t)(v >> 32));
 	return put_u32(p, (uint32_t)v);
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-
-static int64_t get_i64(const uint8_t *p)
-{
-	uint64_t v = (uint64_t)get_u32(p) << 32 | get_u32(p + 4);
-
-	return (int64_t)v; /* two's complement, as gcc and clang define it */
 }
 
 /*
@@ -241,7 +228,8 @@ int bgrun__wire_put_event(struct bgrun__wire_buf *b, uint32_t seq,
 	struct frame f;
 	int r;
 
-	if (!valid_id((const uint8_t *)ev->id, strnlen(ev->id, sizeof(ev->id))) ||
+	if (!bgrun__wire_valid_id((const uint8_t *)ev->id,
+				  strnlen(ev->id, sizeof(ev->id))) ||
 	    ev->event == NULL || ev->event[0] == '\0')
 		return -EINVAL;
 	for (size_t i = 0; i < bgrun__wire_n_fields; i++) {
@@ -253,12 +241,13 @@ int bgrun__wire_put_event(struct bgrun__wire_buf *b, uint32_t seq,
 			n = strlen(ev->id);
 			break;
 		case BGRUN__WIRE_STR:
-			if (*str_at(e, fd) == NULL)
+			if (*bgrun__wire_str_at(e, fd) == NULL)
 				continue;
-			n = strnlen(*str_at(e, fd), BGRUN__WIRE_MAX_FRAME + 1);
+			n = strnlen(*bgrun__wire_str_at(e, fd),
+				    BGRUN__WIRE_MAX_FRAME + 1);
 			break;
 		case BGRUN__WIRE_INT:
-			if (*int_at(e, fd) == BGRUN_NULL)
+			if (*bgrun__wire_int_at(e, fd) == BGRUN_NULL)
 				continue;
 			n = 8;
 			break;
@@ -284,12 +273,14 @@ int bgrun__wire_put_event(struct bgrun__wire_buf *b, uint32_t seq,
 			field_str(&f, fd->tag, ev->id);
 			break;
 		case BGRUN__WIRE_STR:
-			if (*str_at(e, fd) != NULL)
-				field_str(&f, fd->tag, *str_at(e, fd));
+			if (*bgrun__wire_str_at(e, fd) != NULL)
+				field_str(&f, fd->tag,
+					  *bgrun__wire_str_at(e, fd));
 			break;
 		case BGRUN__WIRE_INT:
-			if (*int_at(e, fd) != BGRUN_NULL)
-				field_int(&f, fd->tag, *int_at(e, fd));
+			if (*bgrun__wire_int_at(e, fd) != BGRUN_NULL)
+				field_int(&f, fd->tag,
+					  *bgrun__wire_int_at(e, fd));
 			break;
 		case BGRUN__WIRE_ARGV:
 			if (ev->argv != NULL)
@@ -304,7 +295,8 @@ int bgrun__wire_put_event(struct bgrun__wire_buf *b, uint32_t seq,
 int bgrun__wire_put_ack(struct bgrun__wire_buf *b, uint32_t seq,
 			int64_t status)
 {
-	struct frame f = { .size = BGRUN__WIRE_HEADER - BGRUN__WIRE_LEN_SIZE + 14 };
+	struct frame f = { .size = BGRUN__WIRE_HEADER - BGRUN__WIRE_LEN_SIZE +
+				   14 };
 	int r = reserve(b, BGRUN__WIRE_LEN_SIZE + f.size);
 
 	if (r < 0)
@@ -318,7 +310,8 @@ int bgrun__wire_put_ack(struct bgrun__wire_buf *b, uint32_t seq,
 int bgrun__wire_put_error(struct bgrun__wire_buf *b, uint32_t seq, int code,
 			  const char *text)
 {
-	struct frame f = { .size = BGRUN__WIRE_HEADER - BGRUN__WIRE_LEN_SIZE + 14 };
+	struct frame f = { .size = BGRUN__WIRE_HEADER - BGRUN__WIRE_LEN_SIZE +
+				   14 };
 	size_t n = text != NULL ? strnlen(text, 1024) : 0;
 	char line[1025];
 	int r;
@@ -346,9 +339,9 @@ int bgrun__wire_put_hello(struct bgrun__wire_buf *b, uint32_t seq,
 {
 	const int64_t ints[] = { h->version, h->max_frame, h->pid, h->db_dev,
 				 h->db_ino };
-	const uint16_t tags[] = { BGRUN__WIRE_T_VERSION, BGRUN__WIRE_T_MAX_FRAME,
-				  BGRUN__WIRE_T_PID, BGRUN__WIRE_T_DB_DEV,
-				  BGRUN__WIRE_T_DB_INO };
+	const uint16_t tags[] = { BGRUN__WIRE_T_VERSION,
+				  BGRUN__WIRE_T_MAX_FRAME, BGRUN__WIRE_T_PID,
+				  BGRUN__WIRE_T_DB_DEV, BGRUN__WIRE_T_DB_INO };
 	struct frame f = { .size = BGRUN__WIRE_HEADER - BGRUN__WIRE_LEN_SIZE };
 	int r;
 
@@ -373,344 +366,6 @@ int bgrun__wire_put_hello(struct bgrun__wire_buf *b, uint32_t seq,
 		field_str(&f, BGRUN__WIRE_T_DB_PATH, h->db_path);
 	b->len += BGRUN__WIRE_LEN_SIZE + f.size;
 	return (int)(BGRUN__WIRE_LEN_SIZE + f.size);
-}
-
-/* ---- decoding ---- */
-
-int bgrun__wire_frame_size(const uint8_t *buf, size_t len, size_t max_len,
-			   size_t *ret_size)
-{
-	uint32_t n;
-
-	if (len < BGRUN__WIRE_LEN_SIZE) {
-		*ret_size = 0;
-		return 0;
-	}
-	n = get_u32(buf);
-	if (max_len > BGRUN__WIRE_MAX_FRAME)
-		max_len = BGRUN__WIRE_MAX_FRAME;
-	if (n > max_len)
-		return -EMSGSIZE;
-	if (n < BGRUN__WIRE_HEADER - BGRUN__WIRE_LEN_SIZE)
-		return -EBADMSG;
-	*ret_size = BGRUN__WIRE_LEN_SIZE + (size_t)n;
-	return len >= *ret_size ? 1 : 0;
-}
-
-uint32_t bgrun__wire_frame_seq(const uint8_t *frame, size_t size)
-{
-	return size >= BGRUN__WIRE_HEADER ? get_u32(frame + 6) : 0;
-}
-
-/* The kind of field tag in a frame of type, or -1 if it has no such field. */
-static int field_kind(unsigned type, unsigned tag)
-{
-	switch (type) {
-	case BGRUN__WIRE_EVENT:
-		if (tag >= 1 && tag <= bgrun__wire_n_fields)
-			return bgrun__wire_fields[tag - 1].kind;
-		return -1;
-	case BGRUN__WIRE_ACK:
-		return tag == BGRUN__WIRE_T_STATUS ? BGRUN__WIRE_INT : -1;
-	case BGRUN__WIRE_ERROR:
-		if (tag == BGRUN__WIRE_T_CODE)
-			return BGRUN__WIRE_INT;
-		return tag == BGRUN__WIRE_T_TEXT ? BGRUN__WIRE_STR : -1;
-	case BGRUN__WIRE_HELLO:
-		if (tag == BGRUN__WIRE_T_DB_PATH)
-			return BGRUN__WIRE_STR;
-		return tag >= BGRUN__WIRE_T_VERSION && tag <= BGRUN__WIRE_T_DB_INO
-			       ? BGRUN__WIRE_INT
-			       : -1;
-	}
-	return -1;
-}
-
-/* One field as found in the frame. */
-struct tlv {
-	unsigned tag;
-	int kind;
-	const uint8_t *val;
-	uint32_t len;
-};
-
-struct cursor {
-	const uint8_t *p;
-	size_t left;
-};
-
-/* The next field: 1, 0 at the end, -EBADMSG if truncated. */
-static int next_tlv(struct cursor *c, unsigned type, struct tlv *t)
-{
-	if (c->left == 0)
-		return 0;
-	if (c->left < 6)
-		return -EBADMSG;
-	t->tag = (unsigned)c->p[0] << 8 | c->p[1];
-	t->len = get_u32(c->p + 2);
-	if (t->len > c->left - 6)
-		return -EBADMSG;
-	t->val = c->p + 6;
-	t->kind = field_kind(type, t->tag);
-	c->p += 6 + t->len;
-	c->left -= 6 + t->len;
-	return 1;
-}
-
-/*
- * Checks one argv value; *ret_count gets its number of strings and
- * *ret_bytes the bytes they need with their terminators.
- */
-static int check_argv(const struct tlv *t, size_t *ret_count, size_t *ret_bytes)
-{
-	struct cursor c = { t->val, t->len };
-	size_t count, bytes = 0;
-
-	if (c.left < 4)
-		return -EBADMSG;
-	count = get_u32(c.p);
-	c.p += 4;
-	c.left -= 4;
-	/* Each string takes at least its 4-byte length: no huge counts. */
-	if (count > c.left / 4)
-		return -EBADMSG;
-	for (size_t i = 0; i < count; i++) {
-		uint32_t n;
-
-		if (c.left < 4)
-			return -EBADMSG;
-		n = get_u32(c.p);
-		if (n > c.left - 4 || memchr(c.p + 4, '\0', n) != NULL)
-			return -EBADMSG;
-		bytes += (size_t)n + 1;
-		c.p += 4 + n;
-		c.left -= 4 + n;
-	}
-	if (c.left != 0)
-		return -EBADMSG;
-	*ret_count = count;
-	*ret_bytes = bytes;
-	return 0;
-}
-
-/* Pass one: every field checked; the memory the strings need measured. */
-static int check_fields(const uint8_t *frame, size_t size, unsigned type,
-			size_t *ret_mem, const char **why)
-{
-	struct cursor c = { frame + BGRUN__WIRE_HEADER, size - BGRUN__WIRE_HEADER };
-	uint64_t seen[2] = { 0, 0 };
-	size_t mem = 0;
-	struct tlv t;
-	int r;
-
-	while ((r = next_tlv(&c, type, &t)) > 0) {
-		if (t.kind < 0)
-			continue; /* a field of a later version: skipped */
-		if (seen[t.tag / 64] & (UINT64_C(1) << (t.tag % 64))) {
-			*why = "a field appears twice";
-			return -EBADMSG;
-		}
-		seen[t.tag / 64] |= UINT64_C(1) << (t.tag % 64);
-		switch (t.kind) {
-		case BGRUN__WIRE_INT:
-			if (t.len != 8) {
-				*why = "an integer field is not 8 bytes long";
-				return -EBADMSG;
-			}
-			break;
-		case BGRUN__WIRE_ID:
-			if (!valid_id(t.val, t.len)) {
-				*why = "invalid event id";
-				return -EBADMSG;
-			}
-			break;
-		case BGRUN__WIRE_STR:
-			if (memchr(t.val, '\0', t.len) != NULL) {
-				*why = "a text field holds a NUL byte";
-				return -EBADMSG;
-			}
-			if (type == BGRUN__WIRE_EVENT && t.tag == TAG_EVENT &&
-			    t.len == 0) {
-				*why = "an empty event name";
-				return -EBADMSG;
-			}
-			mem += (size_t)t.len + 1;
-			break;
-		case BGRUN__WIRE_ARGV: {
-			size_t count, bytes;
-
-			if (check_argv(&t, &count, &bytes) < 0) {
-				*why = "malformed argv field";
-				return -EBADMSG;
-			}
-			mem += (count + 1) * sizeof(char *) + bytes;
-			break;
-		}
-		}
-	}
-	if (r < 0) {
-		*why = "truncated field";
-		return r;
-	}
-#define SEEN(tag) ((seen[(tag) / 64] >> ((tag) % 64)) & 1)
-	if (type == BGRUN__WIRE_EVENT && (!SEEN(TAG_ID) || !SEEN(TAG_EVENT))) {
-		*why = "an event needs an id and an event name";
-		return -EBADMSG;
-	}
-	if (type == BGRUN__WIRE_ACK && !SEEN(BGRUN__WIRE_T_STATUS)) {
-		*why = "an ack without a status";
-		return -EBADMSG;
-	}
-	if (type == BGRUN__WIRE_ERROR && !SEEN(BGRUN__WIRE_T_CODE)) {
-		*why = "an error without a code";
-		return -EBADMSG;
-	}
-#undef SEEN
-	*ret_mem = mem;
-	return 0;
-}
-
-/* Arena of pass two: pointer arrays first (aligned), then string bytes. */
-struct arena {
-	char **ptrs;
-	char *bytes;
-};
-
-static const char *copy_str(struct arena *a, const uint8_t *s, size_t n)
-{
-	char *out = a->bytes;
-
-	memcpy(out, s, n);
-	out[n] = '\0';
-	a->bytes += n + 1;
-	return out;
-}
-
-static const char *const *copy_argv(struct arena *a, const struct tlv *t)
-{
-	const uint8_t *p = t->val + 4;
-	size_t count = get_u32(t->val);
-	char **argv = a->ptrs;
-
-	a->ptrs += count + 1;
-	for (size_t i = 0; i < count; i++) {
-		uint32_t n = get_u32(p);
-
-		argv[i] = (char *)copy_str(a, p + 4, n);
-		p += 4 + n;
-	}
-	argv[count] = NULL;
-	return (const char *const *)argv;
-}
-
-static void store_field(struct bgrun__wire_msg *m, struct arena *a,
-			const struct tlv *t)
-{
-	const struct bgrun__wire_field *fd;
-	const char *s = NULL;
-	int64_t v = 0;
-
-	if (t->kind == BGRUN__WIRE_STR)
-		s = copy_str(a, t->val, t->len);
-	else if (t->kind == BGRUN__WIRE_INT)
-		v = get_i64(t->val);
-	switch (m->type) {
-	case BGRUN__WIRE_EVENT:
-		fd = &bgrun__wire_fields[t->tag - 1];
-		if (t->kind == BGRUN__WIRE_ID) {
-			memcpy(m->ev.id, t->val, t->len);
-			m->ev.id[t->len] = '\0';
-		} else if (t->kind == BGRUN__WIRE_ARGV) {
-			m->ev.argv = copy_argv(a, t);
-		} else if (t->kind == BGRUN__WIRE_STR) {
-			*str_at(&m->ev, fd) = s;
-		} else {
-			*int_at(&m->ev, fd) = v;
-		}
-		break;
-	case BGRUN__WIRE_ACK:
-		m->status = v;
-		break;
-	case BGRUN__WIRE_ERROR:
-		if (t->tag == BGRUN__WIRE_T_CODE)
-			m->code = v;
-		else
-			m->text = s;
-		break;
-	case BGRUN__WIRE_HELLO:
-		switch (t->tag) {
-		case BGRUN__WIRE_T_VERSION: m->hello.version = v; break;
-		case BGRUN__WIRE_T_MAX_FRAME: m->hello.max_frame = v; break;
-		case BGRUN__WIRE_T_PID: m->hello.pid = v; break;
-		case BGRUN__WIRE_T_DB_PATH: m->hello.db_path = s; break;
-		case BGRUN__WIRE_T_DB_DEV: m->hello.db_dev = v; break;
-		case BGRUN__WIRE_T_DB_INO: m->hello.db_ino = v; break;
-		}
-		break;
-	}
-}
-
-int bgrun__wire_decode(const uint8_t *frame, size_t size,
-		       struct bgrun__wire_msg *ret_msg, const char **why)
-{
-	struct bgrun__wire_msg m;
-	const char *reason = "malformed frame";
-	struct cursor c;
-	struct arena a;
-	size_t mem = 0;
-	struct tlv t;
-	int r;
-
-	if (why == NULL)
-		why = &reason;
-	if (size < BGRUN__WIRE_HEADER || get_u32(frame) != size - BGRUN__WIRE_LEN_SIZE) {
-		*why = "the length field does not match the frame";
-		return -EBADMSG;
-	}
-	if (frame[4] != BGRUN__WIRE_VERSION) {
-		*why = "unsupported protocol version";
-		return -EPROTONOSUPPORT;
-	}
-	memset(&m, 0, sizeof(m));
-	m.type = frame[5];
-	m.seq = bgrun__wire_frame_seq(frame, size);
-	if (m.type < BGRUN__WIRE_HELLO || m.type > BGRUN__WIRE_ERROR) {
-		*why = "unknown frame type";
-		return -EBADMSG;
-	}
-	r = check_fields(frame, size, m.type, &mem, why);
-	if (r < 0)
-		return r;
-	bgrun__wire_event_clear(&m.ev);
-	m.hello = (struct bgrun__wire_hello){ BGRUN_NULL, BGRUN_NULL, BGRUN_NULL,
-					      NULL, BGRUN_NULL, BGRUN_NULL };
-	m.status = m.code = BGRUN_NULL;
-	if (mem > 0) {
-		m.mem = malloc(mem);
-		if (m.mem == NULL) {
-			*why = "out of memory";
-			return -ENOMEM;
-		}
-	}
-	/* Pointer arrays at the start of the block, strings after them. */
-	a.ptrs = m.mem;
-	a.bytes = m.mem;
-	c = (struct cursor){ frame + BGRUN__WIRE_HEADER, size - BGRUN__WIRE_HEADER };
-	while (next_tlv(&c, m.type, &t) > 0)
-		if (t.kind == BGRUN__WIRE_ARGV)
-			a.bytes += (get_u32(t.val) + 1) * sizeof(char *);
-	c = (struct cursor){ frame + BGRUN__WIRE_HEADER, size - BGRUN__WIRE_HEADER };
-	while (next_tlv(&c, m.type, &t) > 0)
-		if (t.kind >= 0)
-			store_field(&m, &a, &t);
-	*ret_msg = m;
-	return 0;
-}
-
-void bgrun__wire_msg_release(struct bgrun__wire_msg *msg)
-{
-	free(msg->mem);
-	msg->mem = NULL;
 }
 
 const char *bgrun__wire_code_name(int64_t code)

@@ -154,7 +154,28 @@ int bgrun__wire_decode(const uint8_t *frame, size_t size,
 /* Frees what a decoded message owns; accepts a zeroed message. */
 void bgrun__wire_msg_release(struct bgrun__wire_msg *msg);
 
-/* A code's name ("malformed", "busy"...). */
+/* A code's name ("malformed frame", "too many connections"...). */
 const char *bgrun__wire_code_name(int64_t code);
+
+/* Shared by wire.c and wire-decode.c only. */
+bool bgrun__wire_valid_id(const uint8_t *s, size_t n);
+int64_t *bgrun__wire_int_at(struct bgrun_event *ev,
+			    const struct bgrun__wire_field *f);
+const char **bgrun__wire_str_at(struct bgrun_event *ev,
+				const struct bgrun__wire_field *f);
+
+static inline uint32_t bgrun__wire_get_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+static inline int64_t bgrun__wire_get_i64(const uint8_t *p)
+{
+	uint64_t v = (uint64_t)bgrun__wire_get_u32(p) << 32 |
+		     bgrun__wire_get_u32(p + 4);
+
+	return (int64_t)v; /* two's complement, as gcc and clang define it */
+}
 
 #endif /* BGRUN_WIRE_H */

@@ -5,6 +5,7 @@
 Usage:
   clone-fixtures.py tree DIR REV       shape the working tree DIR for revision
                                         REV (0, 1, 2) of the test repository
+                                        (-1: only the names, small)
   clone-fixtures.py bad GOOD OUTDIR     write broken variants of the bundle
                                         GOOD, and OUTDIR/cases.tsv: name, then
                                         keyword and offset for a file, and
@@ -67,7 +68,11 @@ def special_names():
 def tree(top, rev):
     rnd = random.Random(1000 + rev)
     top = os.fsencode(top)
-    if rev == 0:
+    if rev == -1:
+        # Small: the special and long names only (fuzzing seeds).
+        for n in special_names() + long_names():
+            write(os.path.join(top, n), n + b'\n')
+    elif rev == 0:
         for i in range(1000):
             p = b'src/mod%d/sub%d/file%04d.c' % (i % 10, i % 3, i)
             write(os.path.join(top, p), b'/* file %d */\n' % i + bytes(

@@ -58,7 +58,7 @@ void t_skip(const char *file, int line, const char *fmt, ...);
 
 /* A new directory under /tmp (short: socket paths must fit), removed at exit. */
 const char *t_tmpdir(void);
-/* dir/name in a static ring of buffers. */
+/* dir/name, valid until exit. */
 const char *t_path(const char *dir, const char *name);
 int64_t t_now_ms(void);
 
@@ -75,6 +75,12 @@ void t_daemon_start(struct t_daemon *d, const char *db, const char *sock,
 /* Like t_daemon_start, but expects a refusal: its exit code, its message. */
 int t_daemon_refused(const char *db, const char *sock, const char *const *args,
 		     char *msg, size_t size);
+/* A daemon to SIGKILL at exit if the case fails before it stops it. */
+void t_track(pid_t pid);
+/* Whether pid runs (a zombie does not). */
+bool t_pid_alive(pid_t pid);
+/* Once it is known gone (its pid may then be reused). */
+void t_untrack(pid_t pid);
 /* Sends sig (unless 0) and waits: the exit code, or 128 + signal. */
 int t_daemon_stop(struct t_daemon *d, int sig);
 
@@ -93,8 +99,13 @@ int64_t t_db_int(const char *db, const char *sql);
 int64_t t_db_wait(const char *db, const char *sql, int64_t want, int timeout_ms);
 /* Whether the row with this id exists exactly once. */
 bool t_db_has(const char *db, const char *id);
+/* How many of the n ids are in db exactly once (one connection for all). */
+size_t t_db_present(const char *db, const char (*ids)[BGRUN_EVENT_ID_MAX + 1],
+		    size_t n);
 /* The number of files in dir whose names end with suffix. */
 int t_count_files(const char *dir, const char *suffix);
+/* Polls t_count_files until it is want or timeout_ms passes. */
+int t_wait_files(const char *dir, const char *suffix, int want, int timeout_ms);
 
 /* Cases of test-sink-wire.c. */
 void case_wire_roundtrip(void);

@@ -333,44 +333,48 @@ int bgrun__bundle_header(struct bgrun__bundle *b)
 	return 0;
 }
 
+/* A bad entry name: what is wrong, then the name itself. */
+static int name_fail(struct bgrun__bundle *b, uint64_t off, const char *what)
+{
+	char q[256];
+
+	bgrun__quote(q, sizeof(q), b->name, b->name_len);
+	return bgrun__bundle_fail(b, off, "%s: %s", what, q);
+}
+
 /* Checks an entry name; returns 0 or the -EBADMSG of bgrun__bundle_fail. */
 static int check_name(struct bgrun__bundle *b, uint64_t off)
 {
 	const char *name = b->name, *p, *end = b->name + b->name_len;
-	char q[256];
 
-	bgrun__quote(q, sizeof(q), name, b->name_len);
 	if (b->name_len == 0)
 		return bgrun__bundle_fail(b, off, "empty entry name");
 	if (name[0] == '/')
-		return bgrun__bundle_fail(b, off, "absolute entry name: %s", q);
+		return name_fail(b, off, "absolute entry name");
 	if (memchr(name, '\n', b->name_len) != NULL)
-		return bgrun__bundle_fail(b, off,
-			"entry name contains a newline: %s", q);
+		return name_fail(b, off, "entry name contains a newline");
 	if (memchr(name, '\r', b->name_len) != NULL)
-		return bgrun__bundle_fail(b, off,
-			"entry name contains a carriage return: %s", q);
+		return name_fail(b, off, "entry name contains a carriage return");
 	if (memchr(name, '\\', b->name_len) != NULL)
-		return bgrun__bundle_fail(b, off,
-			"entry name contains a backslash: %s", q);
+		return name_fail(b, off, "entry name contains a backslash");
 	for (p = name; p <= end;) {
 		const char *slash = memchr(p, '/', (size_t)(end - p));
 		size_t n = (size_t)((slash != NULL ? slash : end) - p);
 
 		if (n == 0)
-			return bgrun__bundle_fail(b, off,
-				"entry name has an empty component: %s", q);
-		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
-			return bgrun__bundle_fail(b, off,
-				"entry name has a '%.*s' component: %s", (int)n, p, q);
+			return name_fail(b, off, "entry name has an empty component");
+		if (n == 1 && p[0] == '.')
+			return name_fail(b, off, "entry name has a '.' component");
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return name_fail(b, off, "entry name has a '..' component");
 		if (slash == NULL)
 			break;
 		p = slash + 1;
 	}
 	if (strcmp(name, "requires") == 0 || strcmp(name, "fncache") == 0 ||
 	    strcmp(name, "lock") == 0)
-		return bgrun__bundle_fail(b, off,
-			"entry name is a file the store keeps itself: %s", q);
+		return name_fail(b, off,
+				 "entry name is a file the store keeps itself");
 	return 0;
 }
 
@@ -423,12 +427,15 @@ static int read_name(struct bgrun__bundle *b, uint64_t off)
 
 /*
  * A byte that is not part of a size. When a NUL follows before the end of
- * the line, the "size" was the rest of a name holding a NUL byte.
+ * the line (within the next 64 bytes, however the bundle is buffered), the
+ * "size" was the rest of a name holding a NUL byte.
  */
 static int bad_size(struct bgrun__bundle *b, unsigned char c,
 		    uint64_t name_end)
 {
-	const unsigned char *p = b->buf + b->head, *end = b->buf + b->tail;
+	ssize_t avail = fill(b, 64);
+	const unsigned char *p = b->buf + b->head;
+	const unsigned char *end = p + (avail > 64 ? 64 : avail > 0 ? avail : 0);
 	const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
 	const unsigned char *nul = memchr(p, '\0', (size_t)((nl ? nl : end) - p));
 	char q[256];
@@ -511,17 +518,17 @@ int bgrun__bundle_next(struct bgrun__bundle *b, struct bgrun__entry *ret)
 	r = check_name(b, off);
 	if (r < 0)
 		return r;
-	bgrun__quote(q, sizeof(q), b->name, b->name_len);
 	left = b->byte_count - b->bytes_seen;
-	if (size > left)
+	if (size > left || (b->sized && size > room(b, here(b)))) {
+		bool count = size > left;
+
+		bgrun__quote(q, sizeof(q), b->name, b->name_len);
 		return bgrun__bundle_fail(b, off,
-			"entry %s of %llu bytes is larger than the %llu bytes the byte count leaves",
-			q, (unsigned long long)size, (unsigned long long)left);
-	if (b->sized && size > room(b, here(b)))
-		return bgrun__bundle_fail(b, off,
-			"entry %s of %llu bytes is larger than the %llu bytes left in the bundle",
+			"entry %s of %llu bytes is larger than the %llu bytes %s",
 			q, (unsigned long long)size,
-			(unsigned long long)room(b, here(b)));
+			(unsigned long long)(count ? left : room(b, here(b))),
+			count ? "the byte count leaves" : "left in the bundle");
+	}
 	b->files_seen++;
 	b->bytes_seen += size;
 	b->entry_left = size;

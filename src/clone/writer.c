@@ -315,9 +315,9 @@ int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 	fd = openat(w->dir_fd >= 0 ? w->dir_fd : w->store_fd,
 		    slash != NULL ? slash + 1 : enc,
 		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-	bgrun__quote(q, sizeof(q), e->name, e->name_len);
 	if (fd < 0) {
 		r = -errno;
+		bgrun__quote(q, sizeof(q), e->name, e->name_len);
 		bgrun__quote(qe, sizeof(qe), enc, enc_len);
 		if (r == -EEXIST)
 			r = bgrun__bundle_fail(b, e->offset,
@@ -341,9 +341,11 @@ int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 	} else {
 		r = (w->close_fn != NULL ? w->close_fn(fd) : close(fd)) < 0 &&
 				    errno != EINTR ? -errno : 0;
-		if (r < 0)
+		if (r < 0) {
+			bgrun__quote(q, sizeof(q), e->name, e->name_len);
 			r = bgrun__bundle_error(b, r, "cannot close %s: %s", q,
 						strerror(-r));
+		}
 	}
 	if (r == 0)
 		w->files++;

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/* clone-bench.c: bgrun clone against tar x and hg debugapplystreamclonebundle on the same bundle; closer and chunk-size effects. */
+
+/*
+ * Usage: clone-bench [--files N[,N...]] [--runs R] [--dir DIR] [--dest DIR]
+ *                    [--keep-until-end] [--csv FILE] [--bgrun PATH]
+ *                    [--gen PATH] [--quick]
+ *
+ * For each N (default 10000,100000) it uses DIR/repo-N, made by
+ * bench/gen-repo.sh when missing: a real hg repository of N files, its
+ * stream clone bundle v1 and a tar of the same store files. N:large is a
+ * repository of N incompressible 1 MiB files (DIR/repo-N-large), where
+ * the write size matters. Every method
+ * then writes a fresh copy under DEST/dest-N (DEST: --dest, default DIR;
+ * put it on another file system to measure that one), R times (default 7,
+ * 3 from 50,000 files on) in round robin (each round runs every method
+ * once, so that the machine's changing load hits all alike), timed as a
+ * whole process from spawn to exit (through the library: bgrun_spawn and
+ * bgrun_child_wait). Before each run sync(2) flushes what earlier runs
+ * wrote; their output is removed at once, or only at the end with
+ * --keep-until-end (for ext4: see measure()). The page cache is warm (the
+ * bundle is read from memory): this measures writing a store.
+ *
+ * The table gives the median and best of the runs, files/s and MB/s (of
+ * the bundle's file bytes), the ratio to `tar x` and how many times
+ * faster than hg. Targets: bgrun clone <= 1.2 x tar, >= 4 x faster than
+ * hg debugapplystreamclonebundle (into a fresh `hg init`, init untimed).
+ * --csv writes one line per run: files,method,run,seconds.
+ */
+
+#include "bgrun.h"
+#include "clone/clone.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_SIZES 8
+#define MAX_RUNS 50
+
+/* A way of making dest from the bundle. %B bundle, %T tar, %D dest. */
+struct method {
+	const char *name;
+	const char *const argv[12];
+	bool hg_init; /* `hg init %D` first, untimed */
+	bool mkdir;   /* mkdir %D first, untimed */
+	/*
+	 * In process instead (bgrun_clone), every close(2) made 1 ms slower,
+	 * as on the NTFS of seed 000: what the background closer is for.
+	 */
+	bool slow;
+	int threads;
+};
+
+static const struct method methods[] = {
+	{ "bgrun clone (default: 1M chunks, 4 closers)",
+	  { "%G", "clone", "--no-log", "-q", "%B", "%D" } },
+	{ "bgrun clone --close-threads 0",
+	  { "%G", "clone", "--no-log", "-q", "--close-threads", "0", "%B", "%D" } },
+	{ "bgrun clone --close-threads 1",
+	  { "%G", "clone", "--no-log", "-q", "--close-threads", "1",
+	    "--close-threshold", "1", "%B", "%D" } },
+	{ "bgrun clone --chunk-size 32K",
+	  { "%G", "clone", "--no-log", "-q", "--chunk-size", "32K", "%B", "%D" } },
+	{ "bgrun clone --chunk-size 256K",
+	  { "%G", "clone", "--no-log", "-q", "--chunk-size", "256K", "%B", "%D" } },
+	{ "bgrun clone --chunk-size 8M",
+	  { "%G", "clone", "--no-log", "-q", "--chunk-size", "8M", "%B", "%D" } },
+	{ "bgrun clone --copy-file-range",
+	  { "%G", "clone", "--no-log", "-q", "--copy-file-range", "%B", "%D" } },
+	{ "bgrun clone (recording the event)",
+	  { "%G", "clone", "-q", "--db", "%E", "%B", "%D" } },
+	{ "tar x of the same store files",
+	  { "tar", "-xf", "%T", "-C", "%D" }, .mkdir = true },
+	{ "hg debugapplystreamclonebundle",
+	  { "hg", "-R", "%D", "debugapplystreamclonebundle", "%B" }, .hg_init = true },
+	{ "1 ms closes: synchronous", { NULL }, .slow = true, .threads = 0 },
+	{ "1 ms closes: 4 closer threads", { NULL }, .slow = true, .threads = 4 },
+};
+#define N_METHODS (sizeof(methods) / sizeof(methods[0]))
+#define M_DEFAULT 0
+#define M_TAR 8
+#define M_HG 9
+
+struct ctx {
+	const char *bgrun, *gen, *dir, *dest_dir, *csv_path;
+	FILE *csv;
+	const char *sizes[MAX_SIZES]; /* N, or N:large */
+	int n_sizes, runs;
+	bool keep;         /* --keep-until-end */
+	char bundle[PATH_MAX], tar[PATH_MAX], db[PATH_MAX];
+	char top[PATH_MAX - 64];  /* where the runs write: DEST/dest-N */
+	char dest[PATH_MAX];      /* this run's: top/RUN-METHOD */
+	uint64_t bytes, files;
+};
+
+/* Runs argv, waits; returns its duration in ns, or -1 (said why). */
+static int64_t run(const char *const *argv, bool quiet)
+{
+	static const char *const env_set[] = { "HGRCPATH=/dev/null",
+					       "HGPLAIN=1", NULL };
+	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
+	struct bgrun_child *child = NULL;
+	struct bgrun_status st;
+	int r;
+
+	o.argv = argv;
+	o.env_set = env_set;
+	o.detach = false;
+	if (!quiet) {
+		o.out.kind = BGRUN_STDIO_INHERIT;
+		o.err.kind = BGRUN_STDIO_INHERIT;
+	} else {
+		o.err.kind = BGRUN_STDIO_INHERIT;
+	}
+	r = bgrun_spawn(&o, &child);
+	if (r >= 0)
+		r = bgrun_child_wait(child, -1, &st);
+	bgrun_child_free(child);
+	if (r < 0) {
+		fprintf(stderr, "clone-bench: %s: %s\n", argv[0], bgrun_strerror(r));
+		return -1;
+	}
+	if (!st.exited || st.exit_code != 0) {
+		fprintf(stderr, "clone-bench: %s %s failed (status %d)\n", argv[0],
+			argv[1] ? argv[1] : "", st.exit_code);
+		return -1;
+	}
+	return st.duration_ns;
+}
+
+static int sh(const char *a, const char *b, const char *c, const char *d)
+{
+	const char *argv[] = { a, b, c, d, NULL };
+
+	return run(argv, true) < 0 ? -1 : 0;
+}
+
+static void remove_tree(const char *path)
+{
+	(void)sh("rm", "-rf", path, NULL);
+	sync();
+}
+
+/* Makes DIR/repo-N[-large] if missing; fills the paths and the counts. */
+static int prepare(struct ctx *x, long n, bool large)
+{
+	char repo[PATH_MAX - 64], count[32];
+	unsigned char h[22];
+	struct stat st;
+	int fd;
+
+	(void)snprintf(repo, sizeof(repo), "%s/repo-%ld%s", x->dir, n,
+		       large ? "-large" : "");
+	(void)snprintf(x->bundle, sizeof(x->bundle), "%s/bundle.hg", repo);
+	(void)snprintf(x->tar, sizeof(x->tar), "%s/store.tar", repo);
+	(void)snprintf(x->top, sizeof(x->top), "%s/dest-%ld%s",
+		       x->dest_dir != NULL ? x->dest_dir : x->dir, n,
+		       large ? "-large" : "");
+	(void)snprintf(x->db, sizeof(x->db), "%s/events.db", x->dir);
+	if (stat(x->tar, &st) < 0) {
+		(void)snprintf(count, sizeof(count), "%ld", n);
+		const char *argv[] = { "bash", x->gen, count, repo,
+				       large ? "large" : "source", NULL };
+
+		fprintf(stderr, "clone-bench: generating %s (hg commits %ld files)...\n",
+			repo, n);
+		if (run(argv, true) < 0)
+			return -1;
+	}
+	fd = open(x->bundle, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, h, sizeof(h)) != sizeof(h)) {
+		fprintf(stderr, "clone-bench: cannot read %s\n", x->bundle);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	x->files = x->bytes = 0;
+	for (int i = 0; i < 8; i++) {
+		x->files = x->files << 8 | h[6 + i];
+		x->bytes = x->bytes << 8 | h[14 + i];
+	}
+	return 0;
+}
+
+static int cmp64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The argv of method m, its placeholders filled. */
+static void method_argv(const struct ctx *x, const struct method *m,
+			const char *argv[12])
+{
+	for (int i = 0; i < 12; i++) {
+		const char *a = m->argv[i];
+
+		argv[i] = a == NULL ? NULL :
+			  strcmp(a, "%G") == 0 ? x->bgrun :
+			  strcmp(a, "%B") == 0 ? x->bundle :
+			  strcmp(a, "%T") == 0 ? x->tar :
+			  strcmp(a, "%D") == 0 ? x->dest :
+			  strcmp(a, "%E") == 0 ? x->db : a;
+		if (a == NULL)
+			break;
+	}
+}
+
+static int slow_close(int fd)
+{
+	struct timespec ts = { 0, 1000000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	return close(fd);
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The slow-close methods: bgrun_clone in this process. */
+static int64_t run_in_process(struct ctx *x, const struct method *m)
+{
+	struct bgrun_clone_opts o = BGRUN_CLONE_OPTS_INIT;
+	char *msg = NULL;
+	int64_t start = mono_ns();
+	int r;
+
+	o.bundle = x->bundle;
+	o.dest = x->dest;
+	o.close_threads = m->threads;
+	o.close_fn = slow_close;
+	r = bgrun_clone(&o, NULL, &msg);
+	if (r < 0) {
+		fprintf(stderr, "clone-bench: %s\n", msg != NULL ? msg : bgrun_strerror(r));
+		free(msg);
+		return -1;
+	}
+	return mono_ns() - start;
+}
+
+/*
+ * One timed run of method m into a fresh directory; -1 on failure. Its
+ * output is removed at once, or with --keep-until-end only after the last
+ * round: on ext4, inodes freed in the last 30 seconds are skipped by the
+ * allocator one by one (recently_deleted() in ext4_create, seen with perf
+ * as the top of the profile), which makes file creation after a mass
+ * deletion several times slower, for every method alike but noisily.
+ */
+static int64_t measure(struct ctx *x, const struct method *m, int round,
+		       size_t index)
+{
+	const char *argv[12];
+	int64_t t;
+
+	(void)snprintf(x->dest, sizeof(x->dest), "%s/%d-%zu", x->top, round,
+		       index);
+	method_argv(x, m, argv);
+	if (m->mkdir && mkdir(x->dest, 0777) < 0)
+		return -1;
+	if (m->hg_init && sh("hg", "init", x->dest, NULL) < 0)
+		return -1;
+	sync();
+	t = m->slow ? run_in_process(x, m) : run(argv, true);
+	if (!x->keep)
+		remove_tree(x->dest);
+	return t;
+}
+
+/* Whether method m is measured on this repository. */
+static bool wanted(const struct method *m, long n, bool large)
+{
+	/* 1 ms per file: 10 s for 10,000 files synchronously; enough. */
+	return !m->slow || (!large && n <= 20000);
+}
+
+static int bench_size(struct ctx *x, const char *spec)
+{
+	static int64_t t[N_METHODS][MAX_RUNS];
+	int64_t med[N_METHODS], best[N_METHODS];
+	bool large = strstr(spec, ":large") != NULL;
+	long n = atol(spec);
+
+	if (prepare(x, n, large) < 0)
+		return -1;
+	if (x->runs == 0)
+		x->runs = n >= 50000 ? 3 : 7;
+	printf("\n%ld-file%s repository: bundle of %" PRIu64 " files, %.1f MB; "
+	       "into %s; median of %d runs (best in brackets)%s\n\n", n,
+	       large ? " (1 MiB binaries)" : "", x->files, (double)x->bytes / 1e6, x->top, x->runs,
+	       x->keep ? ", outputs kept until the end" : "");
+	fflush(stdout);
+	remove_tree(x->top);
+	if (mkdir(x->top, 0777) < 0) {
+		fprintf(stderr, "clone-bench: %s: %s\n", x->top, strerror(errno));
+		return -1;
+	}
+	/*
+	 * Round robin: each round runs every method once, so that a change
+	 * in the machine's load (or the file system's state) over time hits
+	 * all of them alike.
+	 */
+	for (int r = 0; r < x->runs; r++) {
+		for (size_t i = 0; i < N_METHODS; i++) {
+			if (!wanted(&methods[i], n, large))
+				continue;
+			t[i][r] = measure(x, &methods[i], r, i);
+			if (t[i][r] < 0)
+				return -1;
+			if (x->csv != NULL)
+				fprintf(x->csv, "%ld,\"%s\",%d,%.6f\n", n,
+					methods[i].name, r, (double)t[i][r] / 1e9);
+		}
+	}
+	remove_tree(x->top);
+	for (size_t i = 0; i < N_METHODS; i++) {
+		if (!wanted(&methods[i], n, large))
+			continue;
+		qsort(t[i], (size_t)x->runs, sizeof(t[i][0]), cmp64);
+		med[i] = t[i][x->runs / 2];
+		best[i] = t[i][0];
+	}
+	printf("%-46s %16s %10s %8s %7s %8s\n", "method", "seconds", "files/s",
+	       "MB/s", "x tar", "hg/this");
+	for (size_t i = 0; i < N_METHODS; i++) {
+		double s = (double)med[i] / 1e9;
+
+		if (!wanted(&methods[i], n, large))
+			continue;
+		printf("%-46s %7.3f (%6.3f) %10.0f %8.1f %7.2f %8.1f\n",
+		       methods[i].name, s, (double)best[i] / 1e9,
+		       (double)x->files / s, (double)x->bytes / 1e6 / s,
+		       (double)med[i] / (double)med[M_TAR],
+		       (double)med[M_HG] / (double)med[i]);
+	}
+	printf("\ntargets: bgrun clone %.2f x tar (<= 1.2: %s), %.1f x faster than hg (>= 4: %s)\n",
+	       (double)med[M_DEFAULT] / (double)med[M_TAR],
+	       (double)med[M_DEFAULT] <= 1.2 * (double)med[M_TAR] ? "met" : "NOT met",
+	       (double)med[M_HG] / (double)med[M_DEFAULT],
+	       (double)med[M_HG] >= 4.0 * (double)med[M_DEFAULT] ? "met" : "NOT met");
+	fflush(stdout);
+	return 0;
+}
+
+static void usage(void)
+{
+	fputs("usage: clone-bench [--files N[,N...]] [--runs R] [--dir DIR] [--dest DIR]\n"
+	      "                   [--keep-until-end] [--csv FILE] [--bgrun PATH]\n"
+	      "                   [--gen PATH] [--quick]\n", stderr);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "files", required_argument, NULL, 'f' },
+		{ "runs", required_argument, NULL, 'r' },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "dest", required_argument, NULL, 'D' },
+		{ "keep-until-end", no_argument, NULL, 'k' },
+		{ "csv", required_argument, NULL, 'c' },
+		{ "bgrun", required_argument, NULL, 'b' },
+		{ "gen", required_argument, NULL, 'g' },
+		{ "quick", no_argument, NULL, 'q' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ctx x = { .dir = "clone-bench-data", .bgrun = "bgrun",
+			 .gen = "bench/gen-repo.sh" };
+	char *files = NULL, *tok, *save = NULL;
+	int opt, status = 0;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'f': files = optarg; break;
+		case 'r': x.runs = atoi(optarg); break;
+		case 'd': x.dir = optarg; break;
+		case 'D': x.dest_dir = optarg; break;
+		case 'k': x.keep = true; break;
+		case 'c': x.csv_path = optarg; break;
+		case 'b': x.bgrun = optarg; break;
+		case 'g': x.gen = optarg; break;
+		case 'q': files = (char *)"2000"; x.runs = 1; break;
+		default: usage();
+		}
+	}
+	if (optind != argc || x.runs < 0 || x.runs > MAX_RUNS)
+		usage();
+	files = strdup(files != NULL ? files : "10000,100000");
+	for (tok = strtok_r(files, ",", &save); tok && x.n_sizes < MAX_SIZES;
+	     tok = strtok_r(NULL, ",", &save))
+		x.sizes[x.n_sizes++] = tok;
+	if (mkdir(x.dir, 0777) < 0 && errno != EEXIST) {
+		fprintf(stderr, "clone-bench: %s: %s\n", x.dir, strerror(errno));
+		return 1;
+	}
+	if (x.csv_path != NULL) {
+		x.csv = fopen(x.csv_path, "we");
+		if (x.csv == NULL) {
+			fprintf(stderr, "clone-bench: %s: %s\n", x.csv_path,
+				strerror(errno));
+			return 1;
+		}
+		fprintf(x.csv, "files,method,run,seconds\n");
+	}
+	for (int i = 0; i < x.n_sizes && status == 0; i++) {
+		int runs = x.runs;
+
+		status = bench_size(&x, x.sizes[i]) < 0 ? 1 : 0;
+		x.runs = runs;
+	}
+	if (x.csv != NULL)
+		fclose(x.csv);
+	free(files);
+	return status;
+}

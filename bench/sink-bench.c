@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: MIT */
+/* sink-bench.c: the sink daemon against the embedded store: acked events/s, ack latency, daemon RSS, hook time. */
+
+/*
+ * Usage: sink-bench [--quick] [--events N] [--window N] [--hooks N]
+ *                   [--dir DIR] [--logsink PATH] [--csv FILE]
+ *
+ * For 1, 8 and 32 clients (threads of this program, each on its own
+ * persistent connection or store), in one run on the same machine:
+ *   daemon, pipelined   raw protocol, up to --window (64) events in flight
+ *                       per client;
+ *                       latency = frame written -> its ACK read
+ *   daemon, put         bgrun_sink_put one event at a time (the client API)
+ *   embedded, put       bgrun_sink_put with BGRUN_SINK=embedded: each put
+ *                       is one transaction of the client's own store
+ * Each scenario starts a fresh database (and daemon), writes N events of
+ * the shape a bgrun supervisor writes (argv, rusage...), and reports
+ * events/s (first send to last ack) and per-event latency p50/p99/max.
+ * The daemon's peak RSS is VmHWM from /proc/PID/status at the end of its
+ * scenario. Then `logsink send --from-hg-env` is spawned --hooks times
+ * (bgrun_spawn, ensurestart, waited for) with a logtoprocess environment,
+ * with a daemon and without; its wall time is spawn to reap.
+ */
+
+#include "bgrun.h"
+#include "wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SINK_BENCH_LOGSINK
+#define SINK_BENCH_LOGSINK "logsink"
+#endif
+
+/* Events in flight per pipelining client (--window). */
+static int window = 64;
+#define MAX_CLIENTS 32
+
+enum kind { PIPELINED, PUT_DAEMON, PUT_EMBEDDED, HOOK_DAEMON, HOOK_EMBEDDED, HOOK_TRUE };
+
+static const char *const kind_names[] = {
+	[PIPELINED] = "daemon, pipelined",
+	[PUT_DAEMON] = "daemon, bgrun_sink_put",
+	[PUT_EMBEDDED] = "embedded, bgrun_sink_put",
+	[HOOK_DAEMON] = "hook: logsink send, daemon",
+	[HOOK_EMBEDDED] = "hook: logsink send, embedded",
+	[HOOK_TRUE] = "hook floor: /bin/true",
+};
+
+static const char *logsink = SINK_BENCH_LOGSINK;
+static const char *base_dir;
+static int run_no;
+
+struct client {
+	pthread_t thread;
+	enum kind kind;
+	const char *db, *sock;
+	int n;                 /* events to write */
+	int64_t *lat;          /* per event, ns */
+	int done;              /* acked or stored */
+	int64_t first_ns, last_ns;
+};
+
+static pthread_barrier_t start_line;
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "sink-bench: %s\n", what);
+	exit(1);
+}
+
+/* The event a bgrun supervisor records for a finished command. */
+static void make_event(struct bgrun_event *ev, int i)
+{
+	static const char *const argv[] = { "hg", "pull", "-u",
+					    "https://example.org/repo", NULL };
+
+	bgrun_event_init(ev, "commandfinish", "bgrun");
+	ev->argv = argv;
+	ev->cwd = "/home/user/src/repo";
+	ev->pid = 10000 + i;
+	ev->supervisor_pid = 9999;
+	ev->start_ns = 1700000000000000000 + i;
+	ev->end_ns = ev->start_ns + 12345678;
+	ev->duration_ns = 12345678;
+	ev->exit_code = i % 7 == 0;
+	ev->core_dumped = 0;
+	ev->result = ev->exit_code ? BGRUN_RESULT_FAILED : BGRUN_RESULT_SUCCESS;
+	ev->user_cpu_ns = 4000000;
+	ev->sys_cpu_ns = 1000000;
+	ev->max_rss_kb = 20480;
+	ev->minor_faults = 1200;
+	ev->major_faults = 0;
+	ev->in_blocks = ev->out_blocks = 0;
+	ev->vol_ctxsw = 10;
+	ev->invol_ctxsw = 2;
+}
+
+static int connect_to(const char *sock)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	(void)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die("cannot connect to the daemon");
+	return fd;
+}
+
+/* Raw protocol, --window events in flight: the daemon's best case. */
+static void run_pipelined(struct client *c)
+{
+	int64_t *sent = calloc((size_t)c->n + 1, sizeof(*sent));
+	struct bgrun__wire_buf out = { 0 };
+	uint8_t *in = malloc(1 << 16);
+	size_t have = 0;
+	int fd = connect_to(c->sock), next = 0;
+	struct bgrun_event ev;
+
+	if (sent == NULL || in == NULL)
+		die("out of memory");
+	(void)pthread_barrier_wait(&start_line);
+	c->first_ns = now_ns();
+	while (c->done < c->n) {
+		/* Top the window up, in one write. */
+		out.len = 0;
+		while (next < c->n && next - c->done < window) {
+			make_event(&ev, next);
+			if (bgrun__wire_put_event(&out, (uint32_t)next + 1, &ev) < 0)
+				die("encoding");
+			next++;
+		}
+		if (out.len > 0) {
+			int64_t t = now_ns();
+			size_t off = 0;
+
+			for (int s = next; s > 0 && sent[s] == 0; s--)
+				sent[s] = t;
+			while (off < out.len) {
+				ssize_t k = send(fd, out.data + off, out.len - off,
+						 MSG_NOSIGNAL);
+
+				if (k < 0 && errno == EINTR)
+					continue;
+				if (k < 0)
+					die("send");
+				off += (size_t)k;
+			}
+		}
+		ssize_t k = recv(fd, in + have, (1 << 16) - have, 0);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			die("the daemon closed the connection");
+		have += (size_t)k;
+		for (;;) {
+			struct bgrun__wire_msg m;
+			size_t size;
+			int64_t t;
+
+			if (bgrun__wire_frame_size(in, have, 1 << 15, &size) != 1)
+				break;
+			if (bgrun__wire_decode(in, size, &m, NULL) < 0 ||
+			    m.type != BGRUN__WIRE_ACK || m.seq == 0 ||
+			    m.seq > (uint32_t)c->n)
+				die("unexpected answer from the daemon");
+			t = now_ns();
+			c->lat[c->done++] = t - sent[m.seq];
+			c->last_ns = t;
+			bgrun__wire_msg_release(&m);
+			memmove(in, in + size, have - size);
+			have -= size;
+		}
+	}
+	bgrun__wire_buf_free(&out);
+	free(in);
+	free(sent);
+	(void)close(fd);
+}
+
+/* The client API, one event per call (daemon or embedded). */
+static void run_put(struct client *c)
+{
+	struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
+	struct bgrun_sink *sink;
+	struct bgrun_event ev;
+	int want = c->kind == PUT_DAEMON ? BGRUN_SINK_VIA_DAEMON : BGRUN_SINK_VIA_STORE;
+
+	o.mode = c->kind == PUT_DAEMON ? BGRUN_SINK_DAEMON : BGRUN_SINK_EMBEDDED;
+	o.db = c->db;
+	o.socket = c->sock;
+	if (bgrun_sink_open(&o, &sink) < 0)
+		die("bgrun_sink_open");
+	/* Connected (or the store opened) before the clock starts. */
+	make_event(&ev, 0);
+	if (bgrun_sink_put(sink, &ev) != want)
+		die(bgrun_sink_errmsg(sink));
+	(void)pthread_barrier_wait(&start_line);
+	c->first_ns = now_ns();
+	for (int i = 1; i <= c->n; i++) {
+		int64_t t;
+
+		make_event(&ev, i);
+		t = now_ns();
+		if (bgrun_sink_put(sink, &ev) != want)
+			die(bgrun_sink_errmsg(sink));
+		c->last_ns = now_ns();
+		c->lat[c->done++] = c->last_ns - t;
+	}
+	bgrun_sink_close(sink);
+}
+
+static void *client_main(void *arg)
+{
+	struct client *c = arg;
+
+	if (c->kind == PIPELINED)
+		run_pipelined(c);
+	else
+		run_put(c);
+	return NULL;
+}
+
+/* ---- the daemon ---- */
+
+struct daemon {
+	struct bgrun_child *child;
+	pid_t pid;
+	char log[600];
+};
+
+static void daemon_start(struct daemon *d, const char *db, const char *sock)
+{
+	const char *argv[] = { logsink, "--db", db, "serve", "--socket", sock,
+			       "--ready-fd=3", NULL };
+	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
+	char line[256] = "";
+	ssize_t n;
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		die("pipe");
+	o.argv = argv;
+	o.pass_fds = &p[1];
+	o.n_pass_fds = 1;
+	(void)snprintf(d->log, sizeof(d->log), "%s.log", db);
+	o.err = (struct bgrun_stdio){ .kind = BGRUN_STDIO_FILE, .path = d->log };
+	d->pid = bgrun_spawn(&o, &d->child);
+	(void)close(p[1]);
+	if (d->pid < 0)
+		die("cannot start logsink serve (--logsink PATH?)");
+	n = read(p[0], line, sizeof(line) - 1);
+	(void)close(p[0]);
+	if (n <= 0 || strncmp(line, "READY", 5) != 0)
+		die("the daemon did not start");
+}
+
+/* VmHWM of pid, in kB (-1 if unknown). */
+static long peak_rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	(void)snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+			break;
+	(void)fclose(f);
+	return kb;
+}
+
+/* Stops it; the mean number of events per transaction it reported. */
+static double daemon_stop(struct daemon *d)
+{
+	unsigned long long events = 0, txns = 0;
+	struct bgrun_status st;
+	char line[512];
+	FILE *f;
+
+	(void)bgrun_child_kill(d->child, SIGTERM);
+	(void)bgrun_child_wait(d->child, -1, &st);
+	bgrun_child_free(d->child);
+	f = fopen(d->log, "re");
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		(void)sscanf(line, "logsink: stopped: %llu events committed in %llu",
+			     &events, &txns);
+	if (f != NULL)
+		(void)fclose(f);
+	return txns > 0 ? (double)events / (double)txns : 0;
+}
+
+/* ---- results ---- */
+
+static int cmp64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest rank. */
+static int64_t pct(const int64_t *sorted, size_t n, double p)
+{
+	size_t rank = (size_t)(p / 100.0 * (double)n + 0.999999);
+
+	if (n == 0)
+		return 0;
+	return sorted[rank == 0 ? 0 : rank - 1 < n ? rank - 1 : n - 1];
+}
+
+static FILE *csv;
+
+static void report(enum kind kind, int clients, int64_t *lat, size_t n,
+		   double seconds, long rss_kb, double per_txn)
+{
+	char rate[32] = "-", rss[32] = "-", txn[32] = "-";
+
+	qsort(lat, n, sizeof(*lat), cmp64);
+	if (seconds > 0)
+		(void)snprintf(rate, sizeof(rate), "%.0f", (double)n / seconds);
+	if (rss_kb >= 0)
+		(void)snprintf(rss, sizeof(rss), "%.1f", (double)rss_kb / 1024);
+	if (per_txn > 0)
+		(void)snprintf(txn, sizeof(txn), "%.1f", per_txn);
+	printf("%-30s %7d %7zu %8.3f %9s %9.1f %9.1f %9.1f %8s %7s\n",
+	       kind_names[kind], clients, n, seconds, rate,
+	       (double)pct(lat, n, 50) / 1e3, (double)pct(lat, n, 99) / 1e3,
+	       n ? (double)lat[n - 1] / 1e3 : 0.0, rss, txn);
+	(void)fflush(stdout);
+	if (csv != NULL)
+		fprintf(csv, "\"%s\",%d,%zu,%.6f,%s,%.1f,%.1f,%.1f,%s,%s\n",
+			kind_names[kind], clients, n, seconds,
+			seconds > 0 ? rate : "", (double)pct(lat, n, 50) / 1e3,
+			(double)pct(lat, n, 99) / 1e3,
+			n ? (double)lat[n - 1] / 1e3 : 0.0, rss_kb >= 0 ? rss : "",
+			per_txn > 0 ? txn : "");
+}
+
+static void paths(char *db, char *sock)
+{
+	run_no++;
+	(void)snprintf(db, 512, "%s/run%d.db", base_dir, run_no);
+	(void)snprintf(sock, 108, "%s/s%d.sock", base_dir, run_no);
+}
+
+static void scenario(enum kind kind, int clients, int events, long *max_rss)
+{
+	struct client c[MAX_CLIENTS];
+	char db[512], sock[108];
+	struct daemon d = { 0 };
+	int64_t *lat, first = INT64_MAX, last = 0;
+	size_t n = 0;
+	long rss = -1;
+	double per_txn = 0;
+
+	paths(db, sock);
+	if (kind != PUT_EMBEDDED)
+		daemon_start(&d, db, sock);
+	lat = malloc((size_t)events * sizeof(*lat));
+	if (lat == NULL || pthread_barrier_init(&start_line, NULL, (unsigned)clients) != 0)
+		die("out of memory");
+	for (int i = 0; i < clients; i++) {
+		c[i] = (struct client){ .kind = kind, .db = db, .sock = sock,
+					.n = events / clients + (i < events % clients) };
+		c[i].lat = malloc((size_t)c[i].n * sizeof(int64_t) + 1);
+		if (c[i].lat == NULL ||
+		    pthread_create(&c[i].thread, NULL, client_main, &c[i]) != 0)
+			die("cannot start a client");
+	}
+	for (int i = 0; i < clients; i++) {
+		(void)pthread_join(c[i].thread, NULL);
+		memcpy(lat + n, c[i].lat, (size_t)c[i].done * sizeof(*lat));
+		n += (size_t)c[i].done;
+		if (c[i].first_ns < first)
+			first = c[i].first_ns;
+		if (c[i].last_ns > last)
+			last = c[i].last_ns;
+		free(c[i].lat);
+	}
+	(void)pthread_barrier_destroy(&start_line);
+	if (kind != PUT_EMBEDDED) {
+		rss = peak_rss_kb(d.pid);
+		if (rss > *max_rss)
+			*max_rss = rss;
+		per_txn = daemon_stop(&d);
+	}
+	report(kind, clients, lat, n, (double)(last - first) / 1e9, rss, per_txn);
+	free(lat);
+}
+
+/* `logsink send --from-hg-env` as logtoprocess runs it, k times. */
+static void hooks(enum kind kind, int k)
+{
+	char db[512], sock[108], env_db[600], env_sock[200], pid[32];
+	const char *argv_send[] = { logsink, "send", "--from-hg-env", NULL };
+	const char *argv_true[] = { "/bin/true", NULL };
+	const char *env[] = { "EVENT=commandfinish", pid,
+			      "MSG1=status exited 0 after 0.05 seconds\n",
+			      "OPT_RETURN_CODE=0", "OPT_DURATION=0.0512345",
+			      "OPT_CANONICAL_COMMAND=status", env_db, env_sock,
+			      "BGRUN_SINK=", NULL };
+	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
+	struct daemon d = { 0 };
+	int64_t *lat = malloc((size_t)k * sizeof(*lat));
+	int64_t *cpu = malloc((size_t)k * sizeof(*cpu));
+
+	paths(db, sock);
+	(void)snprintf(env_db, sizeof(env_db), "BGRUN_DB=%s", db);
+	(void)snprintf(env_sock, sizeof(env_sock), "BGRUN_SOCKET=%s", sock);
+	(void)snprintf(pid, sizeof(pid), "HGPID=%d", (int)getpid());
+	if (lat == NULL || cpu == NULL)
+		die("out of memory");
+	if (kind == HOOK_DAEMON)
+		daemon_start(&d, db, sock);
+	o.argv = kind == HOOK_TRUE ? argv_true : argv_send;
+	o.env_set = env;
+	for (int i = 0; i < k; i++) {
+		struct bgrun_child *child;
+		struct bgrun_status st;
+
+		if (bgrun_spawn(&o, &child) < 0 || bgrun_child_wait(child, -1, &st) < 0)
+			die("cannot run logsink send");
+		bgrun_child_free(child);
+		if (!st.exited || st.exit_code != 0)
+			die("logsink send failed");
+		lat[i] = st.duration_ns;
+		cpu[i] = (int64_t)(st.rusage.ru_utime.tv_sec + st.rusage.ru_stime.tv_sec) *
+				 1000000000 +
+			 (int64_t)(st.rusage.ru_utime.tv_usec + st.rusage.ru_stime.tv_usec) *
+				 1000;
+	}
+	if (kind == HOOK_DAEMON)
+		(void)daemon_stop(&d);
+	report(kind, 1, lat, (size_t)k, 0, -1, 0);
+	/* CPU time is what the machine's load does not stretch. */
+	qsort(cpu, (size_t)k, sizeof(*cpu), cmp64);
+	printf("%-30s %7s %7s %8s %9s %9.1f %9.1f %9.1f\n", "  its CPU (user+sys)",
+	       "", "", "", "", (double)pct(cpu, (size_t)k, 50) / 1e3,
+	       (double)pct(cpu, (size_t)k, 99) / 1e3, (double)cpu[k - 1] / 1e3);
+	if (csv != NULL)
+		fprintf(csv, "\"%s (cpu)\",1,%d,,,%.1f,%.1f,%.1f,,\n", kind_names[kind],
+			k, (double)pct(cpu, (size_t)k, 50) / 1e3,
+			(double)pct(cpu, (size_t)k, 99) / 1e3, (double)cpu[k - 1] / 1e3);
+	free(lat);
+	free(cpu);
+}
+
+/* The machine is shared: say how busy it was. */
+static const char *loadavg(void)
+{
+	static char buf[64] = "?";
+	FILE *f = fopen("/proc/loadavg", "re");
+
+	if (f != NULL) {
+		if (fgets(buf, sizeof(buf), f) != NULL)
+			buf[strcspn(buf, " ")] = '\0';
+		(void)fclose(f);
+	}
+	return buf;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+			struct FTW *ftw)
+{
+	(void)remove(path);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const int client_counts[] = { 1, 8, 32 };
+	static const enum kind kinds[] = { PIPELINED, PUT_DAEMON, PUT_EMBEDDED };
+	const char *csv_path = NULL, *dir = NULL;
+	int events = 40000, nhooks = 300;
+	long max_rss = -1;
+	char tmp[] = "/tmp/sink-bench.XXXXXX";
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--quick") == 0) {
+			events = 3200;
+			nhooks = 50;
+		} else if (strcmp(argv[i], "--events") == 0 && i + 1 < argc) {
+			events = atoi(argv[++i]);
+		} else if (strcmp(argv[i], "--window") == 0 && i + 1 < argc) {
+			window = atoi(argv[++i]);
+		} else if (strcmp(argv[i], "--hooks") == 0 && i + 1 < argc) {
+			nhooks = atoi(argv[++i]);
+		} else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
+			dir = argv[++i];
+		} else if (strcmp(argv[i], "--logsink") == 0 && i + 1 < argc) {
+			logsink = argv[++i];
+		} else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
+			csv_path = argv[++i];
+		} else {
+			fprintf(stderr, "usage: sink-bench [--quick] [--events N] "
+				"[--window N] [--hooks N] [--dir DIR] [--logsink PATH] "
+				"[--csv FILE]\n");
+			return 2;
+		}
+	}
+	if (events < 32 || nhooks < 1 || window < 1)
+		die("--events must be at least 32, --hooks and --window at least 1");
+	(void)signal(SIGPIPE, SIG_IGN);
+	base_dir = dir != NULL ? dir : mkdtemp(tmp);
+	if (base_dir == NULL)
+		die("mkdtemp");
+	if (csv_path != NULL) {
+		csv = fopen(csv_path, "we");
+		if (csv == NULL)
+			die("cannot write the CSV file");
+		fprintf(csv, "scenario,clients,events,seconds,events_per_s,"
+			"p50_us,p99_us,max_us,daemon_peak_rss_mib,events_per_txn\n");
+	}
+	printf("sink-bench: %d events per scenario, %d in flight per pipelining "
+	       "client, %ld CPUs, load average %s, %s\n", events, window,
+	       sysconf(_SC_NPROCESSORS_ONLN), loadavg(), logsink);
+	printf("%-30s %7s %7s %8s %9s %9s %9s %9s %8s %7s\n", "scenario", "clients",
+	       "events", "seconds", "events/s", "p50 us", "p99 us", "max us",
+	       "RSS MiB", "ev/txn");
+	(void)fflush(stdout);
+	for (size_t c = 0; c < 3; c++)
+		for (size_t k = 0; k < 3; k++)
+			scenario(kinds[k], client_counts[c], events, &max_rss);
+	hooks(HOOK_TRUE, nhooks);
+	hooks(HOOK_DAEMON, nhooks);
+	hooks(HOOK_EMBEDDED, nhooks);
+	printf("daemon peak RSS (VmHWM, largest of its runs): %.1f MiB\n",
+	       (double)max_rss / 1024);
+	printf("(latency: per event, send to ack or per put; hooks: spawn to "
+	       "reap of one process;\n ev/txn: events per transaction of the "
+	       "daemon's writer; load average now: %s)\n", loadavg());
+	if (csv != NULL && fclose(csv) != 0)
+		die("cannot write the CSV file");
+	if (dir == NULL)
+		(void)nftw(base_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}

@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: MIT */
+/* test-sink-client.c: the sink client's paths (daemon, embedded, spool), auto-start, SIGTERM and kill -9. */
+
+#include "test-sink.h"
+#include "sink-internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static struct bgrun_sink *sink_open(enum bgrun_sink_mode mode, const char *db,
+				    const char *sock)
+{
+	struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
+	struct bgrun_sink *sink;
+
+	o.mode = mode;
+	o.db = db;
+	o.socket = sock;
+	o.timeout_ms = 20000;
+	ASSERT_OK(bgrun_sink_open(&o, &sink));
+	return sink;
+}
+
+static int put(struct bgrun_sink *sink, struct bgrun_event *ev, int64_t i)
+{
+	t_event(ev, i);
+	return bgrun_sink_put(sink, ev);
+}
+
+void case_client_daemon(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	struct bgrun_event ev, batch[100];
+	struct bgrun_sink *sink, *other;
+	struct t_daemon d;
+	int r;
+
+	t_daemon_start(&d, db, sock, NULL);
+	sink = sink_open(BGRUN_SINK_TRY, db, sock);
+	ASSERT_EQ(put(sink, &ev, 0), BGRUN_SINK_VIA_DAEMON);
+	ASSERT(t_db_has(db, ev.id)); /* acked: committed already */
+	ASSERT_STR(bgrun_sink_errmsg(sink), "");
+	for (int i = 0; i < 100; i++)
+		t_event(&batch[i], i);
+	ASSERT_EQ(bgrun_sink_put_batch(sink, batch, 100), BGRUN_SINK_VIA_DAEMON);
+	ASSERT_EQ(t_db_int(db, "SELECT count(*) FROM events"), 101);
+	/* The same event again: one row, as with the store. */
+	ASSERT_EQ(bgrun_sink_put(sink, &batch[7]), BGRUN_SINK_VIA_DAEMON);
+	ASSERT_EQ(t_db_int(db, "SELECT count(*) FROM events"), 101);
+
+	/* Refused by the store: -EINVAL, never spooled; the others stored. */
+	t_event(&batch[0], 0);
+	t_event(&batch[1], 1);
+	batch[1].options_json = "[not an object";
+	t_event(&batch[2], 2);
+	r = bgrun_sink_put_batch(sink, batch, 3);
+	ASSERT_EQ(r, -EINVAL);
+	ASSERT(!bgrun_sink_spooled(sink));
+	ASSERT(strstr(bgrun_sink_errmsg(sink), batch[1].id) != NULL);
+	ASSERT(t_db_has(db, batch[0].id) && t_db_has(db, batch[2].id));
+	ASSERT(!t_db_has(db, batch[1].id));
+
+	/* A daemon for another database is not used. */
+	other = sink_open(BGRUN_SINK_TRY, t_path(dir, "other.db"), sock);
+	ASSERT_EQ(put(other, &ev, 0), BGRUN_SINK_VIA_STORE);
+	ASSERT(!t_db_has(db, ev.id) && t_db_has(t_path(dir, "other.db"), ev.id));
+	bgrun_sink_close(other);
+
+	/* The daemon restarts under the kept connection: reconnected once. */
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	t_daemon_start(&d, db, sock, NULL);
+	ASSERT_EQ(put(sink, &ev, 0), BGRUN_SINK_VIA_DAEMON);
+	ASSERT(t_db_has(db, ev.id));
+	bgrun_sink_close(sink);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	ASSERT_EQ(t_count_files(t_path(dir, "ev.db.spool"), ".ev"), 0);
+}
+
+void case_client_fallback(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	const char *spool = t_path(dir, "ev.db.spool");
+	struct bgrun_sink *sink;
+	struct bgrun_event ev;
+	struct t_daemon d;
+	int r;
+
+	/* No daemon at all: the embedded store, silently. */
+	sink = sink_open(BGRUN_SINK_TRY, db, sock);
+	ASSERT_EQ(put(sink, &ev, 0), BGRUN_SINK_VIA_STORE);
+	ASSERT(t_db_has(db, ev.id));
+	bgrun_sink_close(sink);
+
+	/* Forced daemon, none there: kept in the spool, and it says so. */
+	sink = sink_open(BGRUN_SINK_DAEMON, db, sock);
+	r = put(sink, &ev, 1);
+	ASSERT(r < 0);
+	ASSERT(bgrun_sink_spooled(sink));
+	ASSERT(strstr(bgrun_sink_errmsg(sink), "spool") != NULL);
+	ASSERT(!t_db_has(db, ev.id));
+	ASSERT_EQ(t_count_files(spool, ".ev"), 1);
+	bgrun_sink_close(sink);
+
+	/* A daemon killed with -9 leaves its socket: refused, so embedded. */
+	t_daemon_start(&d, db, sock, NULL);
+	sink = sink_open(BGRUN_SINK_EMBEDDED, db, sock);
+	ASSERT_EQ(put(sink, &ev, 2), BGRUN_SINK_VIA_STORE); /* forced, even so */
+	bgrun_sink_close(sink);
+	ASSERT_EQ(t_daemon_stop(&d, SIGKILL), 128 + SIGKILL);
+	ASSERT(access(sock, F_OK) == 0);
+	sink = sink_open(BGRUN_SINK_TRY, db, sock);
+	ASSERT_EQ(put(sink, &ev, 3), BGRUN_SINK_VIA_STORE);
+	ASSERT(t_db_has(db, ev.id));
+	/* The embedded writer replayed the spool when it opened the store. */
+	ASSERT_EQ(t_count_files(spool, ".ev"), 0);
+	bgrun_sink_close(sink);
+	ASSERT_EQ(t_db_int(db, "SELECT count(*) FROM events"), 4);
+
+	/* $BGRUN_SINK chooses when the caller does not. */
+	(void)setenv("BGRUN_SINK", "bogus", 1);
+	{
+		struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
+
+		ASSERT_EQ(bgrun_sink_open(&o, &sink), -EINVAL);
+	}
+	(void)setenv("BGRUN_SINK", "embedded", 1);
+	sink = sink_open(BGRUN_SINK_ENV, db, sock);
+	ASSERT_EQ(put(sink, &ev, 4), BGRUN_SINK_VIA_STORE);
+	bgrun_sink_close(sink);
+	(void)unsetenv("BGRUN_SINK");
+}
+
+void case_client_spool_replay(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	const char *spool = t_path(dir, "ev.db.spool");
+	struct bgrun_event ev[6];
+	struct bgrun_sink *sink;
+	struct t_daemon d;
+	int fd;
+
+	/* The database is not one: nothing works, so the spool. */
+	fd = open(db, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	ASSERT(fd >= 0 && write(fd, "not a database, not at all", 26) == 26);
+	(void)close(fd);
+	sink = sink_open(BGRUN_SINK_TRY, db, sock);
+	ASSERT(put(sink, &ev[0], 0) < 0);
+	ASSERT(bgrun_sink_spooled(sink));
+	/* Invalid, but no store could judge it: spooled too, set aside later. */
+	t_event(&ev[1], 1);
+	ev[1].result = "no such result";
+	ASSERT(bgrun_sink_put(sink, &ev[1]) < 0);
+	bgrun_sink_close(sink);
+	ASSERT_EQ(t_count_files(spool, ".ev"), 2);
+
+	/* Repaired: the next embedded writer stores what was spooled. */
+	ASSERT(unlink(db) == 0);
+	sink = sink_open(BGRUN_SINK_EMBEDDED, db, sock);
+	ASSERT_EQ(put(sink, &ev[2], 2), BGRUN_SINK_VIA_STORE);
+	/* With a store at hand, an invalid event is refused, not spooled. */
+	ASSERT_EQ(bgrun_sink_put(sink, &ev[1]), -EINVAL);
+	ASSERT(!bgrun_sink_spooled(sink));
+	bgrun_sink_close(sink);
+	ASSERT(t_db_has(db, ev[0].id) && t_db_has(db, ev[2].id));
+	ASSERT(!t_db_has(db, ev[1].id));
+	ASSERT_EQ(t_count_files(spool, ".ev"), 0);
+	ASSERT_EQ(t_count_files(spool, ".ev.bad"), 1);
+
+	/* Spooled while the daemon is away; it stores them when it starts,
+	 * and sets a file that is not an event aside. */
+	sink = sink_open(BGRUN_SINK_DAEMON, db, sock);
+	ASSERT(put(sink, &ev[3], 3) < 0 && bgrun_sink_spooled(sink));
+	ASSERT(put(sink, &ev[4], 4) < 0 && bgrun_sink_spooled(sink));
+	bgrun_sink_close(sink);
+	fd = open(t_path(spool, "0000-junk.ev"), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	ASSERT(fd >= 0 && write(fd, "\x00\x00\x00\x06junk", 8) == 8);
+	(void)close(fd);
+	/* Replaying one already stored is harmless: still one row. */
+	ASSERT_OK(bgrun__spool_write(db, &ev[2]));
+	ASSERT_EQ(t_count_files(spool, ".ev"), 4);
+	t_daemon_start(&d, db, sock, NULL);
+	ASSERT_EQ(t_db_wait(db, "SELECT count(*) FROM events", 4, 20000), 4);
+	ASSERT(t_db_has(db, ev[3].id) && t_db_has(db, ev[4].id) &&
+	       t_db_has(db, ev[2].id));
+	/* Files go once their events are committed: a moment later. */
+	ASSERT_EQ(t_wait_files(spool, ".ev", 0, 20000), 0);
+	ASSERT_EQ(t_count_files(spool, ".ev.bad"), 2);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+}
+
+void case_client_auto_start(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "run/sink.sock");
+	struct bgrun_sink *sink;
+	struct bgrun_event ev;
+	char pid[32] = "";
+	int64_t deadline;
+	ssize_t n;
+	int fd;
+
+	(void)setenv("BGRUN_SINK", "auto", 1);
+	(void)setenv("BGRUN_LOGSINK", t_logsink, 1);
+	sink = sink_open(BGRUN_SINK_ENV, db, sock);
+	ASSERT_EQ(put(sink, &ev, 0), BGRUN_SINK_VIA_DAEMON);
+	ASSERT(t_db_has(db, ev.id));
+	ASSERT_EQ(put(sink, &ev, 1), BGRUN_SINK_VIA_DAEMON);
+	bgrun_sink_close(sink);
+	(void)unsetenv("BGRUN_SINK");
+	(void)unsetenv("BGRUN_LOGSINK");
+	/* Stop the daemon it started (its pid is in the lock file). */
+	fd = open(t_path(dir, "run/sink.sock.lock"), O_RDONLY | O_CLOEXEC);
+	ASSERT(fd >= 0);
+	n = read(fd, pid, sizeof(pid) - 1);
+	(void)close(fd);
+	ASSERT(n > 0 && atoi(pid) > 0);
+	t_track(atoi(pid));
+	ASSERT(kill(atoi(pid), SIGTERM) == 0);
+	deadline = t_now_ms() + 30000;
+	while (access(sock, F_OK) == 0 && t_now_ms() < deadline)
+		(void)poll(NULL, 0, 10);
+	ASSERT(access(sock, F_OK) < 0);
+	/* Its socket goes just before it exits: wait for the pid too. */
+	while (t_pid_alive(atoi(pid)) && t_now_ms() < deadline)
+		(void)poll(NULL, 0, 10);
+	t_untrack(atoi(pid));
+}
+
+/* ---- floods: SIGTERM and kill -9 in the middle ---- */
+
+#define FLOOD_THREADS 4
+#define FLOOD_EVENTS 3000
+#define FLOOD_BATCH 50
+
+struct flood {
+	const char *db, *sock;
+	enum bgrun_sink_mode mode;
+	char (*ids)[BGRUN_EVENT_ID_MAX + 1];
+	size_t n;                 /* events tried (their ids in ids) */
+	int via[3];               /* per result: 0 failed, daemon, store */
+	int errors;
+	_Atomic bool *stop;
+};
+
+/* Acks seen by all flooders; shared memory, so that processes count too. */
+static _Atomic long *acked;
+
+static void shared_init(void)
+{
+	acked = mmap(NULL, sizeof(*acked), PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (acked == MAP_FAILED)
+		FAIL("mmap: %m");
+	*acked = 0;
+}
+
+static void *flood_main(void *arg)
+{
+	struct flood *f = arg;
+	struct bgrun_sink *sink = sink_open(f->mode, f->db, f->sock);
+	struct bgrun_event evs[FLOOD_BATCH];
+
+	while (f->n + FLOOD_BATCH <= FLOOD_EVENTS && !(f->stop != NULL && *f->stop)) {
+		int r;
+
+		for (int i = 0; i < FLOOD_BATCH; i++) {
+			t_event(&evs[i], i);
+			evs[i].tag = "flood";
+			strcpy(f->ids[f->n + (size_t)i], evs[i].id);
+		}
+		f->n += FLOOD_BATCH;
+		r = bgrun_sink_put_batch(sink, evs, FLOOD_BATCH);
+		if (r == BGRUN_SINK_VIA_DAEMON)
+			*acked += FLOOD_BATCH;
+		if (r < 0) {
+			f->errors++;
+			if (f->errors < 3)
+				fprintf(stderr, "flood: %s%s\n", bgrun_sink_errmsg(sink),
+					bgrun_sink_spooled(sink) ? " (spooled)" : "");
+		}
+		f->via[r > 0 ? r : 0]++;
+	}
+	bgrun_sink_close(sink);
+	return NULL;
+}
+
+static void wait_acked(long want)
+{
+	int64_t deadline = t_now_ms() + 60000;
+
+	while (*acked < want && t_now_ms() < deadline)
+		(void)poll(NULL, 0, 2);
+	ASSERT(*acked >= want);
+}
+
+void case_sigterm_drain(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	struct flood *f;
+	pid_t pids[FLOOD_THREADS];
+	struct t_daemon d;
+	size_t total = 0;
+	int via_daemon = 0, via_store = 0, status;
+
+	/*
+	 * The clients are processes, as bgrun supervisors and hg hooks are:
+	 * each falls back to a store of its own when the daemon goes.
+	 */
+	shared_init();
+	f = mmap(NULL, FLOOD_THREADS * (sizeof(*f) + FLOOD_EVENTS * sizeof(*f->ids)),
+		 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (f == MAP_FAILED)
+		FAIL("mmap: %m");
+	t_daemon_start(&d, db, sock, NULL);
+	for (int i = 0; i < FLOOD_THREADS; i++) {
+		f[i] = (struct flood){ .db = db, .sock = sock, .mode = BGRUN_SINK_TRY };
+		f[i].ids = (void *)((char *)(f + FLOOD_THREADS) +
+				    (size_t)i * FLOOD_EVENTS * sizeof(*f->ids));
+		pids[i] = fork();
+		if (pids[i] < 0)
+			FAIL("fork: %m");
+		if (pids[i] == 0) {
+			(void)flood_main(&f[i]);
+			_exit(0);
+		}
+	}
+	/* In the middle of the flood: stop, drain, exit 0. */
+	wait_acked(1000);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	for (int i = 0; i < FLOOD_THREADS; i++) {
+		if (waitpid(pids[i], &status, 0) != pids[i] || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0)
+			FAIL("flooder %d failed", i);
+		ASSERT_EQ(f[i].errors, 0);
+		via_daemon += f[i].via[BGRUN_SINK_VIA_DAEMON];
+		via_store += f[i].via[BGRUN_SINK_VIA_STORE];
+		total += t_db_present(db, (const char (*)[BGRUN_EVENT_ID_MAX + 1])f[i].ids,
+				      f[i].n);
+		ASSERT_EQ(f[i].n, FLOOD_EVENTS);
+	}
+	/* Nothing lost, nothing twice; the clients went on without it. */
+	ASSERT_EQ(total, FLOOD_THREADS * FLOOD_EVENTS);
+	ASSERT_EQ(t_db_int(db, "SELECT count(*) FROM events"),
+		  FLOOD_THREADS * FLOOD_EVENTS);
+	ASSERT(via_daemon > 0 && via_store > 0);
+	ASSERT_EQ(t_count_files(t_path(dir, "ev.db.spool"), ".ev"), 0);
+	fprintf(stderr, "batches via the daemon: %d, via the store: %d\n",
+		via_daemon, via_store);
+}
+
+/* A raw pipelining client: the ids it got an ACK for, until EOF. */
+struct raw {
+	const char *sock;
+	char (*acked)[BGRUN_EVENT_ID_MAX + 1];
+	size_t n_acked;
+};
+
+static void *raw_main(void *arg)
+{
+	struct raw *w = arg;
+	static char sent[1 << 16][BGRUN_EVENT_ID_MAX + 1];
+	struct bgrun__wire_buf b = { 0 };
+	int fd = t_connect(w->sock);
+	uint32_t seq = 1;
+
+	for (;;) {
+		struct bgrun__wire_msg m;
+		uint32_t first = seq;
+		int got = 0;
+
+		b.len = 0;
+		for (int i = 0; i < 64 && seq < (1 << 16); i++, seq++) {
+			struct bgrun_event ev;
+
+			t_event(&ev, i);
+			strcpy(sent[seq], ev.id);
+			ASSERT(bgrun__wire_put_event(&b, seq, &ev) > 0);
+		}
+		if (seq == first || send(fd, b.data, b.len, MSG_NOSIGNAL) < 0)
+			break;
+		while (got < (int)(seq - first) && t_read_frame(fd, 30000, &m) == 1) {
+			if (m.type == BGRUN__WIRE_ACK && m.seq >= first && m.seq < seq)
+				strcpy(w->acked[w->n_acked++], sent[m.seq]);
+			bgrun__wire_msg_release(&m);
+			got++;
+			(*acked)++;
+		}
+		if (got < (int)(seq - first))
+			break; /* EOF: the daemon is gone */
+	}
+	bgrun__wire_buf_free(&b);
+	(void)close(fd);
+	return NULL;
+}
+
+void case_kill9_restart(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	_Atomic bool stop = false;
+	struct flood f[2];
+	pthread_t th[3];
+	struct raw raw = { sock, NULL, 0 };
+	struct t_daemon d;
+	size_t tried = 0;
+
+	shared_init();
+	raw.acked = calloc(1 << 16, sizeof(*raw.acked));
+	ASSERT(raw.acked != NULL);
+	t_daemon_start(&d, db, sock, NULL);
+	ASSERT(pthread_create(&th[0], NULL, raw_main, &raw) == 0);
+	for (int i = 0; i < 2; i++) {
+		/* Daemon only: what it cannot take goes to the spool. */
+		f[i] = (struct flood){ .db = db, .sock = sock,
+				       .mode = BGRUN_SINK_DAEMON, .stop = &stop };
+		f[i].ids = calloc(FLOOD_EVENTS, sizeof(*f[i].ids));
+		ASSERT(f[i].ids != NULL);
+		ASSERT(pthread_create(&th[1 + i], NULL, flood_main, &f[i]) == 0);
+	}
+	wait_acked(3000);
+	ASSERT_EQ(t_daemon_stop(&d, SIGKILL), 128 + SIGKILL);
+	(void)pthread_join(th[0], NULL);
+	stop = true;
+	for (int i = 0; i < 2; i++) {
+		(void)pthread_join(th[1 + i], NULL);
+		tried += f[i].n;
+	}
+	ASSERT(raw.n_acked > 0);
+	/* Every acked event survived the crash, once. */
+	ASSERT_EQ(t_db_present(db, (const char (*)[BGRUN_EVENT_ID_MAX + 1])raw.acked,
+			       raw.n_acked), raw.n_acked);
+	/* Restarted: the spool comes in; every event the clients had is there. */
+	t_daemon_start(&d, db, sock, NULL);
+	for (int i = 0; i < 2; i++) {
+		int64_t deadline = t_now_ms() + 30000;
+		size_t present;
+
+		while ((present = t_db_present(db,
+					       (const char (*)[BGRUN_EVENT_ID_MAX + 1])f[i].ids,
+					       f[i].n)) < f[i].n &&
+		       t_now_ms() < deadline)
+			(void)poll(NULL, 0, 20);
+		ASSERT_EQ(present, f[i].n);
+		free(f[i].ids);
+	}
+	/* Files go once their events are committed: a moment later. */
+	ASSERT_EQ(t_wait_files(t_path(dir, "ev.db.spool"), ".ev", 0, 30000), 0);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	fprintf(stderr, "acked before kill -9: %zu raw, %zu by the sink clients\n",
+		raw.n_acked, tried);
+	free(raw.acked);
+}

@@ -1,0 +1,495 @@
+/* SPDX-License-Identifier: MIT */
+/* test-sink-daemon.c: `logsink serve` seen from its socket: bad frames, peers, socket rules, limits. */
+
+#include "test-sink.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void send_event(int fd, uint32_t seq, struct bgrun_event *ev)
+{
+	struct bgrun__wire_buf b = { 0 };
+
+	ASSERT(bgrun__wire_put_event(&b, seq, ev) > 0);
+	t_send(fd, b.data, b.len);
+	bgrun__wire_buf_free(&b);
+}
+
+/* Reads one frame and expects its type, seq and (for ERROR) code. */
+static void expect(int fd, unsigned type, uint32_t seq, int64_t code)
+{
+	struct bgrun__wire_msg m;
+
+	if (t_read_frame(fd, 10000, &m) == 0)
+		FAIL("EOF instead of a frame of type %u", type);
+	if (m.type != type || m.seq != seq ||
+	    (type == BGRUN__WIRE_ERROR && m.code != code))
+		FAIL("got type %u seq %u code %lld, expected type %u seq %u code %lld",
+		     m.type, m.seq, (long long)m.code, type, seq, (long long)code);
+	if (type == BGRUN__WIRE_ACK)
+		ASSERT_EQ(m.status, 0);
+	bgrun__wire_msg_release(&m);
+}
+
+/* A refusal from the length field: the seq is known only if it was read too. */
+static void expect_too_large(int fd, uint32_t seq)
+{
+	struct bgrun__wire_msg m;
+
+	if (t_read_frame(fd, 10000, &m) == 0)
+		FAIL("EOF instead of an error");
+	if (m.type != BGRUN__WIRE_ERROR || m.code != BGRUN__WIRE_E_TOO_LARGE ||
+	    (m.seq != seq && m.seq != 0))
+		FAIL("got type %u seq %u code %lld, expected too_large",
+		     m.type, m.seq, (long long)m.code);
+	bgrun__wire_msg_release(&m);
+}
+
+static void expect_eof(int fd)
+{
+	struct bgrun__wire_msg m;
+
+	if (t_read_frame(fd, 10000, &m) != 0)
+		FAIL("a frame of type %u instead of EOF", m.type);
+}
+
+static void hello(int fd)
+{
+	struct bgrun__wire_buf b = { 0 };
+
+	ASSERT(bgrun__wire_put_hello(&b, 0, &(struct bgrun__wire_hello){
+		1, BGRUN_NULL, BGRUN_NULL, NULL, BGRUN_NULL, BGRUN_NULL }) > 0);
+	t_send(fd, b.data, b.len);
+	bgrun__wire_buf_free(&b);
+	expect(fd, BGRUN__WIRE_HELLO, 0, 0);
+}
+
+void case_daemon_bad_frames(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	struct bgrun_event ev[4];
+	struct t_daemon d;
+	int good, bad;
+
+	t_daemon_start(&d, db, sock, NULL);
+	good = t_connect(sock);
+	t_event(&ev[0], 0);
+	send_event(good, 1, &ev[0]);
+	expect(good, BGRUN__WIRE_ACK, 1, 0);
+
+	/* Oversized: refused from the length field, then closed. */
+	bad = t_connect(sock);
+	t_send(bad, "\x7f\xff\xff\xff\x01\x02\x00\x00\x00\x09", 10);
+	expect_too_large(bad, 9);
+	expect_eof(bad);
+	(void)close(bad);
+
+	/* Garbage that happens to have a small length. */
+	bad = t_connect(sock);
+	t_send(bad, "\x00\x00\x00\x0a\x01\x02\x00\x00\x00\x05\xff\xff\x00\x00", 14);
+	expect(bad, BGRUN__WIRE_ERROR, 5, BGRUN__WIRE_E_MALFORMED);
+	expect_eof(bad);
+	(void)close(bad);
+
+	/* Text from another protocol. */
+	bad = t_connect(sock);
+	t_send(bad, "GET / HTTP/1.0\r\n\r\n", 18);
+	expect_too_large(bad, 0x48545450); /* "HTTP" */
+	expect_eof(bad);
+	(void)close(bad);
+
+	/* Another version; a frame type the daemon does not take. */
+	bad = t_connect(sock);
+	t_send(bad, "\x00\x00\x00\x06\x02\x02\x00\x00\x00\x03", 10);
+	expect(bad, BGRUN__WIRE_ERROR, 3, BGRUN__WIRE_E_VERSION);
+	expect_eof(bad);
+	(void)close(bad);
+	bad = t_connect(sock);
+	{
+		struct bgrun__wire_buf b = { 0 };
+
+		ASSERT(bgrun__wire_put_ack(&b, 4, 0) > 0);
+		t_send(bad, b.data, b.len);
+		bgrun__wire_buf_free(&b);
+	}
+	expect(bad, BGRUN__WIRE_ERROR, 4, BGRUN__WIRE_E_UNEXPECTED);
+	expect_eof(bad);
+	(void)close(bad);
+
+	/* A valid event, then a malformed frame in the same write: the event
+	 * is still committed and acked, then the error, then EOF. */
+	{
+		struct bgrun__wire_buf b = { 0 };
+		struct bgrun__wire_msg m;
+		bool acked = false, erred = false;
+		uint8_t all[4096];
+
+		t_event(&ev[1], 1);
+		ASSERT(bgrun__wire_put_event(&b, 11, &ev[1]) > 0);
+		/* Frame 12: a field header cut short. */
+		ASSERT(b.len + 14 <= sizeof(all));
+		memcpy(all, b.data, b.len);
+		memcpy(all + b.len, "\x00\x00\x00\x0a\x01\x02\x00\x00\x00\x0c"
+		       "\x00\x01\x00\x00", 14);
+		bad = t_connect(sock);
+		t_send(bad, all, b.len + 14);
+		bgrun__wire_buf_free(&b);
+		while (t_read_frame(bad, 10000, &m) == 1) {
+			if (m.type == BGRUN__WIRE_ACK && m.seq == 11)
+				acked = true;
+			else if (m.type == BGRUN__WIRE_ERROR && m.seq == 12 &&
+				 m.code == BGRUN__WIRE_E_MALFORMED)
+				erred = true;
+			else
+				FAIL("unexpected frame type %u seq %u", m.type, m.seq);
+			bgrun__wire_msg_release(&m);
+		}
+		ASSERT(acked && erred);
+		(void)close(bad);
+		ASSERT(t_db_has(db, ev[1].id));
+	}
+
+	/* Truncated: half a frame, then the client stops sending. */
+	bad = t_connect(sock);
+	t_send(bad, "\x00\x00\x01\x00\x01\x02\x00\x00\x00\x07\x00\x01", 12);
+	(void)shutdown(bad, SHUT_WR);
+	expect_eof(bad);
+	(void)close(bad);
+
+	/* The first client was served all along. */
+	t_event(&ev[2], 2);
+	send_event(good, 2, &ev[2]);
+	expect(good, BGRUN__WIRE_ACK, 2, 0);
+	hello(good);
+	(void)close(good);
+	ASSERT(t_db_has(db, ev[0].id) && t_db_has(db, ev[2].id));
+	ASSERT_EQ(t_db_int(db, "SELECT count(*) FROM events"), 3);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+}
+
+void case_daemon_other_uid(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	struct bgrun_event ev;
+	struct t_daemon d;
+	int status, fd;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		SKIP("needs root, to connect as another uid");
+	t_daemon_start(&d, db, sock, NULL);
+	/* Let uid 65534 reach the socket: the daemon must refuse by itself. */
+	if (chmod(dir, 0755) < 0 || chmod(t_path(dir, "s"), 0755) < 0 ||
+	    chmod(sock, 0666) < 0)
+		FAIL("chmod: %m");
+	t_event(&ev, 0);
+	ev.uid = 65534;
+	pid = fork();
+	if (pid < 0)
+		FAIL("fork: %m");
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(3);
+		struct bgrun__wire_buf b = { 0 };
+
+		fd = t_connect(sock);
+		expect(fd, BGRUN__WIRE_ERROR, 0, BGRUN__WIRE_E_DENIED);
+		expect_eof(fd);
+		/* Sending anyway changes nothing (it may fail: closed). */
+		if (bgrun__wire_put_event(&b, 1, &ev) > 0)
+			(void)send(fd, b.data, b.len, MSG_NOSIGNAL);
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		FAIL("the child as uid 65534 did not exit");
+	if (WEXITSTATUS(status) == 3)
+		FAIL("setuid(65534): %m");
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+	ASSERT_EQ(t_db_int(db, "SELECT count(*) FROM events"), 0);
+	/* Our own uid is served; the uid recorded is the kernel's. */
+	fd = t_connect(sock);
+	send_event(fd, 1, &ev);
+	expect(fd, BGRUN__WIRE_ACK, 1, 0);
+	(void)close(fd);
+	ASSERT_EQ(t_db_int(db, "SELECT uid FROM events"), 0);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+}
+
+void case_daemon_activation(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "act.sock");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
+	const char *argv[] = { "/bin/sh", "-c",
+			       "LISTEN_PID=$$ LISTEN_FDS=1 exec \"$0\" --db \"$1\" "
+			       "serve --ready-fd=4",
+			       t_logsink, db, NULL };
+	struct t_daemon d = { 0 };
+	struct bgrun_event ev;
+	struct stat st;
+	char line[256];
+	ssize_t n;
+	int lfd, p[2], fds[2], fd;
+
+	/* What systemd does: the socket made and listening before we run. */
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	(void)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(lfd, 16) < 0 || pipe2(p, O_CLOEXEC) < 0)
+		FAIL("listen: %m");
+	fds[0] = lfd;
+	fds[1] = p[1];
+	o.argv = argv;
+	o.pass_fds = fds; /* as 3 and 4 */
+	o.n_pass_fds = 2;
+	o.err = (struct bgrun_stdio){ .kind = BGRUN_STDIO_FILE,
+				      .path = t_path(dir, "log") };
+	d.pid = bgrun_spawn(&o, &d.child);
+	ASSERT_OK(d.pid);
+	t_track(d.pid);
+	(void)close(p[1]);
+	(void)close(lfd);
+	n = read(p[0], line, sizeof(line) - 1);
+	line[n > 0 ? n : 0] = '\0';
+	(void)close(p[0]);
+	if (strncmp(line, "READY", 5) != 0)
+		FAIL("no READY from the activated daemon: '%s'", line);
+	fd = t_connect(sock);
+	t_event(&ev, 0);
+	send_event(fd, 77, &ev);
+	expect(fd, BGRUN__WIRE_ACK, 77, 0);
+	(void)close(fd);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	ASSERT(t_db_has(db, ev.id));
+	/* systemd's socket: left in place. */
+	ASSERT(lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode));
+}
+
+static void bind_only(const char *path, bool do_listen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	(void)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		FAIL("bind %s: %m", path);
+	if (do_listen) {
+		if (listen(fd, 4) < 0)
+			FAIL("listen: %m");
+		return; /* kept open (and listening) until the case ends */
+	}
+	(void)close(fd);
+}
+
+void case_daemon_socket_rules(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	char longpath[200], msg[1100], *path;
+	struct t_daemon d, d2;
+	struct stat st;
+	int fd;
+
+	/* Too long for sun_path: refused, never truncated. */
+	(void)snprintf(longpath, sizeof(longpath), "%s/%0120d.sock", dir, 0);
+	ASSERT_EQ(t_daemon_refused(db, longpath, NULL, msg, sizeof(msg)), 1);
+	ASSERT(strstr(msg, "too long") != NULL);
+	(void)setenv("BGRUN_SOCKET", longpath, 1);
+	ASSERT_EQ(bgrun_sink_default_socket(&path), -ENAMETOOLONG);
+	(void)unsetenv("BGRUN_SOCKET");
+
+	/* A stale socket (nobody listens) is replaced. */
+	if (mkdir(t_path(dir, "s"), 0700) < 0)
+		FAIL("mkdir: %m");
+	bind_only(sock, false);
+	t_daemon_start(&d, db, sock, NULL);
+	ASSERT(stat(t_path(dir, "s"), &st) == 0 && (st.st_mode & 0777) == 0700);
+	ASSERT(lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	       (st.st_mode & 0777) == 0600);
+
+	/* A second daemon on the same socket refuses, and says who serves. */
+	ASSERT_EQ(t_daemon_refused(t_path(dir, "other.db"), sock, NULL, msg,
+				   sizeof(msg)), 1);
+	ASSERT(strstr(msg, "already serving") != NULL);
+	{
+		char pid[32];
+
+		(void)snprintf(pid, sizeof(pid), "pid %d", (int)d.pid);
+		if (strstr(msg, pid) == NULL)
+			FAIL("'%s' does not name %s", msg, pid);
+	}
+	fd = t_connect(sock); /* the first one still serves */
+	hello(fd);
+	(void)close(fd);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	ASSERT(lstat(sock, &st) < 0 && errno == ENOENT); /* removed at exit */
+
+	/* Not a socket; a directory open to others; someone else listening. */
+	fd = open(sock, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	(void)close(fd);
+	ASSERT_EQ(t_daemon_refused(db, sock, NULL, msg, sizeof(msg)), 1);
+	ASSERT(strstr(msg, "not a socket") != NULL);
+	(void)unlink(sock);
+	if (mkdir(t_path(dir, "open"), 0755) < 0 || chmod(t_path(dir, "open"), 0755) < 0)
+		FAIL("mkdir: %m");
+	ASSERT_EQ(t_daemon_refused(db, t_path(dir, "open/sink.sock"), NULL, msg,
+				   sizeof(msg)), 1);
+	ASSERT(strstr(msg, "0700") != NULL);
+	bind_only(sock, true);
+	ASSERT_EQ(t_daemon_refused(db, sock, NULL, msg, sizeof(msg)), 1);
+	ASSERT(strstr(msg, "already listens") != NULL);
+
+	/* A new directory is made 0700. */
+	t_daemon_start(&d2, db, t_path(dir, "new/deeper/sink.sock"), NULL);
+	ASSERT(stat(t_path(dir, "new/deeper"), &st) == 0 &&
+	       (st.st_mode & 0777) == 0700);
+	ASSERT_EQ(t_daemon_stop(&d2, SIGINT), 0);
+}
+
+void case_daemon_limits(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	const char *args[] = { "--max-connections=2", "--idle-timeout=300ms", NULL };
+	int64_t start;
+	struct t_daemon d;
+	int a, b, c;
+
+	t_daemon_start(&d, db, sock, args);
+	a = t_connect(sock);
+	hello(a);
+	b = t_connect(sock);
+	hello(b);
+	c = t_connect(sock);
+	expect(c, BGRUN__WIRE_ERROR, 0, BGRUN__WIRE_E_BUSY);
+	expect_eof(c);
+	(void)close(c);
+	/* Silent connections are closed after the idle time. */
+	start = t_now_ms();
+	expect_eof(a);
+	expect_eof(b);
+	ASSERT(t_now_ms() - start < 5000);
+	(void)close(a);
+	(void)close(b);
+	c = t_connect(sock); /* room again */
+	hello(c);
+	(void)close(c);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+
+	/* --exit-idle: nobody comes, so it leaves by itself, cleanly. */
+	{
+		const char *idle[] = { "--exit-idle=300ms", NULL };
+
+		t_daemon_start(&d, db, sock, idle);
+		start = t_now_ms();
+		ASSERT_EQ(t_daemon_stop(&d, 0), 0);
+		ASSERT(t_now_ms() - start < 10000);
+		ASSERT(access(sock, F_OK) < 0);
+	}
+}
+
+struct flood {
+	const char *db, *sock;
+	int n, result;
+};
+
+static void *flood_main(void *arg)
+{
+	struct flood *f = arg;
+	struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
+	struct bgrun_event *evs = calloc((size_t)f->n, sizeof(*evs));
+	struct bgrun_sink *sink = NULL;
+
+	o.mode = BGRUN_SINK_DAEMON;
+	o.db = f->db;
+	o.socket = f->sock;
+	for (int i = 0; i < f->n; i++)
+		t_event(&evs[i], i);
+	f->result = evs != NULL ? bgrun_sink_open(&o, &sink) : -ENOMEM;
+	if (f->result >= 0)
+		f->result = bgrun_sink_put_batch(sink, evs, (size_t)f->n);
+	if (f->result < 0 && sink != NULL)
+		fprintf(stderr, "flood: %s\n", bgrun_sink_errmsg(sink));
+	bgrun_sink_close(sink);
+	free(evs);
+	return NULL;
+}
+
+void case_daemon_backpressure(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	const char *args[] = { "--queue-max=16", "--max-pending=8",
+			       "--batch-max=4", NULL };
+	struct flood f[4];
+	pthread_t th[4];
+	struct t_daemon d;
+
+	/* Tiny limits: reading stops and resumes all the time; nothing is lost. */
+	t_daemon_start(&d, db, sock, args);
+	for (int i = 0; i < 4; i++) {
+		f[i] = (struct flood){ db, sock, 700, 0 };
+		ASSERT(pthread_create(&th[i], NULL, flood_main, &f[i]) == 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		(void)pthread_join(th[i], NULL);
+		ASSERT_EQ(f[i].result, BGRUN_SINK_VIA_DAEMON);
+	}
+	ASSERT_EQ(t_db_int(db, "SELECT count(*) FROM events"), 2800);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+}
+
+void case_daemon_detach(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	const char *out = t_path(dir, "out");
+	const char *argv[] = { t_logsink, "--db", db, "serve", "--socket", sock,
+			       "--detach", NULL };
+	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
+	struct bgrun_child *child;
+	struct bgrun_status st;
+	int64_t deadline;
+	long pid = 0;
+	FILE *f;
+	int fd;
+
+	o.argv = argv;
+	o.out = (struct bgrun_stdio){ .kind = BGRUN_STDIO_FILE, .path = out };
+	ASSERT_OK(bgrun_spawn(&o, &child));
+	ASSERT_OK(bgrun_child_wait(child, 30000, &st));
+	bgrun_child_free(child);
+	ASSERT(st.exited && st.exit_code == 0);
+	/* It printed the daemon's pid, and returned once it listened. */
+	f = fopen(out, "re");
+	ASSERT(f != NULL && fscanf(f, "%ld", &pid) == 1 && pid > 0);
+	(void)fclose(f);
+	t_track((pid_t)pid);
+	fd = t_connect(sock);
+	hello(fd);
+	(void)close(fd);
+	ASSERT(kill((pid_t)pid, SIGTERM) == 0);
+	/* Not our child (nor maybe anyone's to reap): its socket tells. */
+	deadline = t_now_ms() + 30000;
+	while (access(sock, F_OK) == 0 && t_now_ms() < deadline)
+		(void)poll(NULL, 0, 10);
+	ASSERT(access(sock, F_OK) < 0);
+	/* Its socket goes just before it exits: wait for the pid too. */
+	while (t_pid_alive((pid_t)pid) && t_now_ms() < deadline)
+		(void)poll(NULL, 0, 10);
+	t_untrack((pid_t)pid);
+}
