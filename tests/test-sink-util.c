@@ -28,13 +28,6 @@ static int n_paths;
 /* Daemons still running, killed at exit if a case fails before it stops them. */
 static pid_t daemons[32];
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-			struct FTW *ftw)
-{
-	(void)remove(path);
-	return 0;
-}
-
 static void cleanup(void)
 {
 	/* Only the runner cleans up, not a child that exits. */
@@ -44,37 +37,13 @@ static void cleanup(void)
 		if (daemons[i] > 0)
 			(void)kill(daemons[i], SIGKILL);
 	for (int i = 0; i < n_tmpdirs; i++) {
-		(void)nftw(tmpdirs[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		t_rmtree(tmpdirs[i]);
 		free(tmpdirs[i]);
 	}
 	n_tmpdirs = 0;
 	for (int i = 0; i < n_paths; i++)
 		free(paths[i]);
 	n_paths = 0;
-}
-
-void t_fail(const char *file, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s:%d: ", file, line);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-void t_skip(const char *file, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s:%d: skipped: ", file, line);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(77);
 }
 
 const char *t_tmpdir(void)

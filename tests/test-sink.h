@@ -5,6 +5,7 @@
 #define BGRUN_TEST_SINK_H
 
 #include "bgrun.h"
+#include "tlib.h"
 #include "wire.h"
 
 #include <stdbool.h>
@@ -13,34 +14,10 @@
 #include <string.h>
 #include <sys/types.h>
 
-/* One case: `sink-tests CASE LOGSINK` runs it; --list prints the names. */
-struct t_case {
-	const char *name;
-	void (*fn)(void);
-};
-#define T_CASE(name) { #name, case_##name }
 
 /* The logsink program under test (argv[2]). */
 extern const char *t_logsink;
 
-__attribute__((noreturn, format(printf, 3, 4)))
-void t_fail(const char *file, int line, const char *fmt, ...);
-__attribute__((noreturn, format(printf, 3, 4)))
-void t_skip(const char *file, int line, const char *fmt, ...);
-
-#define FAIL(...) t_fail(__FILE__, __LINE__, __VA_ARGS__)
-#define SKIP(...) t_skip(__FILE__, __LINE__, __VA_ARGS__)
-#define ASSERT(cond) \
-	do { \
-		if (!(cond)) \
-			FAIL("assertion failed: %s", #cond); \
-	} while (0)
-#define ASSERT_EQ(a, b) \
-	do { \
-		long long a_ = (long long)(a), b_ = (long long)(b); \
-		if (a_ != b_) \
-			FAIL("%s == %s (%lld vs %lld)", #a, #b, a_, b_); \
-	} while (0)
 #define ASSERT_STR(a, b) \
 	do { \
 		const char *a_ = (a), *b_ = (b); \
@@ -48,12 +25,6 @@ void t_skip(const char *file, int line, const char *fmt, ...);
 		    (a_ != NULL && strcmp(a_, b_) != 0)) \
 			FAIL("%s == %s ('%s' vs '%s')", #a, #b, \
 			     a_ ? a_ : "(null)", b_ ? b_ : "(null)"); \
-	} while (0)
-#define ASSERT_OK(expr) \
-	do { \
-		int r_ = (int)(expr); \
-		if (r_ < 0) \
-			FAIL("%s failed: %s (%d)", #expr, bgrun_strerror(r_), r_); \
 	} while (0)
 
 /* A new directory under /tmp (short: socket paths must fit), removed at exit. */

@@ -5,6 +5,7 @@
 #define BGRUN_TEST_STORE_H
 
 #include "bgrun.h"
+#include "tlib.h"
 
 #include <sqlite3.h>
 #include <stdbool.h>
@@ -13,12 +14,6 @@
 #include <string.h>
 #include <sys/types.h>
 
-/* One case: `store-tests NAME` runs it; --list prints the names. */
-struct t_case {
-	const char *name;
-	void (*fn)(void);
-};
-#define T_CASE(name) { #name, case_##name }
 int t_main(int argc, char **argv, const struct t_case *cases, size_t n);
 
 /* Cases defined in test-store-write.c. */
@@ -38,28 +33,6 @@ void case_stats(void);
 void case_prune(void);
 void case_concurrent_writers(void);
 
-/* Failing (exit 1) and skipping (exit 77) with a one-line reason. */
-__attribute__((noreturn, format(printf, 3, 4)))
-void t_fail(const char *file, int line, const char *fmt, ...);
-__attribute__((noreturn, format(printf, 3, 4)))
-void t_skip(const char *file, int line, const char *fmt, ...);
-__attribute__((noreturn))
-void t_fail_str(const char *file, int line, const char *expr, const char *a,
-		const char *b);
-
-#define FAIL(...) t_fail(__FILE__, __LINE__, __VA_ARGS__)
-#define SKIP(...) t_skip(__FILE__, __LINE__, __VA_ARGS__)
-#define ASSERT(cond) \
-	do { \
-		if (!(cond)) \
-			FAIL("assertion failed: %s", #cond); \
-	} while (0)
-#define ASSERT_EQ(a, b) \
-	do { \
-		long long a_ = (long long)(a), b_ = (long long)(b); \
-		if (a_ != b_) \
-			FAIL("%s == %s (%lld vs %lld)", #a, #b, a_, b_); \
-	} while (0)
 /* Both NULL, or equal strings. */
 #define ASSERT_STR_EQ_NULL(a, b) \
 	do { \
@@ -74,14 +47,6 @@ void t_fail_str(const char *file, int line, const char *expr, const char *a,
 		if (s_ == NULL) \
 			FAIL("%s is NULL", #a); \
 		ASSERT_STR_EQ_NULL(s_, b); \
-	} while (0)
-/* A call returning >= 0 or -errno. */
-#define ASSERT_OK(expr) \
-	do { \
-		int r_ = (int)(expr); \
-		if (r_ < 0) \
-			FAIL("%s failed: %s (%d)", #expr, bgrun_strerror(r_), \
-			     r_); \
 	} while (0)
 /* A libc call returning -1 with errno. */
 #define ASSERT_SYS(expr) \
