@@ -244,6 +244,7 @@ static int start_hook(const struct hook *hk, const struct hook_run *run,
 		      const char *const *env)
 {
 	struct bgrun_failure failure = { .stage = BGRUN_STAGE_NONE };
+	struct sup_launch l = { .env_set = env, .detach = true };
 	char id[BGRUN_EVENT_ID_MAX + 1];
 	const char *args[16];
 	size_t n = 0;
@@ -282,8 +283,7 @@ static int start_hook(const struct hook *hk, const struct hook_run *run,
 		args[n++] = "--";
 		args[n++] = hk->cmd;
 		args[n] = NULL;
-		struct sup_launch l = { .args = args, .env_set = env,
-					.detach = true };
+		l.args = args;
 		if (launch_supervisor(id, &l, NULL, &fd) < 0)
 			return -1;
 		pid = launch_read_report(fd, &failure);

@@ -7,10 +7,11 @@
 # with `hg debugcreatestreamclonebundle`, applied with `bgrun clone`, and
 # the clone is checked by `hg verify` and compared with the source (log,
 # files and contents of every revision) and with the store that
-# `hg debugapplystreamclonebundle` makes from the same bundle. Each check
-# prints "ok - ..." or "not ok - ..."; the exit status is 1 if any failed,
-# 77 if hg is missing. Nothing sleeps to synchronise: detached hooks are
-# waited for by polling their traces with a deadline.
+# `hg debugapplystreamclonebundle` makes from the same bundle. The checks
+# are lib.sh's ("ok - ..." / "not ok - ..."); the exit status is 1 if any
+# failed, 77 if hg, python3 or sqlite3 is missing. Nothing sleeps to
+# synchronise: detached hooks are waited for by polling their traces with
+# a deadline.
 
 set -u
 
@@ -24,13 +25,8 @@ for p in hg python3 sqlite3; do
 	fi
 done
 
-TMP=$(mktemp -d) || exit 1
-cleanup() {
-	[ -n "${FIFO_PID:-}" ] && kill -KILL "$FIFO_PID" 2>/dev/null
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-cd "$TMP" || exit 1
+USAGE_PROG='bgrun clone'
+. "$(dirname "$0")/lib.sh"
 TMP=$(pwd -P)
 exec </dev/null
 
@@ -39,33 +35,11 @@ export HGRCPATH=$TMP/hgrc HGUSER='bgrun test <test@example.com>' HGPLAIN=1
 export HGENCODING=utf-8 TZ=UTC
 printf '[ui]\nportablefilenames = ignore\n' >"$HGRCPATH"
 LOGSINK=$(dirname "$BGRUN")/../logsink/logsink
-FAILED=0
 
-pass() { echo "ok - $1"; }
-fail() { echo "not ok - $1"; FAILED=1; }
-check() {
-	local d=$1
-	shift
-	if "$@"; then pass "$d"; else fail "$d"; fi
-}
-eq() {
-	if [ "$2" = "$3" ]; then
-		pass "$1"
-	else
-		fail "$1"
-		printf '#   got:  %q\n#   want: %q\n' "$2" "$3"
-	fi
-}
-# run ARGS...: bgrun clone ARGS; sets RC, OUT, ERR, ERR_LINES.
-run() {
-	"$BGRUN" clone "$@" >"$TMP/.out" 2>"$TMP/.err"
-	RC=$?
-	OUT=$(cat "$TMP/.out")
-	ERR=$(cat "$TMP/.err")
-	ERR_LINES=$(wc -l <"$TMP/.err")
-}
-# wait_for DESC COMMAND...: polls COMMAND until it succeeds (30 s deadline).
-wait_for() {
+# run ARGS...: bgrun clone ARGS; sets RC, OUT, ERR, OUT_LINES, ERR_LINES.
+run() { capture "$BGRUN" clone "$@"; }
+# poll DESC COMMAND...: polls COMMAND until it succeeds (30 s deadline).
+poll() {
 	local d=$1 deadline=$((SECONDS + 30))
 	shift
 	until "$@"; do
@@ -155,10 +129,15 @@ run "$TMP/rich.hg" dst
 eq "clone: exit 0" "$RC" 0
 eq "clone: nothing on stderr without a terminal" "$ERR" ""
 check "clone: one summary line 'N files, X MB in T s'" \
-	grep -Eq '^[0-9]+ files, [0-9.]+ MB in [0-9.]+ s \([0-9.]+ MB/s\)$' "$TMP/.out"
+	grep -Eq '^[0-9]+ files, [0-9.]+ MB in [0-9.]+ s \([0-9.]+ MB/s\)$' "$TMP/.stdout"
 compare dst "clone"
 same_store dst "clone"
 eq "clone: no temporary directory left" "$(leftovers "$TMP")" 0
+# dense FILE: every byte of FILE has blocks behind it (no holes).
+dense() { [ $(($(stat -c '%b * %B' "$1"))) -ge "$(stat -c %s "$1")" ]; }
+check "clone: the large revlog is dense" dense dst/.hg/store/data/blobs/big.bin.d
+check "clone: every store file is dense" \
+	test -z "$(find dst/.hg/store -type f -size +4k | while read -r f; do dense "$f" || echo "$f"; done)"
 
 # Every way of writing gives the same store.
 i=0
@@ -172,8 +151,8 @@ for opts in "--close-threads 0" "--close-threads 3 --close-threshold 1" \
 	eq "clone $opts: exit 0" "$RC" 0
 	same_store "w$i" "clone $opts"
 done
-"$BGRUN" clone - from-pipe < <(cat "$TMP/rich.hg") >/dev/null 2>"$TMP/.err"
-eq "clone from a pipe: exit 0" "$?" 0
+capture "$BGRUN" clone - from-pipe < <(cat "$TMP/rich.hg")
+eq "clone from a pipe: exit 0" "$RC" 0
 same_store from-pipe "clone from a pipe"
 "$BGRUN" clone --copy-file-range - from-file <"$TMP/rich.hg" >/dev/null
 eq "clone from stdin as a file: exit 0" "$?" 0
@@ -182,8 +161,8 @@ compare from-pipe "clone from a pipe"
 
 # -v says what it does; on a terminal there is progress.
 run -v "$TMP/rich.hg" verbose
-check "-v: the bundle's counts" grep -q 'bgrun: clone: .*rich.hg: [0-9]* files' "$TMP/.err"
-check "-v: the requirements and settings" grep -q 'requirements dotencode,' "$TMP/.err"
+check "-v: the bundle's counts" grep -q 'bgrun: clone: .*rich.hg: [0-9]* files' "$TMP/.stderr"
+check "-v: the requirements and settings" grep -q 'requirements dotencode,' "$TMP/.stderr"
 run -q "$TMP/rich.hg" quiet
 eq "-q: no summary" "$OUT" ""
 script -qec "$BGRUN clone $TMP/rich.hg $TMP/tty" /dev/null >"$TMP/tty.out" 2>&1
@@ -215,7 +194,7 @@ eq "a missing bundle: message" "$ERR" \
 	"bgrun: clone: $TMP/no-such-bundle: No such file or directory"
 check "a missing bundle: no DEST" test ! -e nb
 run
-eq "no arguments: exit 2" "$RC" 2
+expect_usage "no arguments" "bgrun: clone: missing BUNDLE or DEST"
 eq "failed clones: no temporary directory left" "$(leftovers "$TMP")" 0
 
 # --- other requirements ------------------------------------------------------
@@ -283,11 +262,7 @@ while IFS=$'\t' read -r name kw_file off_file kw_pipe off_pipe; do
 			run "$TMP/bad/$name.hg" bad-dest
 			off=$off_file keyword=$kw_file
 		else
-			"$BGRUN" clone - bad-dest < <(cat "$TMP/bad/$name.hg") \
-				>"$TMP/.out" 2>"$TMP/.err"
-			RC=$?
-			ERR=$(cat "$TMP/.err")
-			ERR_LINES=$(wc -l <"$TMP/.err")
+			capture "$BGRUN" clone - bad-dest < <(cat "$TMP/bad/$name.hg")
 			off=$off_pipe keyword=$kw_pipe
 		fi
 		eq "bad $name ($how): exit 1" "$RC" 1
@@ -309,9 +284,9 @@ eq "bad input: nothing written outside the temporary directory" \
 	"$(find "$TMP" -newer "$TMP/before-bad" -name 'escape*' | wc -l)" 0
 
 # A close that fails in the background fails the clone.
-"$HELPER" failclose "$TMP/rich.hg" "$TMP/fc" 7 >"$TMP/.out"
-eq "a failed background close: bgrun_clone gives -EIO" "$?" 0
-check "a failed background close: said so" grep -q 'cannot close' "$TMP/.out"
+capture "$HELPER" failclose "$TMP/rich.hg" "$TMP/fc" 7
+eq "a failed background close: bgrun_clone gives -EIO" "$RC" 0
+check "a failed background close: said so" grep -q 'cannot close' "$TMP/.stdout"
 check "a failed background close: no DEST" test ! -e "$TMP/fc"
 eq "a failed background close: no temporary directory" "$(leftovers "$TMP")" 0
 
@@ -319,13 +294,14 @@ eq "a failed background close: no temporary directory" "$(leftovers "$TMP")" 0
 mkfifo "$TMP/fifo"
 "$BGRUN" clone - intr <"$TMP/fifo" >/dev/null 2>"$TMP/intr.err" &
 FIFO_PID=$!
+KILL_PIDS+=("$FIFO_PID")
 exec 3>"$TMP/fifo"
 head -c 300000 "$TMP/rich.hg" >&3
-wait_for "interrupt: the clone has started" test "$(leftovers "$TMP")" = 1
+poll "interrupt: the clone has started" test "$(leftovers "$TMP")" = 1
 kill -INT "$FIFO_PID"
 wait "$FIFO_PID"
 eq "interrupt: exit 130" "$?" 130
-FIFO_PID=
+KILL_PIDS=()
 exec 3>&-
 eq "interrupt: message" "$(cat "$TMP/intr.err")" "bgrun: clone: stdin: interrupted"
 check "interrupt: no DEST" test ! -e intr
@@ -350,10 +326,10 @@ run --config "$TMP/hooks.rc" --hook 'echo cli >cli.txt' "$TMP/rich.hg" hooked
 eq "hooks: the clone succeeds" "$RC" 0
 eq "hooks: a hook that cannot start is reported" "$ERR" \
 	"bgrun: clone: hook post-clone.py cannot start: python hooks are not supported"
-wait_for "hooks: post-clone.first ran" test -s hooked/first.pwd
-wait_for "hooks: post-clone ran" test -s hooked/unnamed.txt
-wait_for "hooks: --hook ran" test -s hooked/cli.txt
-wait_for "hooks: post-clone.zlast ran" test -s hooked/zlast.txt
+poll "hooks: post-clone.first ran" test -s hooked/first.pwd
+poll "hooks: post-clone ran" test -s hooked/unnamed.txt
+poll "hooks: --hook ran" test -s hooked/cli.txt
+poll "hooks: post-clone.zlast ran" test -s hooked/zlast.txt
 eq "hooks: run in DEST" "$(cat hooked/first.pwd)" "$TMP/hooked"
 envline() { grep "^$1=" hooked/first.env; }
 eq "hooks: HG_HOOKTYPE" "$(envline HG_HOOKTYPE)" "HG_HOOKTYPE=post-clone"
@@ -369,7 +345,7 @@ check "hooks: the caller's environment too" grep -q "^BGRUN_DB=$BGRUN_DB$" hooke
 hook_rows() {
 	sql "SELECT count(*) FROM events WHERE source = 'clone-hook' AND result = 'success';"
 }
-wait_for "hooks: four finishes recorded with source clone-hook" \
+poll "hooks: four finishes recorded with source clone-hook" \
 	test "$(hook_rows)" = 4
 eq "hooks: launched in order (priority, then definition)" \
 	"$(sql "SELECT tag FROM events WHERE source = 'clone-hook' ORDER BY start_ns;" | tr '\n' ' ')" \
@@ -391,7 +367,7 @@ check "hooks: fail-clone did not run" test ! -e "$TMP/fail.env"
 
 run --config "$TMP/hooks.rc" "$TMP/bad/trunc-name.hg" failed-dest
 eq "fail-clone: the clone fails" "$RC" 1
-wait_for "fail-clone: the hook ran" test -s "$TMP/fail.env"
+poll "fail-clone: the hook ran" test -s "$TMP/fail.env"
 check "fail-clone: HG_HOOKTYPE" grep -qx 'HG_HOOKTYPE=fail-clone' "$TMP/fail.env"
 check "fail-clone: HG_ERROR names the problem" \
 	grep -q '^HG_ERROR=.*offset 14: truncated' "$TMP/fail.env"
@@ -399,14 +375,14 @@ check "fail-clone: HG_RESULT" grep -qx 'HG_RESULT=1' "$TMP/fail.env"
 eq "fail-clone: the failed clone recorded" \
 	"$(sql "SELECT result FROM events WHERE event = 'clone' AND cwd = '$TMP/failed-dest';")" \
 	failed
-wait_for "fail-clone: the hook's finish recorded" test "$(sql \
+poll "fail-clone: the hook's finish recorded" test "$(sql \
 	"SELECT count(*) FROM events WHERE tag = 'fail-clone.report' AND result = 'success';")" = 1
 check "fail-clone: no post-clone hook" test ! -e failed-dest
 
 before=$(sql "SELECT count(*) FROM events;")
 run --no-log --hook 'echo x >nolog.txt' "$TMP/small.hg" nolog
 eq "--no-log: exit 0" "$RC" 0
-wait_for "--no-log: the hook ran" test -s nolog/nolog.txt
+poll "--no-log: the hook ran" test -s nolog/nolog.txt
 eq "--no-log: nothing recorded" "$(sql "SELECT count(*) FROM events;")" "$before"
 
 printf '[hooks]\n  indented = 1\n' >"$TMP/broken.rc"
@@ -416,4 +392,4 @@ eq "a broken config: message" "$ERR" \
 	"bgrun: clone: $TMP/broken.rc:2: parse error: unexpected leading whitespace: indented = 1"
 check "a broken config: nothing cloned" test ! -e broken
 
-exit $FAILED
+finish
