@@ -323,12 +323,13 @@ static int bench_size(struct ctx *x, const char *spec)
 			t[i][r] = measure(x, &methods[i], r, i);
 			if (t[i][r] < 0)
 				return -1;
-			if (x->csv != NULL)
-				fprintf(x->csv, "%ld,\"%s\",%d,%.6f\n", n,
+			if (x->csv != NULL) {
+				fprintf(x->csv, "%s,\"%s\",%d,%.6f\n", spec,
 					methods[i].name, r, (double)t[i][r] / 1e9);
+				fflush(x->csv);
+			}
 		}
 	}
-	remove_tree(x->top);
 	for (size_t i = 0; i < N_METHODS; i++) {
 		if (!wanted(&methods[i], n, large))
 			continue;
@@ -355,6 +356,7 @@ static int bench_size(struct ctx *x, const char *spec)
 	       (double)med[M_HG] / (double)med[M_DEFAULT],
 	       (double)med[M_HG] >= 4.0 * (double)med[M_DEFAULT] ? "met" : "NOT met");
 	fflush(stdout);
+	remove_tree(x->top);
 	return 0;
 }
 
