@@ -175,7 +175,7 @@ static int mode_bundle(const char *path)
 	struct bgrun__bundle b;
 	struct bgrun__entry e;
 	size_t len;
-	FILE *f = fopen(path, "rb");
+	FILE *f = fopen(path, "rbe");
 	char *data = f != NULL ? read_all(f, &len) : NULL, q[256];
 	const void *p;
 	size_t n;
