@@ -4,11 +4,14 @@
 /*
  * Usage: sink-bench [--quick] [--events N] [--window N] [--hooks N]
  *                   [--dir DIR] [--logsink PATH] [--csv FILE]
+ *                   [--only SCENARIO] [--clients N]
  *
  * For 1, 8 and 32 clients (threads of this program, each on its own
  * persistent connection or store), in one run on the same machine:
  *   daemon, pipelined   raw protocol, up to --window (64) events in flight
- *                       per client;
+ *                       per client, its frames encoded before the clock
+ *                       starts (so that the clients' encoding does not
+ *                       take the daemon's CPUs);
  *                       latency = frame written -> its ACK read
  *   daemon, put         bgrun_sink_put one event at a time (the client API)
  *   embedded, put       bgrun_sink_put with BGRUN_SINK=embedded: each put
@@ -20,6 +23,8 @@
  * scenario. Then `logsink send --from-hg-env` is spawned --hooks times
  * (bgrun_spawn, ensurestart, waited for) with a logtoprocess environment,
  * with a daemon and without; its wall time is spawn to reap.
+ * --only runs the scenarios whose name starts with SCENARIO ("daemon,
+ * pipelined", "hook"...), --clients those with N clients.
  */
 
 #include "bgrun.h"
@@ -127,74 +132,105 @@ static int connect_to(const char *sock)
 	return fd;
 }
 
+/*
+ * The client's events, each encoded once before the clock starts (frame
+ * i + 1 begins at off[i]): what is timed is the daemon, not the encoder.
+ */
+static void encode_all(struct client *c, struct bgrun__wire_buf *frames,
+		       size_t *off)
+{
+	struct bgrun_event ev;
+
+	for (int i = 0; i < c->n; i++) {
+		off[i] = frames->len;
+		make_event(&ev, i);
+		if (bgrun__wire_put_event(frames, (uint32_t)i + 1, &ev) < 0)
+			die("encoding");
+	}
+	off[c->n] = frames->len;
+}
+
+static void send_all(int fd, const uint8_t *data, size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t k = send(fd, data + off, len - off, MSG_NOSIGNAL);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			die("send");
+		off += (size_t)k;
+	}
+}
+
+/* Reads what came and takes each whole ACK in it. */
+static void read_acks(struct client *c, int fd, uint8_t *in, size_t *have,
+		      const int64_t *sent)
+{
+	size_t used = 0, size;
+	ssize_t k;
+
+	k = recv(fd, in + *have, (1 << 16) - *have, 0);
+	if (k < 0 && errno == EINTR)
+		return;
+	if (k <= 0)
+		die("the daemon closed the connection");
+	*have += (size_t)k;
+	while (bgrun__wire_frame_size(in + used, *have - used, 1 << 15,
+				      &size) == 1) {
+		struct bgrun__wire_msg m;
+		int64_t t;
+
+		if (bgrun__wire_decode(in + used, size, &m, NULL) < 0 ||
+		    m.type != BGRUN__WIRE_ACK || m.seq == 0 ||
+		    m.seq > (uint32_t)c->n)
+			die("unexpected answer from the daemon");
+		t = now_ns();
+		c->lat[c->done++] = t - sent[m.seq];
+		c->last_ns = t;
+		bgrun__wire_msg_release(&m);
+		used += size;
+	}
+	memmove(in, in + used, *have - used);
+	*have -= used;
+}
+
 /* Raw protocol, --window events in flight: the daemon's best case. */
 static void run_pipelined(struct client *c)
 {
 	int64_t *sent = calloc((size_t)c->n + 1, sizeof(*sent));
-	struct bgrun__wire_buf out = { 0 };
+	size_t *off = calloc((size_t)c->n + 1, sizeof(*off));
+	struct bgrun__wire_buf frames = { 0 };
 	uint8_t *in = malloc(1 << 16);
 	size_t have = 0;
 	int fd = connect_to(c->sock), next = 0;
-	struct bgrun_event ev;
 
-	if (sent == NULL || in == NULL)
+	if (sent == NULL || off == NULL || in == NULL)
 		die("out of memory");
+	encode_all(c, &frames, off);
 	(void)pthread_barrier_wait(&start_line);
 	c->first_ns = now_ns();
 	while (c->done < c->n) {
 		/* Top the window up, in one write. */
-		out.len = 0;
-		while (next < c->n && next - c->done < window) {
-			make_event(&ev, next);
-			if (bgrun__wire_put_event(&out, (uint32_t)next + 1, &ev) < 0)
-				die("encoding");
+		int first = next;
+
+		while (next < c->n && next - c->done < window)
 			next++;
-		}
-		if (out.len > 0) {
+		if (next > first) {
 			int64_t t = now_ns();
-			size_t off = 0;
 
-			for (int s = next; s > 0 && sent[s] == 0; s--)
+			for (int s = first + 1; s <= next; s++)
 				sent[s] = t;
-			while (off < out.len) {
-				ssize_t k = send(fd, out.data + off, out.len - off,
-						 MSG_NOSIGNAL);
-
-				if (k < 0 && errno == EINTR)
-					continue;
-				if (k < 0)
-					die("send");
-				off += (size_t)k;
-			}
+			send_all(fd, frames.data + off[first],
+				 off[next] - off[first]);
 		}
-		ssize_t k = recv(fd, in + have, (1 << 16) - have, 0);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			die("the daemon closed the connection");
-		have += (size_t)k;
-		for (;;) {
-			struct bgrun__wire_msg m;
-			size_t size;
-			int64_t t;
-
-			if (bgrun__wire_frame_size(in, have, 1 << 15, &size) != 1)
-				break;
-			if (bgrun__wire_decode(in, size, &m, NULL) < 0 ||
-			    m.type != BGRUN__WIRE_ACK || m.seq == 0 ||
-			    m.seq > (uint32_t)c->n)
-				die("unexpected answer from the daemon");
-			t = now_ns();
-			c->lat[c->done++] = t - sent[m.seq];
-			c->last_ns = t;
-			bgrun__wire_msg_release(&m);
-			memmove(in, in + size, have - size);
-			have -= size;
-		}
+		read_acks(c, fd, in, &have, sent);
 	}
-	bgrun__wire_buf_free(&out);
+	bgrun__wire_buf_free(&frames);
 	free(in);
+	free(off);
 	free(sent);
 	(void)close(fd);
 }
@@ -491,11 +527,19 @@ static int remove_entry(const char *path, const struct stat *st, int flag,
 	return 0;
 }
 
+/* Whether --only (a prefix of a scenario's name, or none) selects kind. */
+static bool wanted(const char *only, enum kind kind)
+{
+	return only == NULL ||
+	       strncmp(kind_names[kind], only, strlen(only)) == 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const int client_counts[] = { 1, 8, 32 };
 	static const enum kind kinds[] = { PIPELINED, PUT_DAEMON, PUT_EMBEDDED };
-	const char *csv_path = NULL, *dir = NULL;
+	const char *csv_path = NULL, *dir = NULL, *only = NULL;
+	int only_clients = 0;
 	int events = 40000, nhooks = 300;
 	long max_rss = -1;
 	char tmp[] = "/tmp/sink-bench.XXXXXX";
@@ -516,10 +560,14 @@ int main(int argc, char **argv)
 			logsink = argv[++i];
 		} else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
 			csv_path = argv[++i];
+		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+			only = argv[++i];
+		} else if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc) {
+			only_clients = atoi(argv[++i]);
 		} else {
 			fprintf(stderr, "usage: sink-bench [--quick] [--events N] "
 				"[--window N] [--hooks N] [--dir DIR] [--logsink PATH] "
-				"[--csv FILE]\n");
+				"[--csv FILE] [--only SCENARIO] [--clients N]\n");
 			return 2;
 		}
 	}
@@ -545,15 +593,21 @@ int main(int argc, char **argv)
 	(void)fflush(stdout);
 	for (size_t c = 0; c < 3; c++)
 		for (size_t k = 0; k < 3; k++)
-			scenario(kinds[k], client_counts[c], events, &max_rss);
-	hooks(HOOK_TRUE, nhooks);
-	hooks(HOOK_DAEMON, nhooks);
-	hooks(HOOK_EMBEDDED, nhooks);
+			if (wanted(only, kinds[k]) &&
+			    (only_clients == 0 || only_clients == client_counts[c]))
+				scenario(kinds[k], client_counts[c], events, &max_rss);
+	if (wanted(only, HOOK_TRUE))
+		hooks(HOOK_TRUE, nhooks);
+	if (wanted(only, HOOK_DAEMON))
+		hooks(HOOK_DAEMON, nhooks);
+	if (wanted(only, HOOK_EMBEDDED))
+		hooks(HOOK_EMBEDDED, nhooks);
 	printf("daemon peak RSS (VmHWM, largest of its runs): %.1f MiB\n",
 	       (double)max_rss / 1024);
 	printf("(latency: per event, send to ack or per put; hooks: spawn to "
-	       "reap of one process;\n ev/txn: events per transaction of the "
-	       "daemon's writer; load average now: %s)\n", loadavg());
+	       "reap of one process;\n pipelined clients encode their frames "
+	       "before the clock starts;\n ev/txn: events per transaction of "
+	       "the daemon's writer; load average now: %s)\n", loadavg());
 	if (csv != NULL && fclose(csv) != 0)
 		die("cannot write the CSV file");
 	if (dir == NULL)
