@@ -72,8 +72,6 @@ enum bgrun__stmt_id {
 	BGRUN__STMT_BEGIN,
 	BGRUN__STMT_COMMIT,
 	BGRUN__STMT_ROLLBACK,
-	BGRUN__STMT_ARGV_TEXT,
-	BGRUN__STMT_ARGV_HEX,
 	BGRUN__STMT_ARGV_DECODE,
 	BGRUN__STMT_OPTIONS_CHECK,
 	BGRUN__STMT_UPSERT,
@@ -86,6 +84,9 @@ enum bgrun__stmt_id {
 	BGRUN__N_STMTS
 };
 
+/* Arguments encoded per statement (store-write.c), one statement per count. */
+#define BGRUN__ARGV_CHUNK 16
+
 /* The query filters, one bit each (store-query.c). */
 #define BGRUN__N_FILTERS 11
 #define BGRUN__N_FILTER_STMTS (2u << BGRUN__N_FILTERS) /* x query|stats */
@@ -97,6 +98,7 @@ struct bgrun_store {
 	bool readonly;
 	bool locked;       /* lock_fd is flock'ed by us */
 	sqlite3_stmt *stmts[BGRUN__N_STMTS];
+	sqlite3_stmt *argv_stmts[BGRUN__ARGV_CHUNK]; /* made lazily */
 	sqlite3_stmt **filter_stmts; /* BGRUN__N_FILTER_STMTS, made lazily */
 	char errmsg[512];
 };

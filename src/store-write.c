@@ -4,7 +4,9 @@
 #include "internal.h"
 #include "store-internal.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -85,64 +87,101 @@ static int check_options(struct bgrun_store *store, const char *json)
 }
 
 /*
- * argv as a JSON array built by SQLite, one json_insert per argument: a
- * valid UTF-8 argument becomes a JSON string, any other an object
- * {"hex": "..."} of its bytes. *ret_json is malloc'd.
+ * The statement appending n arguments to a JSON array: json_insert(?1,
+ * '$[#]', A2, '$[#]', A3, ...), where each A is its parameter as a JSON
+ * string when bound as text, else {"hex": "..."} of its bytes. Made once
+ * per n and kept: one statement per ARGV_CHUNK arguments instead of one
+ * per argument.
  */
+static int argv_stmt(struct bgrun_store *store, size_t n,
+		     sqlite3_stmt **ret_stmt)
+{
+	char sql[64 + BGRUN__ARGV_CHUNK * 96];
+	size_t len;
+	int r;
+
+	assert(n >= 1 && n <= BGRUN__ARGV_CHUNK);
+	if (store->argv_stmts[n - 1] != NULL) {
+		*ret_stmt = store->argv_stmts[n - 1];
+		return 0;
+	}
+	len = (size_t)snprintf(sql, sizeof(sql), "SELECT json_insert(?1");
+	for (size_t i = 2; i <= n + 1; i++)
+		len += (size_t)snprintf(sql + len, sizeof(sql) - len,
+					", '$[#]', CASE WHEN typeof(?%zu) = "
+					"'blob' THEN json_object('hex', "
+					"hex(?%zu)) ELSE ?%zu END",
+					i, i, i);
+	(void)snprintf(sql + len, sizeof(sql) - len, ")");
+	r = bgrun__store_prepare(store, sql, &store->argv_stmts[n - 1]);
+	if (r < 0)
+		return r;
+	*ret_stmt = store->argv_stmts[n - 1];
+	return 0;
+}
+
+/*
+ * Appends argv[0 .. n - 1] to the JSON array acc; *ret_json is malloc'd.
+ * A valid UTF-8 argument is bound as text (a JSON string), any other as
+ * a blob (an object {"hex": "..."}).
+ */
+static int append_args(struct bgrun_store *store, const char *acc,
+		       const char *const *argv, size_t n, char **ret_json)
+{
+	const unsigned char *out;
+	sqlite3_stmt *stmt;
+	int r, rc;
+
+	r = argv_stmt(store, n, &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_bind_text(stmt, 1, acc, -1, SQLITE_STATIC);
+	for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
+		size_t len = strlen(argv[i]);
+
+		rc = bgrun__utf8_valid(argv[i], len)
+			     ? sqlite3_bind_text(stmt, (int)i + 2, argv[i],
+						 (int)len, SQLITE_STATIC)
+			     : sqlite3_bind_blob(stmt, (int)i + 2, argv[i],
+						 (int)len, SQLITE_STATIC);
+	}
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		out = sqlite3_column_text(stmt, 0);
+		*ret_json = out != NULL ? strdup((const char *)out) : NULL;
+		rc = *ret_json != NULL ? SQLITE_OK : SQLITE_NOMEM;
+	}
+	r = rc == SQLITE_OK ? 0 : bgrun__store_fail(store, rc, "encoding argv");
+	bgrun__release_stmt(stmt);
+	return r;
+}
+
+/* argv as a JSON array built by SQLite. *ret_json is malloc'd. */
 static int encode_argv(struct bgrun_store *store, const char *const *argv,
 		       char **ret_json)
 {
-	char *json = NULL, *next;
-	const char *acc = "[]";
-	sqlite3_stmt *stmt;
-	int r = 0, rc;
+	char *json = NULL, *next = NULL;
+	size_t argc = 0, n;
+	int r = 0;
 
-	for (size_t i = 0; argv[i] != NULL; i++) {
-		size_t n = strlen(argv[i]);
-		bool text = bgrun__utf8_valid(argv[i], n);
-
-		r = bgrun__store_stmt(store, text ? BGRUN__STMT_ARGV_TEXT
-						  : BGRUN__STMT_ARGV_HEX,
-				      &stmt);
-		if (r < 0)
-			goto cleanup;
-		rc = sqlite3_bind_text(stmt, 1, acc, -1, SQLITE_STATIC);
-		if (rc == SQLITE_OK)
-			rc = text ? sqlite3_bind_text(stmt, 2, argv[i], (int)n,
-						      SQLITE_STATIC)
-				  : sqlite3_bind_blob(stmt, 2, argv[i], (int)n,
-						      SQLITE_STATIC);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_step(stmt);
-		next = NULL;
-		if (rc == SQLITE_ROW) {
-			const unsigned char *out = sqlite3_column_text(stmt, 0);
-
-			if (out != NULL)
-				next = strdup((const char *)out);
-			rc = next != NULL ? SQLITE_OK : SQLITE_NOMEM;
-		}
-		if (rc != SQLITE_OK)
-			r = bgrun__store_fail(store, rc, "encoding argv");
-		(void)sqlite3_reset(stmt);
-		(void)sqlite3_clear_bindings(stmt);
-		if (r < 0)
-			goto cleanup;
+	while (argv[argc] != NULL)
+		argc++;
+	for (size_t i = 0; i < argc; i += n) {
+		n = argc - i < BGRUN__ARGV_CHUNK ? argc - i : BGRUN__ARGV_CHUNK;
+		r = append_args(store, json != NULL ? json : "[]", argv + i, n,
+				&next);
 		free(json);
-		acc = json = next;
+		json = next;
+		if (r < 0)
+			return r;
 	}
-	if (json == NULL) {
+	if (json == NULL)
 		json = strdup("[]");
-		if (json == NULL) {
-			r = -ENOMEM;
-			goto cleanup;
-		}
-	}
+	if (json == NULL)
+		return -ENOMEM;
 	*ret_json = json;
-	json = NULL;
-cleanup:
-	free(json);
-	return r;
+	return 0;
 }
 
 static int prepare_event(struct bgrun_store *store,

@@ -30,9 +30,6 @@ static const char *const stmt_sql[BGRUN__N_STMTS] = {
 	[BGRUN__STMT_BEGIN] = "BEGIN IMMEDIATE",
 	[BGRUN__STMT_COMMIT] = "COMMIT",
 	[BGRUN__STMT_ROLLBACK] = "ROLLBACK",
-	[BGRUN__STMT_ARGV_TEXT] = "SELECT json_insert(?1, '$[#]', ?2)",
-	[BGRUN__STMT_ARGV_HEX] =
-		"SELECT json_insert(?1, '$[#]', json_object('hex', hex(?2)))",
 	[BGRUN__STMT_ARGV_DECODE] =
 		"SELECT type = 'object', "
 		"CASE WHEN type = 'object' THEN json_extract(value, '$.hex') "
@@ -516,6 +513,8 @@ void bgrun_store_close(struct bgrun_store *store)
 		return;
 	for (size_t i = 0; i < BGRUN__N_STMTS; i++)
 		(void)sqlite3_finalize(store->stmts[i]);
+	for (size_t i = 0; i < BGRUN__ARGV_CHUNK; i++)
+		(void)sqlite3_finalize(store->argv_stmts[i]);
 	if (store->filter_stmts != NULL)
 		for (size_t i = 0; i < BGRUN__N_FILTER_STMTS; i++)
 			(void)sqlite3_finalize(store->filter_stmts[i]);

@@ -194,6 +194,41 @@ void case_argv_bytes(void)
 	free(db);
 }
 
+/* argv of every length around the statements' chunk of 16, in order. */
+void case_argv_lengths(void)
+{
+	static const size_t lengths[] = { 0, 1, 15, 16, 17, 33, 200 };
+	char args[200][8];
+	const char *argv[201];
+	struct bgrun_event ev;
+	struct t_rows rows = { 0 };
+	struct bgrun_store *s;
+	char *db = t_path(t_tmpdir(), "events.db");
+
+	ASSERT_OK(t_open(db, 0, &s));
+	for (size_t i = 0; i < 200; i++) {
+		/* Every seventh one is not UTF-8: an object of its bytes. */
+		(void)snprintf(args[i], sizeof(args[i]),
+			       i % 7 == 3 ? "\xff%zu" : "a%zu", i);
+		argv[i] = args[i];
+	}
+	for (size_t k = 0; k < sizeof(lengths) / sizeof(lengths[0]); k++) {
+		const char *saved = argv[lengths[k]];
+
+		argv[lengths[k]] = NULL;
+		bgrun_event_init(&ev, "commandfinish", "bgrun");
+		ev.argv = argv;
+		ASSERT_EQ(bgrun_store_put(s, &ev), 1);
+		t_get(s, ev.id, &rows);
+		ASSERT_EQ(rows.argc[0], lengths[k]);
+		check_argv(rows.ev[0].argv, argv);
+		t_rows_free(&rows);
+		argv[lengths[k]] = saved;
+	}
+	bgrun_store_close(s);
+	free(db);
+}
+
 void case_text_not_utf8(void)
 {
 	struct bgrun_event ev;

@@ -20,6 +20,7 @@ int t_main(int argc, char **argv, const struct t_case *cases, size_t n);
 void case_roundtrip(void);
 void case_json_row(void);
 void case_argv_bytes(void);
+void case_argv_lengths(void);
 void case_text_not_utf8(void);
 void case_invalid_events(void);
 void case_upsert(void);
