@@ -401,6 +401,11 @@ bool bgrun__utf8_valid(const char *s, size_t n)
 	size_t len;
 
 	for (size_t i = 0; i < n; i += len) {
+		/* Most text is ASCII: skip it without decoding. */
+		if (u[i] < 0x80) {
+			len = 1;
+			continue;
+		}
 		len = bgrun_utf8_decode((const char *)u + i, n - i, NULL);
 		if (len == 0)
 			return false;
@@ -429,6 +434,16 @@ static char *put_escaped(char *o, const char *s, size_t n, bool printable_only)
 	size_t len;
 
 	for (size_t i = 0; i < n; i += len) {
+		/* A run of printable ASCII is copied as it is. */
+		for (len = 0; i + len < n && u[i + len] >= 0x20 &&
+			      u[i + len] < 0x7f;
+		     len++)
+			;
+		if (len > 0) {
+			memcpy(o, u + i, len);
+			o += len;
+			continue;
+		}
 		len = bgrun_utf8_decode((const char *)u + i, n - i, NULL);
 		if (len == 0) {
 			o = put_hex(o, u[i]);
@@ -470,8 +485,8 @@ static bool needs_quote(const char *s)
 	if (*s == '\0')
 		return true;
 	for (; *s != '\0'; s++)
-		if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			   "0123456789._/+-", *s) == NULL)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || strchr("._/+-", *s) != NULL))
 			return true;
 	return false;
 }

@@ -3,6 +3,7 @@
 
 #include "internal.h"
 #include "store-internal.h"
+#include "wire.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -35,15 +36,8 @@ static void prepared_release(struct prepared *p)
 
 static bool valid_id(const char *id)
 {
-	size_t n = strnlen(id, BGRUN_EVENT_ID_MAX + 1);
-
-	if (n == 0 || n > BGRUN_EVENT_ID_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			   "0123456789._-", id[i]) == NULL)
-			return false;
-	return true;
+	return bgrun__wire_valid_id((const uint8_t *)id,
+				    strnlen(id, BGRUN_EVENT_ID_MAX + 1));
 }
 
 static bool valid_result(const char *result)
