@@ -24,6 +24,13 @@
  * deletes it.
  */
 #define BGRUN__STORE_CHECKPOINT_PAGES 4000
+/*
+ * The page cache of a read-write connection, in KiB (as a negative
+ * cache_size; SQLite's default is 2000). A long-lived writer such as the
+ * sink daemon otherwise reads the same index pages back from the file at
+ * every batch; memory is only taken as pages are used.
+ */
+#define BGRUN__STORE_CACHE_KIB "-8192"
 
 /*
  * The plain columns of the events table, each named like its field in

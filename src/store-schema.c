@@ -188,7 +188,8 @@ int bgrun__store_setup(struct bgrun_store *store, int64_t version)
 	if (r >= 0)
 		r = migrate(store, version);
 	if (r >= 0)
-		r = exec_sql(store, "PRAGMA synchronous = NORMAL",
+		r = exec_sql(store, "PRAGMA synchronous = NORMAL; "
+			     "PRAGMA cache_size = " BGRUN__STORE_CACHE_KIB,
 			     "configuring");
 	if (r >= 0)
 		(void)sqlite3_wal_autocheckpoint(store->db,
