@@ -177,7 +177,7 @@ int main(int argc, char **argv)
 		  { bgrun_path, "--no-ensurestart", "--", "true" }, true },
 	};
 	const int nmech = (int)(sizeof(mechs) / sizeof(mechs[0]));
-	double *t = calloc((size_t)runs, sizeof(*t));
+	double *t = calloc((size_t)(runs * nmech), sizeof(*t));
 	int64_t logged = 0;
 
 	if (t == NULL)
@@ -188,11 +188,13 @@ int main(int argc, char **argv)
 	}
 	if (out != NULL)
 		(void)fprintf(out, "mechanism,runs,p50_ms,p90_ms,min_ms,ratio_vs_setsid\n");
-	(void)printf("%-32s %6s %9s %9s %9s %8s\n", "mechanism", "runs", "p50 ms",
-		     "p90 ms", "min ms", "x setsid");
-	for (int m = 0; m < nmech; m++) {
-		/* Warm-up: page cache, the log's schema, ld.so's cache. */
-		for (int i = 0; i < 3 + runs; i++) {
+	/*
+	 * Interleaved, one run of each mechanism per round, so that the
+	 * machine's drifting load falls on all of them alike. Three
+	 * untimed rounds first: page cache, the log's schema, ld.so's cache.
+	 */
+	for (int i = 0; i < 3 + runs; i++) {
+		for (int m = 0; m < nmech; m++) {
 			double ms = run_once(&mechs[m]);
 
 			if (ms < 0) {
@@ -201,7 +203,7 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			if (i >= 3)
-				t[i - 3] = ms;
+				t[m * runs + i - 3] = ms;
 			if (mechs[m].logged && wait_logged(db, ++logged) < 0) {
 				(void)fprintf(stderr,
 					      "launch-wall: %s: no log row\n",
@@ -209,14 +211,20 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		}
-		qsort(t, (size_t)runs, sizeof(*t), cmp_double);
-		p50[m] = t[runs / 2];
+	}
+	(void)printf("%-32s %6s %9s %9s %9s %8s\n", "mechanism", "runs", "p50 ms",
+		     "p90 ms", "min ms", "x setsid");
+	for (int m = 0; m < nmech; m++) {
+		double *v = &t[m * runs];
+
+		qsort(v, (size_t)runs, sizeof(*v), cmp_double);
+		p50[m] = v[runs / 2];
 		(void)printf("%-32s %6d %9.3f %9.3f %9.3f %8.2f\n", mechs[m].name,
-			     runs, p50[m], t[runs * 9 / 10], t[0], p50[m] / p50[0]);
+			     runs, p50[m], v[runs * 9 / 10], v[0], p50[m] / p50[0]);
 		if (out != NULL)
 			(void)fprintf(out, "%s,%d,%.4f,%.4f,%.4f,%.3f\n",
 				      mechs[m].name, runs, p50[m],
-				      t[runs * 9 / 10], t[0], p50[m] / p50[0]);
+				      v[runs * 9 / 10], v[0], p50[m] / p50[0]);
 	}
 	(void)printf("\nlogging adds %.3f ms to bgrun's wall time (p50, ensurestart), "
 		     "%.3f ms without ensurestart\n",

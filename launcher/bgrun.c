@@ -24,10 +24,18 @@ static int wait_child(const char *what, struct bgrun_child *child)
 	return cli_status_code(&st);
 }
 
+static int print_line(const char *s)
+{
+	(void)printf("%s\n", s);
+	return cli_flush_stdout() < 0 ? EXIT_CANCELED : EXIT_SUCCESS;
+}
+
 static int print_pid(pid_t pid)
 {
-	(void)printf("%ld\n", (long)pid);
-	return cli_flush_stdout() < 0 ? EXIT_CANCELED : EXIT_SUCCESS;
+	char buf[32];
+
+	(void)snprintf(buf, sizeof(buf), "%ld", (long)pid);
+	return print_line(buf);
 }
 
 /* --no-log: one posix_spawn of COMMAND, nothing recorded. */
@@ -66,38 +74,50 @@ out:
 }
 
 /*
- * The default: start a supervisor (this program again, exec'd through the
- * primitive, so no code runs between fork and exec here either) that
- * launches COMMAND, reports on a pipe given as its descriptor 3, records a
- * `running` event, waits and records the finish. With ensurestart bgrun
- * returns once the report says COMMAND was executed (or why not); without,
- * as soon as the supervisor is running.
+ * The default: start a supervisor (bgrun-start, exec'd through the
+ * primitive, so no code runs between fork and exec here either; it
+ * launches COMMAND, reports on a pipe given as its descriptor 3, waits
+ * for COMMAND and has this program, started again as its recorder, write
+ * the `running` row and the finish). With ensurestart bgrun returns once the report
+ * says COMMAND was executed (or why not); without, as soon as the
+ * supervisor is running.
  */
 static int launch_supervised(const struct cli *c, char **argv)
 {
+	struct bgrun_spawn_opts cmd;
 	struct sup_launch l = {
+		.cmd = &cmd,
 		/* bgrun's own options and COMMAND, as they came. */
 		.args = (const char *const *)&argv[1],
-		.stdin_inherit = c->in_path != NULL &&
-				 strcmp(c->in_path, "-") == 0,
-		.detach = !c->wait,
+		.ensurestart = c->ensurestart,
+		.timeout_ns = c->timeout_ns,
+		.kill_after_ns = c->kill_after_ns,
 	};
 	struct bgrun_failure failure = { .stage = BGRUN_STAGE_NONE };
 	struct bgrun_child *child = NULL;
 	char id[BGRUN_EVENT_ID_MAX + 1];
-	int report_fd = -1, status;
+	int report_fd = -1, status = EXIT_SUCCESS, error = 0;
 	pid_t r;
 
 	/* The event id is chosen here, so --print-id needs no round trip. */
 	bgrun_event_new_id(id);
-	if (launch_supervisor(id, &l, c->wait ? &child : NULL, &report_fd) < 0)
+	cli_spawn_opts(c, &cmd);
+	switch (launch_supervisor(id, &l, c->wait ? &child : NULL, &report_fd,
+				  &error, &failure)) {
+	case SUP_STARTED:
+		break;
+	case SUP_CMD_FAILED:
+		/* Recorded; without ensurestart the log is where it shows. */
+		if (c->print_id)
+			status = print_line(id);
+		if (c->ensurestart || c->wait)
+			status = cli_report_failure(c, error, &failure);
+		return status;
+	default:
 		return EXIT_CANCELED;
-	status = EXIT_SUCCESS;
-	if (c->print_id) {
-		(void)printf("%s\n", id);
-		if (cli_flush_stdout() < 0)
-			status = EXIT_CANCELED;
 	}
+	if (c->print_id)
+		status = print_line(id);
 	if (!c->ensurestart && !c->wait)
 		goto out;
 

@@ -36,6 +36,17 @@ struct cli {
 	const char *supervise_id;
 	/* The supervisor's event source (--_source); NULL: "bgrun". */
 	const char *source;
+	/* The launcher's working directory (--_origin): relative paths. */
+	const char *origin;
+	/*
+	 * Set in the supervisor: COMMAND, already started by bgrun-start
+	 * (--_child: child_pid > 0), or why it could not be (--_failed),
+	 * with the clocks read just before.
+	 */
+	pid_t child_pid;
+	int failed_error;           /* an errno value */
+	enum bgrun_stage failed_stage;
+	int64_t start_realtime_ns, start_mono_ns;
 	char **cmd;            /* COMMAND [ARGS...], NULL-terminated */
 };
 
@@ -63,27 +74,43 @@ int cli_flush_stdout(void);
 /* s with control characters escaped; valid until the fourth call after. */
 const char *cli_printable(const char *s);
 
-/* supervise.c: the supervisor's main, given the parsed command line. */
+/* supervise.c: the recorder's main, given the parsed command line. */
 int supervise_main(const struct cli *c);
 
 /* launch.c: how to start a supervisor. */
 struct sup_launch {
-	/* Its options and COMMAND after --_supervise=ID (NULL-terminated). */
+	/* COMMAND's launch, as --no-log would make it (borrowed). */
+	const struct bgrun_spawn_opts *cmd;
+	/* The supervisor's options and COMMAND (NULL-terminated). */
 	const char *const *args;
-	/* NAME=VALUE set for it, and so for COMMAND (may be NULL). */
-	const char *const *env_set;
-	bool stdin_inherit; /* bgrun's own stdin, else /dev/null */
-	bool detach;
+	/* Wait for the record of a failure to launch COMMAND (ensurestart). */
+	bool ensurestart;
+	/* SIGTERM after timeout_ns (0: never), SIGKILL kill_after_ns later. */
+	int64_t timeout_ns, kill_after_ns;
+};
+
+/* What launch_supervisor did. */
+enum sup_started {
+	SUP_STARTED,     /* it runs; read its report */
+	SUP_CMD_FAILED,  /* COMMAND cannot start (failure says why); recorded */
+	SUP_NOT_STARTED, /* no supervisor: already said why */
 };
 
 /*
- * Starts a supervisor for event id, as the primitive's ensurestart does:
- * 0 once it runs, with *ret_report_fd the read end of the pipe on which it
- * reports (the caller reads it with launch_read_report and closes it) and,
- * when ret_child is not NULL, a handle on it; -1 after printing why.
+ * Starts a supervisor for event id: bgrun-start, exec'd through the
+ * primitive with COMMAND's working directory and standard streams, which
+ * launches COMMAND, reports, and has `bgrun --_supervise` record it. What can be
+ * known without starting anything (the working directory, the program,
+ * the streams) is checked here first: a failure there is COMMAND's
+ * (*failure and *ret_error filled), recorded by a supervisor started only
+ * for that. Once started, *ret_report_fd is the read end of the pipe on
+ * which it reports (the caller reads it with launch_read_report and
+ * closes it) and, when ret_child is not NULL, *ret_child a handle on it.
  */
-int launch_supervisor(const char *id, const struct sup_launch *l,
-		      struct bgrun_child **ret_child, int *ret_report_fd);
+enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
+				   struct bgrun_child **ret_child,
+				   int *ret_report_fd, int *ret_error,
+				   struct bgrun_failure *failure);
 
 /*
  * Reads the supervisor's one-line report from fd: "ok PID" or

@@ -244,11 +244,12 @@ static int start_hook(const struct hook *hk, const struct hook_run *run,
 		      const char *const *env)
 {
 	struct bgrun_failure failure = { .stage = BGRUN_STAGE_NONE };
-	struct sup_launch l = { .env_set = env, .detach = true };
+	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
+	struct sup_launch l = { .cmd = &o, .ensurestart = true };
 	char id[BGRUN_EVENT_ID_MAX + 1];
 	const char *args[16];
 	size_t n = 0;
-	int fd = -1;
+	int fd = -1, error = 0;
 	pid_t pid;
 
 	if (strncmp(hk->cmd, "python:", 7) == 0) {
@@ -256,13 +257,11 @@ static int start_hook(const struct hook *hk, const struct hook_run *run,
 			cli_printable(hk->name));
 		return -1;
 	}
+	o.shell = hk->cmd;
+	o.cwd = run->cwd;
+	o.env_set = env;
+	o.failure = &failure;
 	if (!run->log) {
-		struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
-
-		o.shell = hk->cmd;
-		o.cwd = run->cwd;
-		o.env_set = env;
-		o.failure = &failure;
 		pid = bgrun_spawn(&o, NULL);
 		id[0] = '\0';
 	} else {
@@ -284,10 +283,17 @@ static int start_hook(const struct hook *hk, const struct hook_run *run,
 		args[n++] = hk->cmd;
 		args[n] = NULL;
 		l.args = args;
-		if (launch_supervisor(id, &l, NULL, &fd) < 0)
+		switch (launch_supervisor(id, &l, NULL, &fd, &error, &failure)) {
+		case SUP_STARTED:
+			pid = launch_read_report(fd, &failure);
+			(void)close(fd);
+			break;
+		case SUP_CMD_FAILED:
+			pid = error;
+			break;
+		default:
 			return -1;
-		pid = launch_read_report(fd, &failure);
-		(void)close(fd);
+		}
 		if (pid == 0) {
 			cli_msg("clone: the supervisor of hook %s exited without a report",
 				cli_printable(hk->name));

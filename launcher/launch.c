@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* launch.c: starting a bgrun supervisor (this program again, exec'd with --_supervise) and reading its report. */
+/* launch.c: starting a bgrun supervisor (bgrun-start, then this program with --_supervise) and reading its report. */
 
 /*
  * Shared by `bgrun COMMAND` and by the hooks of `bgrun clone`: both start
  * the supervisor through the primitive (so no code runs between fork and
  * exec here either), give it the write end of a pipe as descriptor 3, and
- * learn from one line on it whether the command was executed.
+ * learn from one line on it whether the command was executed. The
+ * supervisor's first program is bgrun-start (start.c says why), which
+ * launches COMMAND and becomes `bgrun --_supervise`.
  */
 
 #include "cli.h"
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 pid_t launch_read_report(int fd, struct bgrun_failure *failure)
@@ -24,7 +27,8 @@ pid_t launch_read_report(int fd, struct bgrun_failure *failure)
 	size_t len = 0;
 	long a, b;
 
-	while (len < sizeof(line) - 1) {
+	/* One line; the supervisor may keep its end open after it. */
+	while (len < sizeof(line) - 1 && memchr(line, '\n', len) == NULL) {
 		ssize_t n = read(fd, line + len, sizeof(line) - 1 - len);
 
 		if (n < 0 && errno == EINTR)
@@ -44,59 +48,212 @@ pid_t launch_read_report(int fd, struct bgrun_failure *failure)
 	return 0;
 }
 
-int launch_supervisor(const char *id, const struct sup_launch *l,
-		      struct bgrun_child **ret_child, int *ret_report_fd)
+/* Where bgrun-start is: beside this program (a build tree), else installed. */
+static int find_starter(const char *self, char *buf, size_t size)
+{
+	const char *slash = strrchr(self, '/');
+	int n = slash != NULL ? (int)(slash - self) : 0;
+
+	if (snprintf(buf, size, "%.*s/bgrun-start", n, self) < (int)size &&
+	    access(buf, X_OK) == 0)
+		return 0;
+	if (snprintf(buf, size, "%s", BGRUN_START_PATH) >= (int)size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int64_t now_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(clock, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static size_t vec_len(const char *const *v)
+{
+	size_t n = 0;
+
+	while (v != NULL && v[n] != NULL)
+		n++;
+	return n;
+}
+
+/* The strings of a supervisor's argv that are not the caller's. */
+struct sup_strings {
+	const char *self;       /* this program */
+	char supervise[64];     /* --_supervise=ID */
+	char *origin;           /* --_origin=DIR */
+	char flags[8], timeout[24], kill_after[24], n_env[24], n_sup[24];
+};
+
+/*
+ * bgrun-start FLAGS TIMEOUT KILL_AFTER PATH NENV ENV... NREC REC... ARGV...
+ * (start.c), with REC = self --_supervise=ID --_origin=DIR ARGS... The
+ * strings are borrowed from l and from ss, which the caller keeps alive.
+ */
+static const char **starter_argv(const char *starter, const char *path,
+				 struct sup_strings *ss,
+				 const struct sup_launch *l)
+{
+	const struct bgrun_spawn_opts *o = l->cmd;
+	size_t n_set = vec_len(o->env_set), n_unset = vec_len(o->env_unset);
+	size_t n_args = vec_len(l->args), n_argv = vec_len(o->argv), k = 0;
+	const char **v;
+
+	v = calloc(n_set + n_unset + n_args + n_argv + 16, sizeof(*v));
+	if (v == NULL)
+		return NULL;
+	(void)snprintf(ss->flags, sizeof(ss->flags), "-%s%s",
+		       o->detach ? "d" : "", o->env != NULL ? "c" : "");
+	(void)snprintf(ss->timeout, sizeof(ss->timeout), "%lld",
+		       (long long)l->timeout_ns);
+	(void)snprintf(ss->kill_after, sizeof(ss->kill_after), "%lld",
+		       (long long)l->kill_after_ns);
+	(void)snprintf(ss->n_env, sizeof(ss->n_env), "%zu", n_set + n_unset);
+	(void)snprintf(ss->n_sup, sizeof(ss->n_sup), "%zu", 3 + n_args);
+	v[k++] = starter;
+	v[k++] = ss->flags;
+	v[k++] = ss->timeout;
+	v[k++] = ss->kill_after;
+	v[k++] = path;
+	v[k++] = ss->n_env;
+	for (size_t i = 0; i < n_set; i++)
+		v[k++] = o->env_set[i];
+	for (size_t i = 0; i < n_unset; i++)
+		v[k++] = o->env_unset[i];
+	v[k++] = ss->n_sup;
+	v[k++] = ss->self;
+	v[k++] = ss->supervise;
+	v[k++] = ss->origin;
+	for (size_t i = 0; i < n_args; i++)
+		v[k++] = l->args[i];
+	if (o->shell != NULL) {
+		v[k++] = "/bin/sh";
+		v[k++] = "-c";
+		v[k++] = o->shell;
+	}
+	for (size_t i = 0; i < n_argv; i++)
+		v[k++] = o->argv[i];
+	return v;
+}
+
+/*
+ * COMMAND could not be started: a supervisor records it (spawn_failed),
+ * the same code as for a failure bgrun-start meets. With ensurestart the
+ * row is there when we return.
+ */
+static void record_failure(const struct sup_strings *ss,
+			   const struct sup_launch *l, int error,
+			   const struct bgrun_failure *failure, int64_t rt,
+			   int64_t mono)
 {
 	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
-	struct bgrun_failure failure = { .stage = BGRUN_STAGE_NONE };
-	char self[PATH_MAX], *id_opt = NULL;
-	const char **sargv = NULL;
-	int pipefd[2] = { -1, -1 }, status = -1;
-	size_t n_args = 0;
+	struct bgrun_child *child = NULL;
+	struct bgrun_status st;
+	size_t n_args = vec_len(l->args);
+	const char **v = calloc(n_args + 5, sizeof(*v));
+	char failed[128];
+
+	if (v == NULL)
+		return;
+	(void)snprintf(failed, sizeof(failed), "--_failed=%d:%d:%lld:%lld",
+		       -error, (int)failure->stage, (long long)rt,
+		       (long long)mono);
+	v[0] = ss->self;
+	v[1] = failed;
+	v[2] = ss->supervise;
+	v[3] = ss->origin;
+	memcpy(&v[4], l->args, n_args * sizeof(*v));
+	opts.argv = v;
+	if (bgrun_spawn(&opts, l->ensurestart ? &child : NULL) > 0 &&
+	    child != NULL)
+		(void)bgrun_child_wait(child, -1, &st);
+	bgrun_child_free(child);
+	free(v);
+}
+
+enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
+				   struct bgrun_child **ret_child,
+				   int *ret_report_fd, int *ret_error,
+				   struct bgrun_failure *failure)
+{
+	struct bgrun_spawn_opts opts = *l->cmd;
+	struct bgrun_failure sf = { .stage = BGRUN_STAGE_NONE };
+	enum sup_started status = SUP_NOT_STARTED;
+	struct sup_strings ss = { .self = NULL };
+	char self[PATH_MAX], starter[PATH_MAX], here[PATH_MAX], *path = NULL;
+	const char **argv = NULL;
+	int pipefd[2] = { -1, -1 }, r;
+	int64_t rt, mono;
 	ssize_t n;
-	pid_t r;
 
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n < 0) {
-		cli_msg("cannot find the bgrun program: %s", strerror(errno));
-		return -1;
+	if (n < 0 || getcwd(here, sizeof(here)) == NULL) {
+		cli_msg("cannot start the supervisor: %s", strerror(errno));
+		return SUP_NOT_STARTED;
 	}
 	self[n] = '\0';
-	while (l->args[n_args] != NULL)
-		n_args++;
-	sargv = calloc(n_args + 3, sizeof(*sargv));
-	if (sargv != NULL && asprintf(&id_opt, "--_supervise=%s", id) < 0)
-		id_opt = NULL;
-	if (sargv == NULL || id_opt == NULL || pipe2(pipefd, O_CLOEXEC) < 0) {
+	ss.self = self;
+	r = find_starter(self, starter, sizeof(starter));
+	if (r == 0 && asprintf(&ss.origin, "--_origin=%s", here) < 0) {
+		ss.origin = NULL;
+		r = -ENOMEM;
+	}
+	if (r < 0) {
+		cli_msg("cannot start the supervisor: %s", strerror(-r));
+		return SUP_NOT_STARTED;
+	}
+	(void)snprintf(ss.supervise, sizeof(ss.supervise), "--_supervise=%s",
+		       id);
+
+	rt = now_ns(CLOCK_REALTIME);
+	mono = now_ns(CLOCK_MONOTONIC);
+	opts.failure = failure;
+	r = bgrun_spawn_resolve(&opts, &path);
+	if (r < 0)
+		goto cmd_failed;
+
+	argv = starter_argv(starter, path, &ss, l);
+	if (argv == NULL || pipe2(pipefd, O_CLOEXEC) < 0) {
 		cli_msg("cannot start the supervisor: %s", strerror(errno));
 		goto out;
 	}
-	sargv[0] = self;
-	sargv[1] = id_opt;
-	memcpy(&sargv[2], l->args, n_args * sizeof(*sargv));
-
-	opts.argv = sargv;
-	opts.env_set = l->env_set;
-	if (l->stdin_inherit)
-		opts.in.kind = BGRUN_STDIO_INHERIT;
-	opts.detach = l->detach;
+	/* COMMAND's directory and streams; our environment, not its. */
+	opts.argv = argv;
+	opts.shell = NULL;
+	opts.env = NULL;
+	opts.env_set = NULL;
+	opts.env_unset = NULL;
+	opts.ensurestart = true;
 	opts.pass_fds = &pipefd[1];
 	opts.n_pass_fds = 1;
-	opts.failure = &failure;
+	opts.failure = &sf;
 	r = bgrun_spawn(&opts, ret_child);
 	(void)close(pipefd[1]);
-	if (r < 0) {
-		cli_msg("cannot start the supervisor %s: %s", self,
+	if (r < 0 && sf.stage == BGRUN_STAGE_EXEC) {
+		cli_msg("cannot start the supervisor %s: %s", starter,
 			bgrun_strerror(r));
 		goto out;
 	}
+	if (r < 0) {
+		*failure = sf;
+		goto cmd_failed;
+	}
 	*ret_report_fd = pipefd[0];
 	pipefd[0] = -1;
-	status = 0;
+	status = SUP_STARTED;
+	goto out;
+
+cmd_failed:
+	*ret_error = r;
+	record_failure(&ss, l, r, failure, rt, mono);
+	status = SUP_CMD_FAILED;
 out:
 	if (pipefd[0] >= 0)
 		(void)close(pipefd[0]);
-	free(id_opt);
-	free(sargv);
+	free(argv);
+	free(path);
+	free(ss.origin);
 	return status;
 }

@@ -1,42 +1,41 @@
 /* SPDX-License-Identifier: MIT */
-/* supervise.c: bgrun's supervisor: launch COMMAND, record it running, wait, record its finish. */
+/* supervise.c: the recorder of a logged launch: COMMAND's `running` row, then its finish as bgrun-start saw it. */
 
 #include "cli.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
-#include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 /*
- * The supervisor is a program of its own (bgrun exec'd with --_supervise),
- * so it may do what the library never does: block signals and take
- * SIGCHLD through a signalfd. Detached, COMMAND leads a session of its own
- * (as it would without a supervisor), so SIGTERM, SIGINT and SIGHUP sent
- * to the supervisor (or a timeout) reach COMMAND and whatever it started
- * through killpg(), without signalling the supervisor. The group cannot be
- * recycled under us: COMMAND is reaped only after the last killpg(). With
- * --wait, COMMAND stays in the caller's process group (terminal signals
- * reach it directly) and only COMMAND itself is signalled.
+ * bgrun-start (start.c) launches COMMAND, stays its parent and reaps it;
+ * it starts this program (bgrun --_supervise=ID --_child=...) to write to
+ * the log, which needs SQLite: the `running` row at once, then the
+ * finish, read from descriptor 3 as one line when COMMAND has ended. If
+ * that line never comes (bgrun-start was killed), the row stays
+ * `running` and queries call it `lost`: its supervisor (bgrun-start, our
+ * parent) is gone. With --_failed, or started by bgrun itself for a
+ * launch that failed before anything ran (launch.c), it records
+ * `spawn_failed` and exits with the code bgrun would give.
+ *
+ * The signals bgrun-start forwards to COMMAND stay blocked here (we
+ * inherit its mask): they are not for us.
  */
 
-#define REPORT_FD 3
+#define END_FD 3
 
 struct sup {
 	const struct cli *c;
 	struct bgrun_event ev;
 	struct bgrun_sink *sink;
-	char *argv_buf[4];   /* /bin/sh -c SCRIPT for --shell, before args */
 	char **argv;
-	char *cwd, *out, *err;
+	char *cwd, *out, *err, *db;
 };
 
 static int64_t now_ns(void)
@@ -47,7 +46,7 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* An absolute version of path, relative to dir (NULL: our cwd). */
+/* path made absolute against dir (itself absolute, or NULL: ours). */
 static char *absolute(const char *path, const char *dir)
 {
 	char here[PATH_MAX], *out;
@@ -74,9 +73,11 @@ static void record(struct sup *s)
 {
 	if (s->sink == NULL) {
 		struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
+		int r;
 
-		o.db = s->c->db;
-		if (bgrun_sink_open(&o, &s->sink) < 0)
+		o.db = s->db;
+		r = bgrun_sink_open(&o, &s->sink);
+		if (r < 0)
 			return;
 	}
 	(void)bgrun_sink_put(s->sink, &s->ev);
@@ -85,6 +86,7 @@ static void record(struct sup *s)
 static void describe(struct sup *s)
 {
 	const struct cli *c = s->c;
+	char *dir;
 	size_t n = 0;
 
 	s->argv = c->cmd;
@@ -101,162 +103,118 @@ static void describe(struct sup *s)
 			s->argv = c->cmd;
 		}
 	}
-	s->cwd = realpath(c->cwd != NULL ? c->cwd : ".", NULL);
-	s->out = absolute(c->out_path, NULL);
-	s->err = absolute(c->err_path, NULL);
+	/* Paths on bgrun's command line are relative to where it ran. */
+	dir = absolute(c->cwd != NULL ? c->cwd : ".", c->origin);
+	s->cwd = dir != NULL ? realpath(dir, NULL) : NULL;
+	if (s->cwd == NULL)
+		s->cwd = dir, dir = NULL;
+	free(dir);
+	s->out = absolute(c->out_path, c->origin);
+	s->err = absolute(c->err_path, c->origin);
+	s->db = absolute(c->db, c->origin);
 	s->ev.argv = (const char *const *)s->argv;
 	s->ev.cwd = s->cwd;
 	s->ev.tag = c->tag;
 	s->ev.stdout_path = s->out;
-	s->ev.stderr_path = s->err != NULL ? s->err : NULL;
-	s->ev.supervisor_pid = getpid();
-	s->ev.supervisor_start = bgrun_proc_starttime(getpid());
+	s->ev.stderr_path = s->err;
+	/* The supervisor is bgrun-start, our parent. */
+	s->ev.supervisor_pid = getppid();
+	s->ev.supervisor_start = bgrun_proc_starttime(getppid());
+	s->ev.start_ns = c->start_realtime_ns > 0 ? c->start_realtime_ns
+						  : now_ns();
 }
 
-static void *record_running(void *arg)
+/* Reads bgrun-start's line about COMMAND's end (start.c: write_end). */
+static int read_end(struct bgrun_status *st, bool *timed_out)
 {
-	record(arg);
-	return NULL;
-}
+	char line[512];
+	size_t len = 0;
+	long long v[6];
+	long r[7];
+	int ws, to;
 
-static void arm(int tfd, int64_t ns)
-{
-	struct itimerspec its = { .it_value = { ns / 1000000000,
-						ns % 1000000000 } };
+	while (len < sizeof(line) - 1) {
+		ssize_t n = read(END_FD, line + len, sizeof(line) - 1 - len);
 
-	(void)timerfd_settime(tfd, 0, &its, NULL);
-}
-
-/*
- * Waits for COMMAND, forwarding signals and enforcing the timeout.
- * Returns 0 with *st filled, or -errno.
- */
-static int supervise(struct sup *s, struct bgrun_child *child, pid_t pid,
-		     int sfd, bool *timed_out, struct bgrun_status *st)
-{
-	const struct cli *c = s->c;
-	pid_t target = c->wait ? pid : -pid; /* for kill(): its group */
-	int tfd = -1, stage = 0, r;
-
-	if (c->timeout_ns > 0) {
-		tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-		if (tfd >= 0)
-			arm(tfd, c->timeout_ns);
-	}
-	for (;;) {
-		struct pollfd p[2] = { { .fd = sfd, .events = POLLIN },
-				       { .fd = tfd, .events = POLLIN } };
-		struct signalfd_siginfo si;
-		uint64_t ticks;
-
-		r = bgrun_child_wait(child, 0, st);
-		if (r != -ETIMEDOUT)
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
 			break;
-		if (poll(p, tfd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR) {
-			r = -errno;
-			break;
-		}
-		if ((p[0].revents & POLLIN) &&
-		    read(sfd, &si, sizeof(si)) == sizeof(si) &&
-		    si.ssi_signo != SIGCHLD)
-			(void)kill(target, (int)si.ssi_signo);
-		if (tfd >= 0 && (p[1].revents & POLLIN) &&
-		    read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks)) {
-			*timed_out = true;
-			(void)kill(target, stage++ == 0 ? SIGTERM : SIGKILL);
-			if (stage == 1 && c->kill_after_ns > 0)
-				arm(tfd, c->kill_after_ns);
-		}
+		len += (size_t)n;
 	}
-	if (tfd >= 0)
-		(void)close(tfd);
-	return r;
+	line[len] = '\0';
+	if (sscanf(line, "end %d %d %lld %lld %lld %lld %ld %ld %ld %ld %ld %ld %ld",
+		   &ws, &to, &v[0], &v[1], &v[2], &v[3], &r[0], &r[1], &r[2],
+		   &r[3], &r[4], &r[5], &r[6]) != 13)
+		return -1;
+	*st = (struct bgrun_status){ .pid = 0 };
+	st->exited = WIFEXITED(ws);
+	st->exit_code = st->exited ? WEXITSTATUS(ws) : 0;
+	st->signaled = WIFSIGNALED(ws);
+	st->signal = st->signaled ? WTERMSIG(ws) : 0;
+	st->core_dumped = st->signaled && WCOREDUMP(ws);
+	st->end_realtime_ns = v[0];
+	st->duration_ns = v[1];
+	st->rusage.ru_utime.tv_sec = v[2] / 1000000;
+	st->rusage.ru_utime.tv_usec = v[2] % 1000000;
+	st->rusage.ru_stime.tv_sec = v[3] / 1000000;
+	st->rusage.ru_stime.tv_usec = v[3] % 1000000;
+	st->rusage.ru_maxrss = r[0];
+	st->rusage.ru_minflt = r[1];
+	st->rusage.ru_majflt = r[2];
+	st->rusage.ru_inblock = r[3];
+	st->rusage.ru_oublock = r[4];
+	st->rusage.ru_nvcsw = r[5];
+	st->rusage.ru_nivcsw = r[6];
+	*timed_out = to != 0;
+	return 0;
 }
 
 int supervise_main(const struct cli *c)
 {
 	struct sup s = { .c = c };
-	struct bgrun_spawn_opts opts;
-	struct bgrun_failure failure = { .stage = BGRUN_STAGE_NONE };
-	struct bgrun_child *child = NULL;
+	struct bgrun_failure failure = { .stage = c->failed_stage,
+					 .error = -c->failed_error };
 	struct bgrun_status st;
-	bool timed_out = false, writer;
-	pthread_t thread;
-	sigset_t set;
-	int64_t start_ns;
-	int sfd, status, r = 0;
-	pid_t pid;
+	bool timed_out = false;
+	int status = EXIT_SUCCESS;
 
-	/* bgrun may be gone when we report (--no-ensurestart): no SIGPIPE. */
+	/* bgrun-start is gone if nobody reads: not a reason to die. */
 	(void)signal(SIGPIPE, SIG_IGN);
-	(void)sigemptyset(&set);
-	(void)sigaddset(&set, SIGCHLD);
-	(void)sigaddset(&set, SIGTERM);
-	(void)sigaddset(&set, SIGINT);
-	(void)sigaddset(&set, SIGHUP);
-	(void)sigprocmask(SIG_BLOCK, &set, NULL);
-	sfd = signalfd(-1, &set, SFD_CLOEXEC);
-
-	cli_spawn_opts(c, &opts); /* detached unless --wait */
-	/* --no-ensurestart was for bgrun; here the outcome is needed now. */
-	opts.ensurestart = true;
-	opts.failure = &failure;
-	start_ns = now_ns();
-	pid = bgrun_spawn(&opts, &child);
-	/* Report first: bgrun (and its user) waits for nothing else. */
-	if (pid < 0)
-		(void)dprintf(REPORT_FD, "error %d %d\n", -pid, failure.stage);
-	else
-		(void)dprintf(REPORT_FD, "ok %ld\n", (long)pid);
-	(void)close(REPORT_FD);
-
 	bgrun_event_init(&s.ev, "commandfinish",
 			 c->source != NULL ? c->source : "bgrun");
 	if (strlen(c->supervise_id) <= BGRUN_EVENT_ID_MAX)
 		strcpy(s.ev.id, c->supervise_id);
 	describe(&s);
-	s.ev.start_ns = start_ns;
-	if (pid < 0) {
+	if (c->child_pid <= 0) {
+		int error = c->failed_error > 0 ? -c->failed_error : -EINVAL;
+
 		/* Our stderr is /dev/null: this only gives the exit code. */
-		status = cli_report_failure(c, pid, &failure);
+		status = cli_report_failure(c, error, &failure);
 		s.ev.result = BGRUN_RESULT_SPAWN_FAILED;
 		s.ev.end_ns = now_ns();
-		s.ev.message = bgrun_strerror(pid);
+		s.ev.message = bgrun_strerror(error);
 		record(&s);
 		goto out;
 	}
-	/*
-	 * The `running` row is written by a thread while this one waits:
-	 * opening and writing the database takes milliseconds, and a short
-	 * command must not look longer than it ran. The thread only reads
-	 * s.ev, which stays unchanged until it is joined.
-	 */
-	s.ev.pid = pid;
+	s.ev.pid = c->child_pid;
 	s.ev.result = BGRUN_RESULT_RUNNING;
-	writer = pthread_create(&thread, NULL, record_running, &s) == 0;
-	if (!writer)
-		record(&s);
-	if (sfd < 0 || supervise(&s, child, pid, sfd, &timed_out, &st) < 0)
-		/* Cannot watch it: wait plainly, without forwarding. */
-		r = bgrun_child_wait(child, -1, &st);
-	if (writer)
-		(void)pthread_join(thread, NULL);
-	if (r < 0) {
-		status = EXIT_CANCELED;
-		goto out;
-	}
+	record(&s);
+	if (read_end(&st, &timed_out) < 0)
+		goto out; /* stays running: lost, once bgrun-start is gone */
+	st.pid = c->child_pid;
+	st.start_realtime_ns = c->start_realtime_ns;
 	bgrun_event_set_status(&s.ev, &st);
 	if (timed_out)
 		s.ev.result = BGRUN_RESULT_TIMEOUT;
 	record(&s);
-	status = cli_status_code(&st);
 out:
-	bgrun_child_free(child);
 	bgrun_sink_close(s.sink);
 	if (s.argv != c->cmd)
 		free(s.argv);
 	free(s.cwd);
 	free(s.out);
 	free(s.err);
+	free(s.db);
 	return status;
 }

@@ -5,8 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(gcc libc6-dev meson ninja-build pkg-config libuv1-dev libsqlite3-dev
-	  sqlite3 mercurial gnuplot-nox)
+packages=(gcc libc6-dev musl-tools meson ninja-build pkg-config libuv1-dev
+	  libsqlite3-dev sqlite3 mercurial gnuplot-nox)
 scripts/install-packages.sh "${packages[@]}"
 
 builddir="${1:-build}"

@@ -200,6 +200,18 @@ int bgrun_spawn(const struct bgrun_spawn_opts *opts,
 		struct bgrun_child **ret_child);
 
 /*
+ * The program bgrun_spawn(opts) would execute, found the same way (with
+ * the command's PATH, relative to its working directory), without
+ * starting anything or opening its files: *ret_path is malloc'd, and a
+ * relative path is relative to opts->cwd. Fails as bgrun_spawn would
+ * before its own files are touched (-ENOENT, -EACCES, -EINVAL...), with
+ * opts->failure filled (BGRUN_STAGE_ARGS, _CWD or _EXEC). For launchers
+ * that interpose a program of their own: it can check, then exec, the
+ * result.
+ */
+int bgrun_spawn_resolve(const struct bgrun_spawn_opts *opts, char **ret_path);
+
+/*
  * With ensurestart off: waits until the launch has happened and returns
  * its pid, or its -errno (and, if ret_failure, where it failed). With
  * ensurestart on it returns the pid at once.

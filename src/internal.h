@@ -53,6 +53,9 @@ struct bgrun__proc {
 int bgrun__platform_spawn(const struct bgrun__req *req,
 			  struct bgrun__proc *ret_proc,
 			  struct bgrun_failure *failure);
+/* The program req would execute, as bgrun_spawn_resolve. */
+int bgrun__platform_resolve(const struct bgrun__req *req, char **ret_path,
+			    struct bgrun_failure *failure);
 /*
  * Reaps proc if it has ended: 1 and *ret_status filled; 0 if still running
  * (only with nohang); -errno on error (-ECHILD: reaped by someone else).

@@ -2,6 +2,7 @@
 /* spawn-posix.c: the runbgcommand primitive on posix_spawn; the only place that starts processes. */
 
 #include "internal.h"
+#include "sigall.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -368,28 +369,6 @@ static int add_fd_actions(posix_spawn_file_actions_t *fa,
 #define CHDIR_SCRIPT_SH "cd -- \"$1\" || exit 126; p=$3; shift 3; exec \"$p\" \"$@\""
 #endif
 
-/*
- * Every signal, including the two that glibc reserves for itself (SIGCANCEL
- * and SIGSETXID, 32 and 33), which sigfillset() and sigaddset() leave out.
- * Why they matter: glibc's posix_spawn blocks all signals around clone,
- * and its child sets each reserved signal that is blocked and not in the
- * sigdefault set to SIG_IGN; an ignored disposition survives execve, so
- * the program would start with 32 and 33 ignored. With their bits in the
- * set (written directly, sigaddset refuses them) the child resets them to
- * SIG_DFL like every other signal.
- */
-static void sigset_all(sigset_t *set)
-{
-	unsigned long *word = (unsigned long *)set;
-	const unsigned bits = 8 * sizeof(*word);
-
-	(void)sigfillset(set);
-	for (int sig = 1; sig < SIGRTMIN; sig++)
-		if (sigismember(set, sig) != 1 &&
-		    (unsigned)(sig - 1) / bits < sizeof(*set) / sizeof(*word))
-			word[(sig - 1) / bits] |= 1UL << ((sig - 1) % bits);
-}
-
 static int do_spawn(const struct bgrun__req *req, const struct wiring *w,
 		    const char *path, pid_t *ret_pid)
 {
@@ -446,7 +425,7 @@ static int do_spawn(const struct bgrun__req *req, const struct wiring *w,
 	(void)sigemptyset(&set);
 	if (r == 0)
 		r = -posix_spawnattr_setsigmask(&attr, &set);
-	sigset_all(&set);
+	bgrun__sigset_all(&set);
 	if (r == 0)
 		r = -posix_spawnattr_setsigdefault(&attr, &set);
 	if (r == 0)
@@ -465,6 +444,19 @@ static int do_spawn(const struct bgrun__req *req, const struct wiring *w,
 	return r;
 }
 
+/* A pidfd for a child of ours (not reaped, so its pid is its own), or -1. */
+static int open_pidfd(pid_t pid)
+{
+	int fd = -1;
+
+#if HAVE_PIDFD_OPEN
+	fd = pidfd_open(pid, 0);
+	if (fd >= 0)
+		fd = bgrun__fd_high(fd, 3);
+#endif
+	return fd < 0 ? -1 : fd;
+}
+
 static int fail(struct bgrun_failure *failure, enum bgrun_stage stage, int r)
 {
 	if (failure != NULL) {
@@ -472,6 +464,50 @@ static int fail(struct bgrun_failure *failure, enum bgrun_stage stage, int r)
 		failure->error = r;
 	}
 	return r;
+}
+
+/*
+ * What every launch checks before touching the caller's files: the
+ * working directory (opened into w->cwd_fd) and the program (*ret_path,
+ * in buf or req->file).
+ */
+static int resolve(const struct bgrun__req *req, struct wiring *w, char *buf,
+		   size_t size, const char **ret_path,
+		   struct bgrun_failure *failure)
+{
+	int r;
+
+	if (req->cwd != NULL) {
+		w->cwd_fd = open_high(req->cwd, O_PATH | O_DIRECTORY, 0, w->low);
+		if (w->cwd_fd < 0)
+			return fail(failure, BGRUN_STAGE_CWD, w->cwd_fd);
+		/* fchdir needs search permission, which O_PATH did not check. */
+		if (faccessat(w->cwd_fd, ".", X_OK, AT_EACCESS) < 0)
+			return fail(failure, BGRUN_STAGE_CWD, -errno);
+	}
+	r = find_program(req->file, req->envp,
+			 w->cwd_fd >= 0 ? w->cwd_fd : AT_FDCWD, buf, size,
+			 ret_path);
+	return r < 0 ? fail(failure, BGRUN_STAGE_EXEC, r) : 0;
+}
+
+int bgrun__platform_resolve(const struct bgrun__req *req, char **ret_path,
+			    struct bgrun_failure *failure)
+{
+	struct wiring w = { .low = 3, .fd = { -1, -1, -1 }, .cwd_fd = -1 };
+	char buf[PATH_MAX], *copy;
+	const char *path = NULL;
+	int r;
+
+	r = resolve(req, &w, buf, sizeof(buf), &path, failure);
+	wiring_close(&w);
+	if (r < 0)
+		return r;
+	copy = strdup(path);
+	if (copy == NULL)
+		return fail(failure, BGRUN_STAGE_SETUP, -ENOMEM);
+	*ret_path = copy;
+	return 0;
 }
 
 int bgrun__platform_spawn(const struct bgrun__req *req,
@@ -490,25 +526,9 @@ int bgrun__platform_spawn(const struct bgrun__req *req,
 	const char *path = NULL;
 	int r;
 
-	if (req->cwd != NULL) {
-		w.cwd_fd = open_high(req->cwd, O_PATH | O_DIRECTORY, 0, w.low);
-		if (w.cwd_fd < 0) {
-			r = fail(failure, BGRUN_STAGE_CWD, w.cwd_fd);
-			goto out;
-		}
-		/* fchdir needs search permission, which O_PATH did not check. */
-		if (faccessat(w.cwd_fd, ".", X_OK, AT_EACCESS) < 0) {
-			r = fail(failure, BGRUN_STAGE_CWD, -errno);
-			goto out;
-		}
-	}
-	r = find_program(req->file, req->envp,
-			 w.cwd_fd >= 0 ? w.cwd_fd : AT_FDCWD, buf, sizeof(buf),
-			 &path);
-	if (r < 0) {
-		r = fail(failure, BGRUN_STAGE_EXEC, r);
+	r = resolve(req, &w, buf, sizeof(buf), &path, failure);
+	if (r < 0)
 		goto out;
-	}
 	for (int i = 0; i < 3; i++) {
 		r = wire_one(s[i], i, w.low, &w.fd[i]);
 		if (r < 0) {
@@ -538,14 +558,7 @@ int bgrun__platform_spawn(const struct bgrun__req *req,
 		r = fail(failure, BGRUN_STAGE_EXEC, r);
 		goto out;
 	}
-#if HAVE_PIDFD_OPEN
-	/* Our child is not reaped yet, so its pid cannot have been reused. */
-	proc.pidfd = pidfd_open(proc.pid, 0);
-	if (proc.pidfd >= 0)
-		proc.pidfd = bgrun__fd_high(proc.pidfd, 3);
-	if (proc.pidfd < 0)
-		proc.pidfd = -1;
-#endif
+	proc.pidfd = open_pidfd(proc.pid);
 	*ret_proc = proc;
 	r = 0;
 out:

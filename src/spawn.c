@@ -71,3 +71,18 @@ int bgrun_spawn(const struct bgrun_spawn_opts *opts,
 	}
 	return proc.pid;
 }
+
+int bgrun_spawn_resolve(const struct bgrun_spawn_opts *opts, char **ret_path)
+{
+	struct bgrun__req req;
+	int r;
+
+	if (opts == NULL || ret_path == NULL)
+		return -EINVAL;
+	r = bgrun__req_build(opts, false, &req);
+	if (r < 0)
+		return fail_args(opts, r);
+	r = bgrun__platform_resolve(&req, ret_path, opts->failure);
+	bgrun__req_release(&req);
+	return r;
+}

@@ -415,3 +415,60 @@ void test_exec_e2big(void)
 	free(arg);
 	free(argv);
 }
+
+/*
+ * bgrun_spawn_resolve finds what bgrun_spawn would run (the child's PATH,
+ * relative to its cwd) and fails at the same stage, opening nothing.
+ */
+void test_exec_resolve(void)
+{
+	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	struct bgrun_failure failure = { .stage = BGRUN_STAGE_NONE };
+	const char *dir = test_tmpdir();
+	char *bin = test_path(dir, "bin"), *prog = test_path(bin, "prog");
+	char *env_path = test_printf("PATH=/nonexistent-bgrun-dir:%s", bin);
+	char *out = test_path(dir, "out"), *path = NULL;
+	const char *set[] = { env_path, NULL };
+	const char *argv1[] = { "prog", NULL };
+	const char *argv2[] = { "./prog", NULL };
+	const char *argv3[] = { "bgrun-test-missing", NULL };
+
+	ASSERT_OK(mkdir(bin, 0755) < 0 ? -errno : 0);
+	test_write_file(prog, "#!/bin/sh\n", 10, 0755);
+	opts.failure = &failure;
+
+	/* In the child's PATH (ours has no bin/). */
+	opts.argv = argv1;
+	opts.env_set = set;
+	ASSERT_OK(bgrun_spawn_resolve(&opts, &path));
+	ASSERT_STR_EQ(path, prog);
+	free(path);
+
+	/* Relative to the child's working directory, kept relative. */
+	opts.argv = argv2;
+	opts.env_set = NULL;
+	opts.cwd = bin;
+	ASSERT_OK(bgrun_spawn_resolve(&opts, &path));
+	ASSERT_STR_EQ(path, "./prog");
+	free(path);
+
+	/* Not found: the stage bgrun_spawn gives; the stdout file untouched. */
+	opts.argv = argv3;
+	opts.out.kind = BGRUN_STDIO_FILE;
+	opts.out.path = out;
+	path = NULL;
+	ASSERT_EQ(bgrun_spawn_resolve(&opts, &path), -ENOENT);
+	ASSERT_EQ(failure.stage, BGRUN_STAGE_EXEC);
+	ASSERT(path == NULL);
+	ASSERT(access(out, F_OK) < 0);
+
+	/* A working directory that is not there. */
+	opts.argv = argv2;
+	opts.cwd = "/nonexistent-bgrun-dir";
+	ASSERT_EQ(bgrun_spawn_resolve(&opts, &path), -ENOENT);
+	ASSERT_EQ(failure.stage, BGRUN_STAGE_CWD);
+	free(env_path);
+	free(out);
+	free(prog);
+	free(bin);
+}

@@ -29,6 +29,7 @@
 	X(path_relative_entry) \
 	X(exec_enoent) \
 	X(exec_eacces) \
+	X(exec_resolve) \
 	X(exec_enoexec) \
 	X(exec_e2big) \
 	/* test-env.c */ \
