@@ -138,7 +138,11 @@ static int launch_supervised(const struct cli *c, char **argv)
 			status = code;
 	}
 out:
-	(void)close(report_fd);
+	/*
+	 * The pipe stays open until we exit: bgrun-start waits for its end
+	 * to close before it loads the recorder, which would otherwise take
+	 * a CPU from our exit.
+	 */
 	bgrun_child_free(child);
 	return status;
 }

@@ -202,6 +202,19 @@ check "TERM forwarded: recorded as signaled" wait_result "$ID_TERM" signaled
 eq "TERM forwarded: signal 15" "$(field "$ID_TERM" signal)" 15
 eq "TERM forwarded: exit_code null" "$(field "$ID_TERM" exit_code)" null
 
+# --- a signal sent to the supervisor at once, before anything is recorded ---
+# bgrun-start blocks it from its first instruction, so it waits, pending,
+# and still reaches the command.
+"$BGRUN" --print-id --print-pid -- "$RT" helper pause >"$TMP/.early" 2>&1
+ID_EARLY=$(sed -n 1p "$TMP/.early")
+PID_EARLY=$(sed -n 2p "$TMP/.early")
+if check "early TERM: launched" test -r "/proc/$PID_EARLY/stat"; then
+	KILL_PIDS+=("$PID_EARLY")
+	kill -TERM "$(awk '{print $4}' "/proc/$PID_EARLY/stat")"
+fi
+check "early TERM: recorded as signaled" wait_result "$ID_EARLY" signaled
+eq "early TERM: signal 15" "$(field "$ID_EARLY" signal)" 15
+
 # --- argv kept byte for byte ---
 ARGS=('sp ace' $'new\nline' $'\xff\xfe' $'\xc3\xa9t\xc3\xa9' 'back\slash' '' 'x,y')
 launch -w -- "$RT" helper exit 0 "${ARGS[@]}"
