@@ -2,17 +2,18 @@
 /* run-tests.c: the unit test runner: one case per run, --list, helper. */
 
 #include "test.h"
+#include "tcore.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,13 +37,6 @@ static int n_tmpdirs;
 static pid_t kill_pids[64];
 static int n_kill_pids;
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-			struct FTW *ftw)
-{
-	(void)remove(path);
-	return 0;
-}
-
 static int scan_children(pid_t *pids, int max, bool zombies);
 
 static void cleanup(void)
@@ -58,7 +52,7 @@ static void cleanup(void)
 			if (kids[j] == kill_pids[i])
 				(void)kill(kill_pids[i], SIGKILL);
 	for (int i = 0; i < n_tmpdirs; i++) {
-		(void)nftw(tmpdirs[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		t_rmtree(tmpdirs[i]);
 		free(tmpdirs[i]);
 	}
 	n_tmpdirs = 0;
@@ -74,57 +68,20 @@ void test_kill_at_exit(pid_t pid)
 	(void)pthread_mutex_unlock(&cleanup_lock);
 }
 
-/* Only the first failing thread prints and exits. */
-static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
-
 void test_fail(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 
-	(void)pthread_mutex_lock(&fail_lock);
-	fprintf(stderr, "%s:%d: ", file, line);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
+	t_vexit(1, file, line, "", fmt, ap);
 }
 
 void test_skip(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 
-	(void)pthread_mutex_lock(&fail_lock);
-	fprintf(stderr, "%s:%d: skipped: ", file, line);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(77);
-}
-
-/* A printable, bounded, one-line rendering of s (C escapes). */
-static void quote(char *buf, size_t size, const char *s)
-{
-	size_t used = 0;
-
-	if (s == NULL) {
-		(void)snprintf(buf, size, "(null)");
-		return;
-	}
-	buf[used++] = '"';
-	for (; *s && used + 8 < size; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
-			buf[used++] = (char)c;
-		else
-			used += (size_t)snprintf(buf + used, size - used,
-						 "\\x%02x", c);
-	}
-	if (*s)
-		used += (size_t)snprintf(buf + used, size - used, "...");
-	(void)snprintf(buf + used, size - used, "\"");
+	t_vexit(77, file, line, "skipped: ", fmt, ap);
 }
 
 void test_fail_str(const char *file, int line, const char *expr_a,
@@ -132,8 +89,8 @@ void test_fail_str(const char *file, int line, const char *expr_a,
 {
 	char qa[512], qb[512];
 
-	quote(qa, sizeof(qa), a);
-	quote(qb, sizeof(qb), b);
+	t_quote(qa, sizeof(qa), a);
+	t_quote(qb, sizeof(qb), b);
 	test_fail(file, line, "%s == %s (%s vs %s)", expr_a, expr_b, qa, qb);
 }
 
@@ -187,16 +144,7 @@ size_t test_strv_len(char *const *v)
 
 const char *test_self(void)
 {
-	static char self[PATH_MAX];
-	ssize_t n;
-
-	if (self[0] != '\0')
-		return self;
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n < 0)
-		FAIL("readlink /proc/self/exe: %m");
-	self[n] = '\0';
-	return self;
+	return t_self();
 }
 
 int64_t test_now_ms(void)

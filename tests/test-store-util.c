@@ -116,20 +116,6 @@ mode_t t_umask(void)
 	return m;
 }
 
-const char *t_self(void)
-{
-	static char self[PATH_MAX];
-	ssize_t n;
-
-	if (self[0] != '\0')
-		return self;
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n < 0)
-		FAIL("readlink /proc/self/exe: %m");
-	self[n] = '\0';
-	return self;
-}
-
 int t_open(const char *path, unsigned flags, struct bgrun_store **ret)
 {
 	char *msg = NULL;

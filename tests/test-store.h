@@ -65,7 +65,6 @@ char *t_read_file(const char *path);
 void t_write_file(const char *path, const void *data, size_t len);
 int t_count_entries(const char *dir); /* recursive, without . and .. */
 mode_t t_umask(void);
-const char *t_self(void);
 
 /* bgrun_store_open, printing the message to stderr on failure. */
 int t_open(const char *path, unsigned flags, struct bgrun_store **ret);

@@ -1,39 +1,46 @@
 /* SPDX-License-Identifier: MIT */
-/* tlib.c: what store-tests and sink-tests share: one-line failures and removing a tree. */
+/* tlib.c: what the test programs share: one-line failures, quoting, removing a tree. */
 
 #include "tlib.h"
 
 #include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+/* Only the first failing thread prints and exits. */
+static pthread_mutex_t exit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void t_vexit(int code, const char *file, int line, const char *prefix,
+	     const char *fmt, va_list ap)
+{
+	(void)pthread_mutex_lock(&exit_lock);
+	fprintf(stderr, "%s:%d: %s", file, line, prefix);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	exit(code);
+}
 
 void t_fail(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s:%d: ", file, line);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
+	t_vexit(1, file, line, "", fmt, ap);
 }
 
 void t_skip(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s:%d: skipped: ", file, line);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(77);
+	t_vexit(77, file, line, "skipped: ", fmt, ap);
 }
 
-/* A bounded one-line rendering of s with C escapes. */
-static void quote(char *buf, size_t size, const char *s)
+void t_quote(char *buf, size_t size, const char *s)
 {
 	size_t used = 0;
 
@@ -59,8 +66,8 @@ void t_fail_str(const char *file, int line, const char *expr, const char *a,
 {
 	char qa[512], qb[512];
 
-	quote(qa, sizeof(qa), a);
-	quote(qb, sizeof(qb), b);
+	t_quote(qa, sizeof(qa), a);
+	t_quote(qb, sizeof(qb), b);
 	t_fail(file, line, "%s (%s vs %s)", expr, qa, qb);
 }
 
@@ -77,4 +84,18 @@ static int remove_entry(const char *path, const struct stat *st, int flag,
 void t_rmtree(const char *dir)
 {
 	(void)nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+const char *t_self(void)
+{
+	static char self[PATH_MAX];
+	ssize_t n;
+
+	if (self[0] != '\0')
+		return self;
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0)
+		t_fail(__FILE__, __LINE__, "readlink /proc/self/exe: %m");
+	self[n] = '\0';
+	return self;
 }

@@ -5,6 +5,7 @@
 #define BGRUN_TLIB_H
 
 #include "bgrun.h"
+#include "tcore.h"
 
 #include <string.h>
 
@@ -46,8 +47,5 @@ void t_fail_str(const char *file, int line, const char *expr, const char *a,
 			FAIL("%s failed: %s (%d)", #expr, bgrun_strerror(r_), \
 			     r_); \
 	} while (0)
-
-/* Removes a directory tree (best effort, for clean-up). */
-void t_rmtree(const char *dir);
 
 #endif /* BGRUN_TLIB_H */
