@@ -313,9 +313,10 @@ struct bgrun_event {
 	const char *boot_id; /* /proc/sys/kernel/random/boot_id */
 	int64_t pid;         /* the command's */
 	/*
-	 * The process that writes the row (a bgrun supervisor) and its
-	 * start time (bgrun_proc_starttime()): with boot_id they tell whether
-	 * a `running` row's writer still exists, even after pid reuse.
+	 * The process that watches the command (a bgrun supervisor: its
+	 * parent) and its start time (bgrun_proc_starttime()): with boot_id
+	 * they tell whether a `running` row's watcher still exists, even
+	 * after pid reuse.
 	 */
 	int64_t supervisor_pid;
 	int64_t supervisor_start;
