@@ -8,18 +8,12 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
-/* The first descriptor systemd passes (sd_listen_fds(3)). */
-#define LISTEN_FDS_START 3
 /* How often the spool is looked at while running. */
 #define REPLAY_EVERY_MS 30000
 
@@ -87,36 +81,6 @@ static const char help_text[] =
 	"socket from there. SIGTERM or SIGINT: stop accepting, commit and ack\n"
 	"what was received, exit 0.\n";
 
-struct serve {
-	struct lsink_server srv;
-	const char *db;
-	char *db_alloc, *db_real;
-	char *socket;
-	bool detach, activated;
-	int ready_fd, lock_fd, listen_fd;
-	ino_t sock_ino;
-	const char *log;
-	struct bgrun_store *store;
-};
-
-/* A startup failure: one line on stderr, and to whoever waits on --ready-fd. */
-__attribute__((format(printf, 2, 3)))
-static int startup_fail(struct serve *s, const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	lsink_msg("%s", line);
-	if (s->ready_fd >= 0) {
-		(void)dprintf(s->ready_fd, "ERROR %s\n", line);
-		(void)close(s->ready_fd);
-		s->ready_fd = -1;
-	}
-	return -1;
-}
 
 static size_t parse_count(const char *arg, const char *name)
 {
@@ -140,178 +104,6 @@ static uint64_t parse_ms(const char *arg, const char *name)
 		lsink_usage("--%s: not a duration: '%s'", name,
 			    lsink_printable(arg));
 	return (uint64_t)(ns / 1000000);
-}
-
-/* ---- the socket ---- */
-
-/* The directory of the socket: made 0700 if missing; must be ours alone. */
-static int prepare_dir(struct serve *s)
-{
-	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	char *slash;
-	struct stat st;
-
-	(void)snprintf(dir, sizeof(dir), "%s", s->socket);
-	slash = strrchr(dir, '/');
-	if (slash == NULL)
-		return 0; /* the current directory: the user chose it */
-	*slash = '\0';
-	if (dir[0] == '\0')
-		return startup_fail(s, "'%s': a socket in / is refused",
-				    lsink_printable(s->socket));
-	for (char *p = dir + 1;; p++) {
-		char c = *p;
-
-		if (c != '/' && c != '\0')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return startup_fail(s, "cannot create '%s': %s",
-					    lsink_printable(dir),
-					    strerror(errno));
-		*p = c;
-		if (c == '\0')
-			break;
-	}
-	if (lstat(dir, &st) < 0)
-		return startup_fail(s, "'%s': %s", lsink_printable(dir),
-				    strerror(errno));
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077) != 0)
-		return startup_fail(
-			s,
-			"'%s' must be a directory of yours with "
-			"mode 0700 (it is %s, mode %04o, owner uid %u)",
-			lsink_printable(dir),
-			S_ISDIR(st.st_mode) ? "a directory" : "not a directory",
-			(unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
-	return 0;
-}
-
-/* One daemon per socket: an flock on SOCKET.lock, held while we live. */
-static int take_lock(struct serve *s)
-{
-	char path[PATH_MAX], pid[32] = "";
-	ssize_t n = 0;
-
-	(void)snprintf(path, sizeof(path), "%s.lock", s->socket);
-	s->lock_fd =
-		open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (s->lock_fd < 0)
-		return startup_fail(s, "cannot open '%s': %s",
-				    lsink_printable(path), strerror(errno));
-	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		n = pread(s->lock_fd, pid, sizeof(pid) - 1, 0);
-		pid[n > 0 ? n : 0] = '\0';
-		pid[strcspn(pid, "\n")] = '\0';
-		return startup_fail(s,
-				    "another logsink serve%s%s%s is already "
-				    "serving '%s'",
-				    pid[0] ? " (pid " : "", pid,
-				    pid[0] ? ")" : "",
-				    lsink_printable(s->socket));
-	}
-	/* Only informative: who holds the lock, for the message above. */
-	(void)snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-	if (ftruncate(s->lock_fd, 0) == 0)
-		n = pwrite(s->lock_fd, pid, strlen(pid), 0);
-	(void)n;
-	return 0;
-}
-
-static int bind_socket(struct serve *s)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct stat st;
-	mode_t old;
-	int fd, r;
-
-	/* libuv 1.44 would truncate a long path silently: check it here. */
-	if (strlen(s->socket) >= sizeof(sa.sun_path))
-		return startup_fail(s,
-				    "socket path too long (%zu bytes, at most "
-				    "%zu): '%s'",
-				    strlen(s->socket), sizeof(sa.sun_path) - 1,
-				    lsink_printable(s->socket));
-	strcpy(sa.sun_path, s->socket);
-	if (prepare_dir(s) < 0 || take_lock(s) < 0)
-		return -1;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return startup_fail(s, "socket: %s", strerror(errno));
-	if (lstat(s->socket, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			(void)close(fd);
-			return startup_fail(s,
-					    "'%s' exists and is not a socket",
-					    lsink_printable(s->socket));
-		}
-		/* We hold the lock: a socket that answers is not ours. */
-		r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-		if (r == 0 || errno == EAGAIN) {
-			(void)close(fd);
-			return startup_fail(s,
-					    "something already listens on '%s'",
-					    lsink_printable(s->socket));
-		}
-		(void)close(fd);
-		(void)unlink(s->socket); /* stale: its daemon is gone */
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-			    0);
-		if (fd < 0)
-			return startup_fail(s, "socket: %s", strerror(errno));
-	}
-	old = umask(0177); /* born 0600: never a moment more open */
-	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	(void)umask(old);
-	if (r < 0 || chmod(s->socket, 0600) < 0 || listen(fd, 256) < 0 ||
-	    stat(s->socket, &st) < 0) {
-		r = errno;
-		(void)close(fd);
-		return startup_fail(s, "cannot listen on '%s': %s",
-				    lsink_printable(s->socket), strerror(r));
-	}
-	s->sock_ino = st.st_ino;
-	s->listen_fd = fd;
-	return 0;
-}
-
-/* systemd socket activation: LISTEN_PID is us, LISTEN_FDS >= 1. */
-static int activated_socket(struct serve *s)
-{
-	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
-	struct sockaddr_un sa;
-	socklen_t len = sizeof(sa);
-	int type = 0, listening = 0;
-	socklen_t ilen = sizeof(int);
-
-	if (pid == NULL || fds == NULL || atol(pid) != (long)getpid() ||
-	    atoi(fds) < 1)
-		return 0;
-	(void)unsetenv("LISTEN_PID");
-	(void)unsetenv("LISTEN_FDS");
-	(void)unsetenv("LISTEN_FDNAMES");
-	if (getsockopt(LISTEN_FDS_START, SOL_SOCKET, SO_TYPE, &type, &ilen) <
-		    0 ||
-	    type != SOCK_STREAM ||
-	    getsockopt(LISTEN_FDS_START, SOL_SOCKET, SO_ACCEPTCONN, &listening,
-		       &ilen) < 0 ||
-	    !listening ||
-	    getsockname(LISTEN_FDS_START, (struct sockaddr *)&sa, &len) < 0 ||
-	    sa.sun_family != AF_UNIX)
-		return startup_fail(s,
-				    "LISTEN_FDS: descriptor %d is not a "
-				    "listening Unix stream socket",
-				    LISTEN_FDS_START);
-	(void)fcntl(LISTEN_FDS_START, F_SETFD, FD_CLOEXEC);
-	free(s->socket);
-	s->socket = strndup(sa.sun_path,
-			    len - offsetof(struct sockaddr_un, sun_path));
-	if (s->socket == NULL)
-		return startup_fail(s, "out of memory");
-	s->listen_fd = LISTEN_FDS_START;
-	s->activated = true;
-	return 1;
 }
 
 /* ---- the loop ---- */
@@ -377,14 +169,14 @@ static void on_sweep(uv_timer_t *h)
 		drain(srv);
 }
 
-static int run(struct serve *s)
+static int run(struct lsink_serve *s)
 {
 	struct lsink_server *srv = &s->srv;
 	int r;
 
 	r = uv_loop_init(&srv->loop);
 	if (r < 0)
-		return startup_fail(s, "uv_loop_init: %s", uv_strerror(r));
+		return lsink_serve_fail(s, "uv_loop_init: %s", uv_strerror(r));
 	srv->staged_tail = &srv->staged;
 	srv->listener.data = srv->wake.data = srv->sweep.data = srv;
 	srv->sigterm.data = srv->sigint.data = srv;
@@ -392,7 +184,7 @@ static int run(struct serve *s)
 	    (r = uv_pipe_open(&srv->listener, s->listen_fd)) < 0 ||
 	    (r = uv_listen((uv_stream_t *)&srv->listener, 256,
 			   lsink_conn_accept)) < 0)
-		return startup_fail(s, "listening on '%s': %s",
+		return lsink_serve_fail(s, "listening on '%s': %s",
 				    lsink_printable(s->socket), uv_strerror(r));
 	srv->listening = true;
 	s->listen_fd = -1; /* the listener's now */
@@ -408,7 +200,7 @@ static int run(struct serve *s)
 	srv->writer.wake = &srv->wake;
 	r = lsink_writer_start(&srv->writer);
 	if (r < 0)
-		return startup_fail(s, "cannot start the writer thread: %s",
+		return lsink_serve_fail(s, "cannot start the writer thread: %s",
 				    strerror(-r));
 	if (s->ready_fd >= 0) {
 		(void)dprintf(s->ready_fd, "READY %d\n", (int)getpid());
@@ -488,7 +280,7 @@ cleanup:
 
 /* ---- the verb ---- */
 
-static void cleanup(struct serve *s)
+static void cleanup(struct lsink_serve *s)
 {
 	struct stat st;
 
@@ -508,7 +300,7 @@ static void cleanup(struct serve *s)
 	free(s->socket);
 }
 
-static int open_store(struct serve *s)
+static int open_store(struct lsink_serve *s)
 {
 	char *errmsg = NULL;
 	struct stat st;
@@ -517,14 +309,14 @@ static int open_store(struct serve *s)
 	if (s->db == NULL) {
 		r = bgrun_store_default_path(&s->db_alloc);
 		if (r < 0)
-			return startup_fail(
+			return lsink_serve_fail(
 				s, "no event log: set BGRUN_DB, "
 				   "XDG_STATE_HOME or HOME, or use --db");
 		s->db = s->db_alloc;
 	}
 	r = bgrun_store_open(s->db, 0, &s->store, &errmsg);
 	if (r < 0) {
-		startup_fail(s, "%s",
+		lsink_serve_fail(s, "%s",
 			     errmsg != NULL ? errmsg : bgrun_strerror(r));
 		free(errmsg);
 		return -1;
@@ -532,7 +324,7 @@ static int open_store(struct serve *s)
 	/* Clients check that we write the database they mean. */
 	s->db_real = realpath(s->db, NULL);
 	if (stat(s->db, &st) < 0)
-		return startup_fail(s, "'%s': %s", lsink_printable(s->db),
+		return lsink_serve_fail(s, "'%s': %s", lsink_printable(s->db),
 				    strerror(errno));
 	s->srv.hello = (struct bgrun__wire_hello){
 		BGRUN__WIRE_VERSION, BGRUN__WIRE_MAX_FRAME, getpid(),
@@ -544,7 +336,7 @@ static int open_store(struct serve *s)
 
 int lsink_serve_main(int argc, char **argv, const char *db)
 {
-	struct serve s = {
+	struct lsink_serve s = {
 		.db = db, .ready_fd = -1, .lock_fd = -1, .listen_fd = -1,
 		.srv.lim = { .max_conns = 256, .max_pending = 1024,
 			     .queue_max = 16384, .queue_bytes = 64 << 20,
@@ -625,7 +417,7 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 			      0600);
 
 		if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
-			startup_fail(&s, "cannot open '%s': %s",
+			lsink_serve_fail(&s, "cannot open '%s': %s",
 				     lsink_printable(s.log), strerror(errno));
 			goto out;
 		}
@@ -635,11 +427,10 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 	(void)signal(SIGPIPE, SIG_IGN);
 	if (s.socket == NULL &&
 	    (r = bgrun_sink_default_socket(&s.socket)) < 0) {
-		startup_fail(&s, "no socket path: %s", bgrun_strerror(r));
+		lsink_serve_fail(&s, "no socket path: %s", bgrun_strerror(r));
 		goto out;
 	}
-	r = activated_socket(&s);
-	if (r < 0 || (r == 0 && bind_socket(&s) < 0))
+	if (lsink_serve_listen(&s) < 0)
 		goto out;
 	if (open_store(&s) < 0)
 		goto out;

@@ -124,4 +124,32 @@ void lsink_writer_stop(struct lsink_writer *w);
 /* Frees an item and what it holds. */
 void lsink_item_free(struct lsink_item *item);
 
+/* serve.c and serve-socket.c: `logsink serve` itself. */
+
+/* The daemon: its server, its store and its socket. */
+struct lsink_serve {
+	struct lsink_server srv;
+	const char *db;
+	char *db_alloc, *db_real;
+	char *socket;
+	bool detach, activated;
+	int ready_fd, lock_fd, listen_fd;
+	ino_t sock_ino;
+	const char *log;
+	struct bgrun_store *store;
+};
+
+/*
+ * A start-up failure: one line on stderr, and "ERROR LINE" to whoever
+ * waits on --ready-fd (then closed). Returns -1.
+ */
+__attribute__((format(printf, 2, 3)))
+int lsink_serve_fail(struct lsink_serve *s, const char *fmt, ...);
+/*
+ * The listening socket (s->listen_fd): systemd's (LISTEN_FDS), else
+ * s->socket bound after its directory is checked and the one-daemon lock
+ * taken. 0, or -1 after lsink_serve_fail.
+ */
+int lsink_serve_listen(struct lsink_serve *s);
+
 #endif /* LSINK_SERVE_H */

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/* serve-socket.c: the daemon's socket: its directory, the one-daemon lock, binding it, or taking systemd's. */
+
+#include "serve.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* The first descriptor systemd passes (sd_listen_fds(3)). */
+#define LISTEN_FDS_START 3
+
+/* A startup failure: one line on stderr, and to whoever waits on --ready-fd. */
+int lsink_serve_fail(struct lsink_serve *s, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	lsink_msg("%s", line);
+	if (s->ready_fd >= 0) {
+		(void)dprintf(s->ready_fd, "ERROR %s\n", line);
+		(void)close(s->ready_fd);
+		s->ready_fd = -1;
+	}
+	return -1;
+}
+
+/* The directory of the socket: made 0700 if missing; must be ours alone. */
+static int prepare_dir(struct lsink_serve *s)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *slash;
+	struct stat st;
+
+	(void)snprintf(dir, sizeof(dir), "%s", s->socket);
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		return 0; /* the current directory: the user chose it */
+	*slash = '\0';
+	if (dir[0] == '\0')
+		return lsink_serve_fail(s, "'%s': a socket in / is refused",
+				    lsink_printable(s->socket));
+	for (char *p = dir + 1;; p++) {
+		char c = *p;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return lsink_serve_fail(s, "cannot create '%s': %s",
+					    lsink_printable(dir),
+					    strerror(errno));
+		*p = c;
+		if (c == '\0')
+			break;
+	}
+	if (lstat(dir, &st) < 0)
+		return lsink_serve_fail(s, "'%s': %s", lsink_printable(dir),
+				    strerror(errno));
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) != 0)
+		return lsink_serve_fail(
+			s,
+			"'%s' must be a directory of yours with "
+			"mode 0700 (it is %s, mode %04o, owner uid %u)",
+			lsink_printable(dir),
+			S_ISDIR(st.st_mode) ? "a directory" : "not a directory",
+			(unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+	return 0;
+}
+
+/* One daemon per socket: an flock on SOCKET.lock, held while we live. */
+static int take_lock(struct lsink_serve *s)
+{
+	char path[PATH_MAX], pid[32] = "";
+	ssize_t n = 0;
+
+	(void)snprintf(path, sizeof(path), "%s.lock", s->socket);
+	s->lock_fd =
+		open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (s->lock_fd < 0)
+		return lsink_serve_fail(s, "cannot open '%s': %s",
+				    lsink_printable(path), strerror(errno));
+	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		n = pread(s->lock_fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		return lsink_serve_fail(s,
+				    "another logsink serve%s%s%s is already "
+				    "serving '%s'",
+				    pid[0] ? " (pid " : "", pid,
+				    pid[0] ? ")" : "",
+				    lsink_printable(s->socket));
+	}
+	/* Only informative: who holds the lock, for the message above. */
+	(void)snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(s->lock_fd, 0) == 0)
+		n = pwrite(s->lock_fd, pid, strlen(pid), 0);
+	(void)n;
+	return 0;
+}
+
+static int bind_socket(struct lsink_serve *s)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	mode_t old;
+	int fd, r;
+
+	/* libuv 1.44 would truncate a long path silently: check it here. */
+	if (strlen(s->socket) >= sizeof(sa.sun_path))
+		return lsink_serve_fail(s,
+				    "socket path too long (%zu bytes, at most "
+				    "%zu): '%s'",
+				    strlen(s->socket), sizeof(sa.sun_path) - 1,
+				    lsink_printable(s->socket));
+	strcpy(sa.sun_path, s->socket);
+	if (prepare_dir(s) < 0 || take_lock(s) < 0)
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return lsink_serve_fail(s, "socket: %s", strerror(errno));
+	if (lstat(s->socket, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			(void)close(fd);
+			return lsink_serve_fail(s,
+					    "'%s' exists and is not a socket",
+					    lsink_printable(s->socket));
+		}
+		/* We hold the lock: a socket that answers is not ours. */
+		r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		if (r == 0 || errno == EAGAIN) {
+			(void)close(fd);
+			return lsink_serve_fail(s,
+					    "something already listens on '%s'",
+					    lsink_printable(s->socket));
+		}
+		(void)close(fd);
+		(void)unlink(s->socket); /* stale: its daemon is gone */
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    0);
+		if (fd < 0)
+			return lsink_serve_fail(s, "socket: %s", strerror(errno));
+	}
+	old = umask(0177); /* born 0600: never a moment more open */
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	(void)umask(old);
+	if (r < 0 || chmod(s->socket, 0600) < 0 || listen(fd, 256) < 0 ||
+	    stat(s->socket, &st) < 0) {
+		r = errno;
+		(void)close(fd);
+		return lsink_serve_fail(s, "cannot listen on '%s': %s",
+				    lsink_printable(s->socket), strerror(r));
+	}
+	s->sock_ino = st.st_ino;
+	s->listen_fd = fd;
+	return 0;
+}
+
+/* systemd socket activation: LISTEN_PID is us, LISTEN_FDS >= 1. */
+static int activated_socket(struct lsink_serve *s)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	struct sockaddr_un sa;
+	socklen_t len = sizeof(sa);
+	int type = 0, listening = 0;
+	socklen_t ilen = sizeof(int);
+
+	if (pid == NULL || fds == NULL || atol(pid) != (long)getpid() ||
+	    atoi(fds) < 1)
+		return 0;
+	(void)unsetenv("LISTEN_PID");
+	(void)unsetenv("LISTEN_FDS");
+	(void)unsetenv("LISTEN_FDNAMES");
+	if (getsockopt(LISTEN_FDS_START, SOL_SOCKET, SO_TYPE, &type, &ilen) <
+		    0 ||
+	    type != SOCK_STREAM ||
+	    getsockopt(LISTEN_FDS_START, SOL_SOCKET, SO_ACCEPTCONN, &listening,
+		       &ilen) < 0 ||
+	    !listening ||
+	    getsockname(LISTEN_FDS_START, (struct sockaddr *)&sa, &len) < 0 ||
+	    sa.sun_family != AF_UNIX)
+		return lsink_serve_fail(s,
+				    "LISTEN_FDS: descriptor %d is not a "
+				    "listening Unix stream socket",
+				    LISTEN_FDS_START);
+	(void)fcntl(LISTEN_FDS_START, F_SETFD, FD_CLOEXEC);
+	free(s->socket);
+	s->socket = strndup(sa.sun_path,
+			    len - offsetof(struct sockaddr_un, sun_path));
+	if (s->socket == NULL)
+		return lsink_serve_fail(s, "out of memory");
+	s->listen_fd = LISTEN_FDS_START;
+	s->activated = true;
+	return 1;
+}
+
+int lsink_serve_listen(struct lsink_serve *s)
+{
+	int r = activated_socket(s);
+
+	return r < 0 || (r == 0 && bind_socket(s) < 0) ? -1 : 0;
+}
