@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +70,8 @@ struct send {
 	struct bgrun_event ev;
 	const char **argv;  /* --field argv=..., NULL-terminated */
 	size_t argc;
-	char *options_json, *display, *message;
-	sqlite3 *json_db;
+	char **kv;          /* OPT_* names (ours) and values, for options_kv */
+	char *display, *message;
 };
 
 static bool parse_int(const char *s, int64_t *ret)
@@ -118,66 +117,38 @@ static void apply(struct send *s, const struct setting *set)
 }
 
 /*
- * OPT_* as one JSON object made by SQLite's json_object(), keys in lower
- * case as Mercurial's keyword arguments were: never JSON written by hand.
+ * OPT_* as NAME, VALUE pairs, names in lower case as Mercurial's keyword
+ * arguments were: the store makes the JSON object of them with SQLite's
+ * json_object() (never JSON written by hand, and no SQLite here).
  */
-static int options_json(struct send *s)
+static int options_kv(struct send *s)
 {
-	sqlite3_stmt *stmt = NULL;
-	char *sql = NULL;
-	size_t n = 0, used;
-	int rc, r = -ENOMEM;
+	size_t n = 0, k = 0;
 
 	for (char **e = environ; *e != NULL; e++)
 		if (strncmp(*e, "OPT_", 4) == 0 && strchr(*e, '=') != NULL)
 			n++;
 	if (n == 0)
 		return 0;
-	/* "SELECT json_object(?,?,?,?...)": placeholders only, no data. */
-	sql = malloc(32 + 4 * n);
-	if (sql == NULL)
+	s->kv = calloc(2 * n + 1, sizeof(*s->kv));
+	if (s->kv == NULL)
 		return -ENOMEM;
-	used = (size_t)sprintf(sql, "SELECT json_object(");
-	for (size_t i = 0; i < n; i++)
-		used += (size_t)sprintf(sql + used, i ? ",?,?" : "?,?");
-	(void)strcpy(sql + used, ")");
-	rc = sqlite3_open_v2(":memory:", &s->json_db, SQLITE_OPEN_READWRITE,
-			     NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(s->json_db, sql, -1, &stmt, NULL);
-	n = 0;
-	for (char **e = environ; *e != NULL && rc == SQLITE_OK; e++) {
+	for (char **e = environ; *e != NULL && k < 2 * n; e++) {
 		const char *eq = strchr(*e, '=');
-		char key[256];
-		size_t k;
+		char *key;
 
 		if (strncmp(*e, "OPT_", 4) != 0 || eq == NULL)
 			continue;
-		k = (size_t)(eq - (*e + 4));
-		if (k >= sizeof(key))
-			k = sizeof(key) - 1;
-		for (size_t i = 0; i < k; i++)
-			key[i] = (char)tolower((unsigned char)(*e)[4 + i]);
-		key[k] = '\0';
-		rc = sqlite3_bind_text(stmt, (int)++n, key, -1,
-				       SQLITE_TRANSIENT);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_bind_text(stmt, (int)++n, eq + 1, -1,
-					       SQLITE_STATIC);
+		key = strndup(*e + 4, (size_t)(eq - (*e + 4)));
+		if (key == NULL)
+			return -ENOMEM;
+		for (char *c = key; *c; c++)
+			*c = (char)tolower((unsigned char)*c);
+		s->kv[k++] = key;
+		s->kv[k++] = (char *)eq + 1;
 	}
-	if (rc == SQLITE_OK)
-		rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW && sqlite3_column_text(stmt, 0) != NULL) {
-		s->options_json =
-			strdup((const char *)sqlite3_column_text(stmt, 0));
-		r = s->options_json != NULL ? 0 : -ENOMEM;
-	} else {
-		lsink_msg("OPT_* as JSON: %s", sqlite3_errmsg(s->json_db));
-		r = -EINVAL;
-	}
-	(void)sqlite3_finalize(stmt);
-	free(sql);
-	return r;
+	s->ev.options_kv = (const char *const *)s->kv;
+	return 0;
 }
 
 /* Mercurial's logtoprocess: EVENT, HGPID, MSG1, OPT_*. */
@@ -208,9 +179,8 @@ static int from_hg_env(struct send *s)
 		}
 		s->ev.message = msg;
 	}
-	if (options_json(s) < 0)
-		return -EINVAL;
-	s->ev.options_json = s->options_json;
+	if (options_kv(s) < 0)
+		return -ENOMEM;
 	if (strcmp(event, "commandfinish") == 0) {
 		const char *code = getenv("OPT_RETURN_CODE");
 		const char *duration = getenv("OPT_DURATION");
@@ -340,8 +310,9 @@ int lsink_send_main(int argc, char **argv, const char *db)
 	status = lsink_flush_stdout() != 0 ? LSINK_EXIT_FAILURE : 0;
 out:
 	bgrun_sink_close(sink);
-	(void)sqlite3_close(s.json_db);
-	free(s.options_json);
+	for (size_t i = 0; s.kv != NULL && s.kv[i] != NULL; i += 2)
+		free(s.kv[i]);
+	free(s.kv);
 	free(s.display);
 	free(s.message);
 	free(s.argv);

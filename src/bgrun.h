@@ -352,6 +352,13 @@ struct bgrun_event {
 	const char *message;
 	/* A JSON object (text); anything else makes the write -EINVAL. */
 	const char *options_json;
+	/*
+	 * The options as NAME, VALUE, NAME, VALUE..., NULL (borrowed), for a
+	 * writer without a JSON library: when options_json is NULL, the
+	 * store makes the object from them with SQLite's json_object(), each
+	 * value a string. An odd count makes the write -EINVAL.
+	 */
+	const char *const *options_kv;
 };
 
 /*

@@ -22,6 +22,7 @@ enum { N_COLUMNS = 0 BGRUN__EVENT_COLUMNS(COUNT_COLUMN, COUNT_COLUMN) };
  */
 struct prepared {
 	char *argv_json;          /* NULL: argv unknown */
+	char *options_json;       /* made from options_kv, or NULL */
 	char *display;            /* made from argv when ev->display is NULL */
 	char *text[N_COLUMNS];    /* UTF-8-safe copies of text fields, or NULL */
 };
@@ -29,6 +30,7 @@ struct prepared {
 static void prepared_release(struct prepared *p)
 {
 	free(p->argv_json);
+	free(p->options_json);
 	free(p->display);
 	for (size_t i = 0; i < N_COLUMNS; i++)
 		free(p->text[i]);
@@ -78,6 +80,79 @@ static int check_options(struct bgrun_store *store, const char *json)
 	(void)sqlite3_reset(stmt);
 	(void)sqlite3_clear_bindings(stmt);
 	return r;
+}
+
+/* One pair into the object acc (SQLite's json_patch and json_object). */
+static int add_option(struct bgrun_store *store, const char *acc,
+		      const char *name, const char *value, char **ret_json)
+{
+	const unsigned char *out;
+	char *safe[2] = { NULL, NULL };
+	sqlite3_stmt *stmt;
+	int r, rc;
+
+	/* Text SQLite binds must be UTF-8: other bytes become \xNN. */
+	if (bgrun__utf8_sanitize(name, &safe[0]) < 0 ||
+	    bgrun__utf8_sanitize(value, &safe[1]) < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = bgrun__store_stmt(store, BGRUN__STMT_OPTIONS_ADD, &stmt);
+	if (r < 0)
+		goto out;
+	rc = sqlite3_bind_text(stmt, 1, acc, -1, SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_text(stmt, 2, safe[0] ? safe[0] : name, -1,
+				       SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_text(stmt, 3, safe[1] ? safe[1] : value, -1,
+				       SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		out = sqlite3_column_text(stmt, 0);
+		*ret_json = out != NULL ? strdup((const char *)out) : NULL;
+		rc = *ret_json != NULL ? SQLITE_OK : SQLITE_NOMEM;
+	}
+	r = rc == SQLITE_OK ? 0
+			    : bgrun__store_fail(store, rc, "encoding options");
+	(void)sqlite3_reset(stmt);
+	(void)sqlite3_clear_bindings(stmt);
+out:
+	free(safe[0]);
+	free(safe[1]);
+	return r;
+}
+
+/* options_kv as one JSON object, made by SQLite; *ret_json is malloc'd. */
+static int encode_options(struct bgrun_store *store,
+			  const struct bgrun_event *ev, char **ret_json)
+{
+	const char *const *kv = ev->options_kv;
+	char *json = NULL, *next = NULL;
+	size_t n = 0;
+	int r;
+
+	while (kv[n] != NULL)
+		n++;
+	if (n % 2 != 0)
+		return bgrun__store_failf(store, -EINVAL,
+					  "event %s: options_kv is not NAME, "
+					  "VALUE pairs", ev->id);
+	for (size_t i = 0; i < n; i += 2) {
+		r = add_option(store, json != NULL ? json : "{}", kv[i],
+			       kv[i + 1], &next);
+		free(json);
+		json = next;
+		if (r < 0)
+			return r;
+	}
+	if (json == NULL)
+		json = strdup("{}");
+	if (json == NULL)
+		return -ENOMEM;
+	*ret_json = json;
+	return 0;
 }
 
 /*
@@ -206,6 +281,10 @@ static int prepare_event(struct bgrun_store *store,
 			return bgrun__store_failf(store, -EINVAL,
 						  "event %s: options_json is "
 						  "not a JSON object", ev->id);
+	} else if (ev->options_kv != NULL) {
+		r = encode_options(store, ev, &p->options_json);
+		if (r < 0)
+			return r;
 	}
 	if (ev->argv != NULL) {
 		r = encode_argv(store, ev->argv, &p->argv_json);
@@ -248,7 +327,10 @@ static int write_event(struct bgrun_store *store, const struct bgrun_event *ev,
 						 SQLITE_STATIC)
 			     : sqlite3_bind_null(stmt, 3);
 	if (rc == SQLITE_OK)
-		rc = ev->options_json != NULL
+		rc = p->options_json != NULL
+			     ? sqlite3_bind_text(stmt, 4, p->options_json, -1,
+						 SQLITE_STATIC)
+		     : ev->options_json != NULL
 			     ? sqlite3_bind_text(stmt, 4, ev->options_json, -1,
 						 SQLITE_STATIC)
 			     : sqlite3_bind_null(stmt, 4);

@@ -37,6 +37,8 @@ static const char *const stmt_sql[BGRUN__N_STMTS] = {
 	[BGRUN__STMT_OPTIONS_CHECK] =
 		"SELECT CASE WHEN json_valid(?1) "
 		"THEN json_type(?1) = 'object' ELSE 0 END",
+	/* One NAME, VALUE pair of options_kv into the object ?1. */
+	[BGRUN__STMT_OPTIONS_ADD] = "SELECT json_patch(?1, json_object(?2, ?3))",
 	/*
 	 * The upsert: see bgrun_store_put() in bgrun.h for the rules. In DO
 	 * UPDATE, a bare column name is the stored value.

@@ -256,7 +256,7 @@ static void store_field(struct bgrun__wire_msg *m, struct arena *a,
 			memcpy(m->ev.id, t->val, t->len);
 			m->ev.id[t->len] = '\0';
 		} else if (t->kind == BGRUN__WIRE_ARGV) {
-			m->ev.argv = copy_argv(a, t);
+			*bgrun__wire_argv_at(&m->ev, fd) = copy_argv(a, t);
 		} else if (t->kind == BGRUN__WIRE_STR) {
 			*bgrun__wire_str_at(&m->ev, fd) = s;
 		} else {

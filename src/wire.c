@@ -46,6 +46,7 @@ const struct bgrun__wire_field bgrun__wire_fields[] = {
 	F(32, STR, stderr_path),
 	F(33, STR, message),
 	F(34, STR, options_json),
+	F(35, ARGV, options_kv),
 };
 const size_t bgrun__wire_n_fields =
 	sizeof(bgrun__wire_fields) / sizeof(bgrun__wire_fields[0]);
@@ -68,6 +69,12 @@ const char **bgrun__wire_str_at(struct bgrun_event *ev,
 				const struct bgrun__wire_field *f)
 {
 	return (const char **)(void *)((char *)ev + f->offset);
+}
+
+const char *const **bgrun__wire_argv_at(struct bgrun_event *ev,
+					const struct bgrun__wire_field *f)
+{
+	return (const char *const **)((char *)ev + f->offset);
 }
 
 void bgrun__wire_event_clear(struct bgrun_event *ev)
@@ -224,7 +231,7 @@ int bgrun__wire_put_event(struct bgrun__wire_buf *b, uint32_t seq,
 			  const struct bgrun_event *ev)
 {
 	struct bgrun_event *e = (struct bgrun_event *)ev; /* read only */
-	size_t size = BGRUN__WIRE_HEADER - BGRUN__WIRE_LEN_SIZE, argv_n = 0;
+	size_t size = BGRUN__WIRE_HEADER - BGRUN__WIRE_LEN_SIZE;
 	struct frame f;
 	int r;
 
@@ -252,9 +259,9 @@ int bgrun__wire_put_event(struct bgrun__wire_buf *b, uint32_t seq,
 			n = 8;
 			break;
 		case BGRUN__WIRE_ARGV:
-			if (ev->argv == NULL)
+			if (*bgrun__wire_argv_at(e, fd) == NULL)
 				continue;
-			n = argv_n = argv_size(ev->argv);
+			n = argv_size(*bgrun__wire_argv_at(e, fd));
 			break;
 		}
 		if (!grow(&size, n))
@@ -283,8 +290,10 @@ int bgrun__wire_put_event(struct bgrun__wire_buf *b, uint32_t seq,
 					  *bgrun__wire_int_at(e, fd));
 			break;
 		case BGRUN__WIRE_ARGV:
-			if (ev->argv != NULL)
-				field_argv(&f, fd->tag, ev->argv, argv_n);
+			if (*bgrun__wire_argv_at(e, fd) != NULL)
+				field_argv(&f, fd->tag,
+					   *bgrun__wire_argv_at(e, fd),
+					   argv_size(*bgrun__wire_argv_at(e, fd)));
 			break;
 		}
 	}

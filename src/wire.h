@@ -65,7 +65,7 @@ enum {
 	BGRUN__WIRE_T_DB_INO = 72,   /* HELLO: int, its st_ino */
 };
 
-/* One field of an EVENT: tags 1..34, each a member of struct bgrun_event. */
+/* One field of an EVENT: tags 1..35, each a member of struct bgrun_event. */
 struct bgrun__wire_field {
 	uint16_t tag;
 	uint8_t kind;      /* enum bgrun__wire_kind */
@@ -163,6 +163,8 @@ int64_t *bgrun__wire_int_at(struct bgrun_event *ev,
 			    const struct bgrun__wire_field *f);
 const char **bgrun__wire_str_at(struct bgrun_event *ev,
 				const struct bgrun__wire_field *f);
+const char *const **bgrun__wire_argv_at(struct bgrun_event *ev,
+					const struct bgrun__wire_field *f);
 
 static inline uint32_t bgrun__wire_get_u32(const uint8_t *p)
 {

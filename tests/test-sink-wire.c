@@ -100,6 +100,7 @@ void case_wire_roundtrip(void)
 		}
 	}
 	ev.argv = argv;
+	ev.options_kv = argv; /* any NULL-terminated list travels */
 	ev.message = "";
 	ev.options_json = "{\"k\": [1, \"\\u00e9\"]}";
 	n = bgrun__wire_put_event(&b, 0xfffffffe, &ev);
@@ -132,8 +133,10 @@ void case_wire_roundtrip(void)
 			ASSERT_STR(y, x);
 		}
 	}
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < 5; i++) {
 		ASSERT_STR(m.ev.argv[i], argv[i]);
+		ASSERT_STR(m.ev.options_kv[i], argv[i]);
+	}
 	bgrun__wire_msg_release(&m);
 
 	/* Unknown stays unknown; an empty argv is not an absent one. */
@@ -146,7 +149,8 @@ void case_wire_roundtrip(void)
 	ASSERT_OK(bgrun__wire_decode(b.data, b.len, &m, NULL));
 	ASSERT(m.ev.argv != NULL && m.ev.argv[0] == NULL);
 	ASSERT(m.ev.source == NULL && m.ev.pid == BGRUN_NULL &&
-	       m.ev.exit_code == BGRUN_NULL && m.ev.options_json == NULL);
+	       m.ev.exit_code == BGRUN_NULL && m.ev.options_json == NULL &&
+	       m.ev.options_kv == NULL);
 	bgrun__wire_msg_release(&m);
 
 	/* Events the encoder refuses. */

@@ -229,6 +229,67 @@ void case_argv_lengths(void)
 	free(db);
 }
 
+/* options_kv: the store makes the JSON object, whatever the bytes. */
+void case_options_kv(void)
+{
+	static const char *const kv[] = {
+		"return_code", "1", "canonical_command", "commit",
+		"quote\"back\\slash", "new\nline", "bad", "\xff\xfe", NULL
+	};
+	static const char *const odd[] = { "a", "1", "b", NULL };
+	static const char *const none[] = { NULL };
+	struct bgrun_event ev;
+	struct t_rows rows = { 0 };
+	struct bgrun_store *s;
+	char *db = t_path(t_tmpdir(), "events.db");
+	sqlite3 *raw;
+
+	ASSERT_OK(t_open(db, 0, &s));
+	bgrun_event_init(&ev, "commandfinish", "hg");
+	ev.options_kv = kv;
+	ASSERT_EQ(bgrun_store_put(s, &ev), 1);
+	raw = t_sql_open(db);
+	ASSERT_EQ(t_sql_int(raw, "SELECT json_type(options) = 'object' FROM "
+			    "events WHERE id = ?1", ev.id), 1);
+	ASSERT_EQ(t_sql_int(raw, "SELECT json_extract(options, "
+			    "'$.return_code') = '1' FROM events WHERE id = ?1",
+			    ev.id), 1);
+	ASSERT_EQ(t_sql_int(raw, "SELECT count(*) FROM events, "
+			    "json_each(events.options) WHERE events.id = ?1 "
+			    "AND json_each.key = 'quote\"back\\slash' AND "
+			    "json_each.value = 'new' || char(10) || 'line'",
+			    ev.id), 1);
+	ASSERT_EQ(t_sql_int(raw, "SELECT json_extract(options, '$.bad') = "
+			    "'\\xff\\xfe' FROM events WHERE id = ?1", ev.id),
+		  1);
+	sqlite3_close(raw);
+	t_get(s, ev.id, &rows);
+	ASSERT(rows.ev[0].options_json != NULL &&
+	       strstr(rows.ev[0].options_json, "\"canonical_command\":\"commit\"") !=
+		       NULL);
+	t_rows_free(&rows);
+
+	/* options_json wins; an empty list is an empty object; odd: -EINVAL. */
+	bgrun_event_init(&ev, "commandfinish", "hg");
+	ev.options_json = "{\"k\":1}";
+	ev.options_kv = kv;
+	ASSERT_EQ(bgrun_store_put(s, &ev), 1);
+	t_get(s, ev.id, &rows);
+	ASSERT_STR_EQ(rows.ev[0].options_json, "{\"k\":1}");
+	t_rows_free(&rows);
+	bgrun_event_init(&ev, "commandfinish", "hg");
+	ev.options_kv = none;
+	ASSERT_EQ(bgrun_store_put(s, &ev), 1);
+	t_get(s, ev.id, &rows);
+	ASSERT_STR_EQ(rows.ev[0].options_json, "{}");
+	t_rows_free(&rows);
+	ev.options_kv = odd;
+	ASSERT_EQ(bgrun_store_put(s, &ev), -EINVAL);
+	ASSERT(strstr(bgrun_store_errmsg(s), "options_kv") != NULL);
+	bgrun_store_close(s);
+	free(db);
+}
+
 void case_text_not_utf8(void)
 {
 	struct bgrun_event ev;

@@ -354,6 +354,7 @@ int main(int argc, char **argv)
 		T_CASE(json_row),
 		T_CASE(argv_bytes),
 		T_CASE(argv_lengths),
+		T_CASE(options_kv),
 		T_CASE(text_not_utf8),
 		T_CASE(invalid_events),
 		T_CASE(upsert),

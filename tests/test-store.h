@@ -21,6 +21,7 @@ void case_roundtrip(void);
 void case_json_row(void);
 void case_argv_bytes(void);
 void case_argv_lengths(void);
+void case_options_kv(void);
 void case_text_not_utf8(void);
 void case_invalid_events(void);
 void case_upsert(void);
