@@ -27,14 +27,6 @@ const char lsink_filter_help[] =
 	"2026-11-29, 2026-11-29T10:00, '2026-11-29 10:00:00', local time unless\n"
 	"followed by Z or an offset (+01:00). An event's time is when it started.\n";
 
-int64_t lsink_now_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 bool lsink_known_result(const char *result)
 {
 	static const char *const results[] = {

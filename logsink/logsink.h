@@ -45,7 +45,7 @@ struct lsink_verb {
 	int (*run)(int argc, char **argv, const char *db);
 };
 
-/* logsink.c: messages, usage errors, opening the store. */
+/* msg.c: messages, usage errors, help; logsink.c: opening the store. */
 
 /* "logsink: MESSAGE" on stderr, one line. */
 __attribute__((format(printf, 1, 2)))

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* send.c: `logsink send`: one event from arguments or from Mercurial's logtoprocess environment. */
+/* send.c: `logsink send`'s event, from arguments or from Mercurial's logtoprocess environment (no store: the lean front uses it too). */
 
-#include "serve.h"
+#include "send.h"
+#include "wire.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -66,14 +67,6 @@ struct setting {
 	const char *value;
 };
 
-struct send {
-	struct bgrun_event ev;
-	const char **argv;  /* --field argv=..., NULL-terminated */
-	size_t argc;
-	char **kv;          /* OPT_* names (ours) and values, for options_kv */
-	char *display, *message;
-};
-
 static bool parse_int(const char *s, int64_t *ret)
 {
 	char *end;
@@ -87,7 +80,7 @@ static bool parse_int(const char *s, int64_t *ret)
 	return true;
 }
 
-static void apply(struct send *s, const struct setting *set)
+static void apply(struct lsink_send *s, const struct setting *set)
 {
 	const struct bgrun__wire_field *f = set->field;
 	char *base = (char *)&s->ev + f->offset;
@@ -121,7 +114,7 @@ static void apply(struct send *s, const struct setting *set)
  * arguments were: the store makes the JSON object of them with SQLite's
  * json_object() (never JSON written by hand, and no SQLite here).
  */
-static int options_kv(struct send *s)
+static int options_kv(struct lsink_send *s)
 {
 	size_t n = 0, k = 0;
 
@@ -152,7 +145,7 @@ static int options_kv(struct send *s)
 }
 
 /* Mercurial's logtoprocess: EVENT, HGPID, MSG1, OPT_*. */
-static int from_hg_env(struct send *s)
+static int from_hg_env(struct lsink_send *s)
 {
 	const char *event = getenv("EVENT"), *pid = getenv("HGPID");
 	const char *msg = getenv("MSG1");
@@ -212,20 +205,18 @@ static int from_hg_env(struct send *s)
 	return 0;
 }
 
-int lsink_send_main(int argc, char **argv, const char *db)
+int lsink_send_prepare(int argc, char **argv, const char *db,
+		       struct lsink_send *s)
 {
-	struct bgrun_sink_opts so = BGRUN_SINK_OPTS_INIT;
-	struct bgrun_sink *sink = NULL;
-	struct send s = { 0 };
 	struct setting *sets;
 	size_t n_sets = 0;
-	bool hg = false, print_id = false;
-	char cwd[4096];
-	int opt, r, status = LSINK_EXIT_FAILURE;
+	bool hg = false;
+	int opt, status = LSINK_EXIT_FAILURE;
 
+	*s = (struct lsink_send){ .db = db };
 	sets = calloc((size_t)argc, sizeof(*sets));
-	s.argv = calloc((size_t)argc + 1, sizeof(*s.argv));
-	if (sets == NULL || s.argv == NULL) {
+	s->argv = calloc((size_t)argc + 1, sizeof(*s->argv));
+	if (sets == NULL || s->argv == NULL) {
 		lsink_msg("out of memory");
 		goto out;
 	}
@@ -237,7 +228,7 @@ int lsink_send_main(int argc, char **argv, const char *db)
 		case 'h':
 			lsink_help(help_text);
 		case LSINK_OPT_DB:
-			db = optarg;
+			s->db = optarg;
 			break;
 		case OPT_EVENT:
 		case OPT_SOURCE:
@@ -266,10 +257,10 @@ int lsink_send_main(int argc, char **argv, const char *db)
 			hg = true;
 			break;
 		case OPT_SOCKET:
-			so.socket = optarg;
+			s->socket = optarg;
 			break;
 		case OPT_PRINT_ID:
-			print_id = true;
+			s->print_id = true;
 			break;
 		default:
 			lsink_usage_hint();
@@ -278,44 +269,34 @@ int lsink_send_main(int argc, char **argv, const char *db)
 	if (optind < argc)
 		lsink_usage("send: unexpected argument '%s'",
 			    lsink_printable(argv[optind]));
-	bgrun_event_init(&s.ev, NULL, "logsink");
-	if (getcwd(cwd, sizeof(cwd)) != NULL)
-		s.ev.cwd = cwd;
-	if (hg && from_hg_env(&s) < 0)
+	bgrun_event_init(&s->ev, NULL, "logsink");
+	if (getcwd(s->cwd, sizeof(s->cwd)) != NULL)
+		s->ev.cwd = s->cwd;
+	if (hg && from_hg_env(s) < 0)
 		goto out;
 	for (size_t i = 0; i < n_sets; i++)
-		apply(&s, &sets[i]);
-	if (s.ev.event == NULL || s.ev.event[0] == '\0')
+		apply(s, &sets[i]);
+	if (s->ev.event == NULL || s->ev.event[0] == '\0')
 		lsink_usage("send: --event is required");
-	so.db = db;
-	r = bgrun_sink_open(&so, &sink);
-	if (r < 0) {
-		lsink_msg("%s", r == -EINVAL ? "BGRUN_SINK must be auto, "
-			  "embedded or daemon" : bgrun_strerror(r));
-		goto out;
-	}
-	r = bgrun_sink_put(sink, &s.ev);
-	if (r == -EINVAL) {
-		/* The store's reason, which names the event. */
-		lsink_msg("%s", lsink_printable(bgrun_sink_errmsg(sink)));
-		goto out;
-	}
-	if (r < 0) {
-		lsink_msg("event %s not recorded: %s", s.ev.id,
-			  lsink_printable(bgrun_sink_errmsg(sink)));
-		goto out;
-	}
-	if (print_id)
-		(void)printf("%s\n", s.ev.id);
-	status = lsink_flush_stdout() != 0 ? LSINK_EXIT_FAILURE : 0;
+	status = 0;
 out:
-	bgrun_sink_close(sink);
-	for (size_t i = 0; s.kv != NULL && s.kv[i] != NULL; i += 2)
-		free(s.kv[i]);
-	free(s.kv);
-	free(s.display);
-	free(s.message);
-	free(s.argv);
 	free(sets);
 	return status;
+}
+
+int lsink_send_done(const struct lsink_send *s)
+{
+	if (s->print_id)
+		(void)printf("%s\n", s->ev.id);
+	return lsink_flush_stdout() != 0 ? LSINK_EXIT_FAILURE : 0;
+}
+
+void lsink_send_release(struct lsink_send *s)
+{
+	for (size_t i = 0; s->kv != NULL && s->kv[i] != NULL; i += 2)
+		free(s->kv[i]);
+	free(s->kv);
+	free(s->display);
+	free(s->message);
+	free(s->argv);
 }

@@ -710,6 +710,22 @@ int bgrun_sink_put(struct bgrun_sink *sink, const struct bgrun_event *ev);
 int bgrun_sink_put_batch(struct bgrun_sink *sink,
 			 const struct bgrun_event *evs, size_t n);
 
+/*
+ * Records one event through the daemon alone, for a program that must
+ * start fast and so does not link the store (SQLite): no sink object, no
+ * embedded store, no spool; opts as for bgrun_sink_open (mode AUTO may
+ * start the daemon; any other mode only tries it). Returns
+ * BGRUN_SINK_VIA_DAEMON once the event is committed, else -errno with a
+ * line in errmsg (size bytes, may be NULL): the caller then takes the
+ * other paths, e.g. by handing the event to bgrun_sink_put in a program
+ * that links the store (same id: never a second row). In libbgrun, this
+ * function and what it uses never reference the store, so a program
+ * linking only it does not load libsqlite3.
+ */
+int bgrun_sink_put_daemon(const struct bgrun_sink_opts *opts,
+			  const struct bgrun_event *ev, char *errmsg,
+			  size_t size);
+
 /* Whether the last failed put left its (valid) events in the spool. */
 bool bgrun_sink_spooled(const struct bgrun_sink *sink);
 

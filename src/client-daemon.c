@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,27 @@
 #define HELLO_TIMEOUT_MS 5000
 /* Frames of a batch encoded and in flight at once. */
 #define WINDOW 512
+
+/* Records a one-line message as the sink's; returns error. */
+int bgrun__sink_fail(struct bgrun_sink *sink, int error, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(sink->errmsg, sizeof(sink->errmsg), fmt, ap);
+	va_end(ap);
+	sink->errmsg[strcspn(sink->errmsg, "\n")] = '\0';
+	return error;
+}
+
+void bgrun__sink_disconnect(struct bgrun_sink *sink)
+{
+	if (sink->fd >= 0)
+		(void)close(sink->fd);
+	sink->fd = -1;
+	sink->out.len = sink->out_sent = 0;
+	sink->in_len = 0;
+}
 
 int bgrun_sink_default_socket(char **ret_path)
 {
@@ -464,5 +486,45 @@ int bgrun__sink_via_daemon(struct bgrun_sink *sink, struct bgrun__sink_batch *b)
 		if (r == -ETIMEDOUT)
 			break;
 	}
+	return r;
+}
+
+int bgrun_sink_put_daemon(const struct bgrun_sink_opts *opts,
+			  const struct bgrun_event *ev, char *errmsg,
+			  size_t size)
+{
+	struct bgrun_sink sink = {
+		.mode = opts->mode == BGRUN_SINK_AUTO ? BGRUN_SINK_AUTO
+						     : BGRUN_SINK_DAEMON,
+		.timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 30000,
+		.fd = -1,
+		.next_seq = 1,
+	};
+	int status = BGRUN__SINK_PENDING, r;
+	struct bgrun__sink_batch b = { .evs = ev, .status = &status, .n = 1 };
+
+	if (opts->db != NULL)
+		sink.db = strdup(opts->db);
+	else if (bgrun_store_default_path(&sink.db) < 0)
+		sink.db = NULL;
+	if (opts->socket != NULL)
+		sink.socket = strdup(opts->socket);
+	else if (bgrun_sink_default_socket(&sink.socket) < 0)
+		sink.socket = NULL;
+	if (opts->logsink != NULL)
+		sink.logsink = strdup(opts->logsink);
+	else if (getenv("BGRUN_LOGSINK") != NULL)
+		sink.logsink = strdup(getenv("BGRUN_LOGSINK"));
+	r = bgrun__sink_via_daemon(&sink, &b);
+	if (r >= 0)
+		r = status == BGRUN__SINK_PENDING ? -EAGAIN : status;
+	if (r < 0 && errmsg != NULL && size > 0)
+		(void)snprintf(errmsg, size, "%s", sink.errmsg);
+	bgrun__sink_disconnect(&sink);
+	bgrun__wire_buf_free(&sink.out);
+	free(sink.in);
+	free(sink.db);
+	free(sink.socket);
+	free(sink.logsink);
 	return r;
 }

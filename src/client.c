@@ -5,25 +5,12 @@
 #include "sink-internal.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define DEFAULT_TIMEOUT_MS 30000
-
-__attribute__((format(printf, 3, 4)))
-int bgrun__sink_fail(struct bgrun_sink *sink, int error, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(sink->errmsg, sizeof(sink->errmsg), fmt, ap);
-	va_end(ap);
-	sink->errmsg[strcspn(sink->errmsg, "\n")] = '\0';
-	return error;
-}
 
 static int parse_mode(enum bgrun_sink_mode mode, enum bgrun_sink_mode *ret_mode)
 {
@@ -102,15 +89,6 @@ int bgrun_sink_open(const struct bgrun_sink_opts *opts,
 fail:
 	bgrun_sink_close(sink);
 	return r;
-}
-
-void bgrun__sink_disconnect(struct bgrun_sink *sink)
-{
-	if (sink->fd >= 0)
-		(void)close(sink->fd);
-	sink->fd = -1;
-	sink->out.len = sink->out_sent = 0;
-	sink->in_len = 0;
 }
 
 void bgrun_sink_close(struct bgrun_sink *sink)

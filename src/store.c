@@ -249,28 +249,6 @@ int bgrun__store_end(struct bgrun_store *store, int r)
 	return r;
 }
 
-int bgrun_store_default_path(char **ret_path)
-{
-	const char *db = getenv("BGRUN_DB"), *state, *home;
-	char *path = NULL;
-	int n = 0;
-
-	state = getenv("XDG_STATE_HOME");
-	home = getenv("HOME");
-	if (db != NULL && db[0] != '\0')
-		path = strdup(db);
-	else if (state != NULL && state[0] == '/')
-		n = asprintf(&path, "%s/bgrun/events.db", state);
-	else if (home != NULL && home[0] != '\0')
-		n = asprintf(&path, "%s/.local/state/bgrun/events.db", home);
-	else
-		return -ENOENT;
-	if (n < 0 || path == NULL)
-		return -ENOMEM;
-	*ret_path = path;
-	return 0;
-}
-
 /* mkdir -p of the directories above path, each made 0700. */
 static int make_parents(struct bgrun_store *store)
 {

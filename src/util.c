@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
@@ -133,4 +134,27 @@ int bgrun_parse_duration(const char *text, int64_t *ret_ns)
 		}
 	}
 	return -EINVAL;
+}
+
+/* Here, not in store.c: programs that never open the store use it. */
+int bgrun_store_default_path(char **ret_path)
+{
+	const char *db = getenv("BGRUN_DB"), *state, *home;
+	char *path = NULL;
+	int n = 0;
+
+	state = getenv("XDG_STATE_HOME");
+	home = getenv("HOME");
+	if (db != NULL && db[0] != '\0')
+		path = strdup(db);
+	else if (state != NULL && state[0] == '/')
+		n = asprintf(&path, "%s/bgrun/events.db", state);
+	else if (home != NULL && home[0] != '\0')
+		n = asprintf(&path, "%s/.local/state/bgrun/events.db", home);
+	else
+		return -ENOENT;
+	if (n < 0 || path == NULL)
+		return -ENOMEM;
+	*ret_path = path;
+	return 0;
 }

@@ -302,8 +302,8 @@ check "--failed: not empty" test -n "$(ids --failed)"
 for r in success failed signaled timeout spawn_failed lost running; do
 	want_ids "--result $r" "r['result'] == '$r'" --result "$r"
 done
-eq "--result signaled: both" "$(ids --result signaled | sort)" \
-	"$(printf '%s\n' "$ID_SIG" "$ID_TERM" | sort)"
+eq "--result signaled: all three" "$(ids --result signaled | sort)" \
+	"$(printf '%s\n' "$ID_SIG" "$ID_TERM" "$ID_EARLY" | sort)"
 eq "--tag" "$(ids --tag mytag)" "$ID_TAG"
 eq "--cwd" "$(ids --cwd "$TMP/wd")" "$ID_CWD"
 eq "--cwd relative" "$(ids --cwd wd)" "$ID_CWD"
