@@ -96,6 +96,7 @@ static const char **starter_argv(const char *starter, const char *path,
 				 struct sup_strings *ss,
 				 const struct sup_launch *l)
 {
+	/* o->env is NULL (ours) or empty (--clear-env): bgrun-start's 'c'. */
 	const struct bgrun_spawn_opts *o = l->cmd;
 	size_t n_set = vec_len(o->env_set), n_unset = vec_len(o->env_unset);
 	size_t n_args = vec_len(l->args), n_argv = vec_len(o->argv), k = 0;

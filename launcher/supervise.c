@@ -181,6 +181,12 @@ int supervise_main(const struct cli *c)
 
 	/* bgrun-start is gone if nobody reads: not a reason to die. */
 	(void)signal(SIGPIPE, SIG_IGN);
+	/*
+	 * We start in COMMAND's directory; a relative $BGRUN_DB (or
+	 * XDG_STATE_HOME...) means bgrun's, as --db and the paths do.
+	 */
+	if (c->origin != NULL && chdir(c->origin) < 0)
+		return EXIT_CANCELED;
 	bgrun_event_init(&s.ev, "commandfinish",
 			 c->source != NULL ? c->source : "bgrun");
 	if (strlen(c->supervise_id) <= BGRUN_EVENT_ID_MAX)

@@ -215,6 +215,12 @@ fi
 check "early TERM: recorded as signaled" wait_result "$ID_EARLY" signaled
 eq "early TERM: signal 15" "$(field "$ID_EARLY" signal)" 15
 
+# --- a relative $BGRUN_DB is bgrun's, not the command's directory's ---
+mkdir -p "$TMP/reldir"
+(cd "$TMP" && BGRUN_DB=rel.db "$BGRUN" -w -C reldir -- "$RT" helper exit 0)
+check "relative BGRUN_DB: in bgrun's directory" test -f "$TMP/rel.db"
+check "relative BGRUN_DB: not in the command's" test ! -e "$TMP/reldir/rel.db"
+
 # --- argv kept byte for byte ---
 ARGS=('sp ace' $'new\nline' $'\xff\xfe' $'\xc3\xa9t\xc3\xa9' 'back\slash' '' 'x,y')
 launch -w -- "$RT" helper exit 0 "${ARGS[@]}"
