@@ -66,8 +66,10 @@ static void print_table_row(const struct output *o,
 	lsink_fmt_time(time, sizeof(time), row->time_ns, 0);
 	lsink_fmt_duration(duration, sizeof(duration), ev->duration_ns);
 	lsink_fmt_status(status, sizeof(status), ev->exit_code, ev->signal);
+	/* An id's end: random in a UUID v7, whose start is its time. */
 	(void)printf(TABLE_FORMAT, time, duration,
-		     ev->result != NULL ? ev->result : "-", status, ev->id);
+		     ev->result != NULL ? ev->result : "-", status,
+		     ev->id + (strlen(ev->id) > 8 ? strlen(ev->id) - 8 : 0));
 	lsink_put_cell(stdout, ev->display, o->command_cols);
 	(void)putchar('\n');
 }

@@ -11,7 +11,8 @@
 static const char help_text[] =
 	"Usage: logsink show [OPTION]... ID\n"
 	"Show everything recorded about event ID (or the only event whose id\n"
-	"starts with ID), one 'field: value' per line; '-' marks what is not\n"
+	"starts or ends with ID: 'logsink query' shows the end of each id),\n"
+	"one 'field: value' per line; '-' marks what is not\n"
 	"known. The command's arguments come one per line (argv[0]: ...) with\n"
 	"control characters and bytes that are not UTF-8 written as \\xNN, \\n,\n"
 	"\\t, and a backslash as \\\\.\n"
@@ -186,7 +187,7 @@ int lsink_show_main(int argc, char **argv, const char *db)
 		status = LSINK_EXIT_FAILURE;
 	} else if (r == -EEXIST) {
 		lsink_msg("event id '%s' is ambiguous: several events start "
-			  "with it", lsink_printable(id));
+			  "or end with it", lsink_printable(id));
 		status = LSINK_EXIT_FAILURE;
 	} else if (r == -EINVAL) {
 		lsink_msg("'%s' is not an event id", lsink_printable(id));

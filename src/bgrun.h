@@ -300,7 +300,7 @@ int bgrun_parse_duration(const char *text, int64_t *ret_ns);
  */
 struct bgrun_event {
 	/*
-	 * Unique id made by the client before the first write (a UUID v4 by
+	 * Unique id made by the client before the first write (a UUID v7 by
 	 * bgrun_event_init), so that a retried write updates the same row
 	 * instead of adding one. 1 to 36 characters of [0-9A-Za-z._-].
 	 */
@@ -363,7 +363,7 @@ struct bgrun_event {
 
 /*
  * Fills *ev for a new event: every integer BGRUN_NULL, every string NULL,
- * then a new random id (UUID v4 from getrandom), event and source
+ * then a new id (bgrun_event_new_id), event and source
  * (borrowed), host (uname), uid and user (getuid, getpwuid_r) and boot_id.
  * host, user and boot_id point into storage of the library that lives
  * until the process exits and never changes; the id lives in the struct,
@@ -380,7 +380,13 @@ void bgrun_event_init(struct bgrun_event *ev, const char *event,
  */
 size_t bgrun_utf8_decode(const char *s, size_t n, uint32_t *ret_cp);
 
-/* Writes a new unique event id (a UUID v4), as bgrun_event_init does. */
+/*
+ * Writes a new unique event id, as bgrun_event_init does: a UUID v7 (RFC
+ * 9562), the time in milliseconds first, then 74 bits from getrandom, so
+ * that ids sort by time and stores index them at their end. Its first
+ * characters are shared by everything made in the same minute or so: show
+ * people its end (logsink does), which is random.
+ */
 void bgrun_event_new_id(char id[BGRUN_EVENT_ID_MAX + 1]);
 
 /*
@@ -568,8 +574,9 @@ int bgrun_store_query(struct bgrun_store *store,
 
 /*
  * Calls cb once for the event whose id is id_or_prefix or, failing that,
- * the only one whose id starts with it. -ENOENT: none; -EEXIST: the
- * prefix matches several events; -EINVAL: not a possible id prefix.
+ * the only one whose id starts or ends with it (the end of a UUID v7 is
+ * its random part). -ENOENT: none; -EEXIST: it matches several events;
+ * -EINVAL: not a possible part of an id.
  */
 int bgrun_store_get(struct bgrun_store *store, const char *id_or_prefix,
 		    bgrun_store_row_cb cb, void *data);

@@ -203,14 +203,24 @@ static void random_bytes(unsigned char *buf, size_t len)
 	}
 }
 
+/*
+ * A UUID v7 (RFC 9562): the Unix time in milliseconds in the first 48
+ * bits, then 74 random bits. Why not v4: a store's id index then grows at
+ * its end, as its time index does; with random ids every insert touched a
+ * page of its own (the sink daemon wrote ~7 KB per event, and took 1.6 to
+ * 2.5 times longer).
+ */
 void bgrun_event_new_id(char id[BGRUN_EVENT_ID_MAX + 1])
 {
 	static const char hex[] = "0123456789abcdef";
+	uint64_t ms = (uint64_t)bgrun__now_ns(CLOCK_REALTIME) / 1000000;
 	unsigned char b[16];
 	size_t o = 0;
 
 	random_bytes(b, sizeof(b));
-	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+	for (int i = 0; i < 6; i++)
+		b[i] = (unsigned char)(ms >> (8 * (5 - i)));
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x70); /* version 7 */
 	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
 	for (size_t i = 0; i < sizeof(b); i++) {
 		if (i == 4 || i == 6 || i == 8 || i == 10)

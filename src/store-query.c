@@ -427,7 +427,8 @@ static int get_exact(struct bgrun_store *store, const char *id,
 int bgrun_store_get(struct bgrun_store *store, const char *id_or_prefix,
 		    bgrun_store_row_cb cb, void *data)
 {
-	char pattern[BGRUN_EVENT_ID_MAX + 2], id[BGRUN_EVENT_ID_MAX + 1];
+	char pattern[BGRUN_EVENT_ID_MAX + 2], suffix[BGRUN_EVENT_ID_MAX + 2];
+	char id[BGRUN_EVENT_ID_MAX + 1];
 	sqlite3_stmt *stmt;
 	int r, rc, matches = 0;
 	size_t n;
@@ -448,10 +449,13 @@ int bgrun_store_get(struct bgrun_store *store, const char *id_or_prefix,
 	if (r != 0 || found)
 		return r;
 	(void)snprintf(pattern, sizeof(pattern), "%s*", id_or_prefix);
+	(void)snprintf(suffix, sizeof(suffix), "*%s", id_or_prefix);
 	r = bgrun__store_stmt(store, BGRUN__STMT_GET_PREFIX, &stmt);
 	if (r < 0)
 		return r;
 	rc = sqlite3_bind_text(stmt, 1, pattern, -1, SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_text(stmt, 2, suffix, -1, SQLITE_STATIC);
 	while (rc == SQLITE_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		if (matches++ == 0)
 			(void)snprintf(id, sizeof(id), "%s",
@@ -469,7 +473,7 @@ int bgrun_store_get(struct bgrun_store *store, const char *id_or_prefix,
 					  id_or_prefix);
 	if (matches > 1)
 		return bgrun__store_failf(store, -EEXIST,
-					  "event id prefix %s is ambiguous",
+					  "event id part %s is ambiguous",
 					  id_or_prefix);
 	r = get_exact(store, id, cb, data, &found);
 	if (r == 0 && !found) /* deleted meanwhile */

@@ -56,8 +56,10 @@ static const char *const stmt_sql[BGRUN__N_STMTS] = {
 		"excluded.result NOT IN ('running', 'lost'))",
 	[BGRUN__STMT_JSON_LOST] = "SELECT json_set(?1, '$.result', 'lost')",
 	[BGRUN__STMT_GET_EXACT] = BGRUN__SQL_ROW " WHERE id = ?1",
+	/* ?1 'X*' uses the id index; ?2 '*X' has to scan the table. */
 	[BGRUN__STMT_GET_PREFIX] = "SELECT id FROM events WHERE id GLOB ?1 "
-				   "ORDER BY id LIMIT 2",
+				   "UNION SELECT id FROM events WHERE id GLOB ?2 "
+				   "LIMIT 2",
 	[BGRUN__STMT_RUNNING] =
 		"SELECT id, boot_id, supervisor_pid, supervisor_start "
 		"FROM events WHERE result = 'running' AND result != 'success'",

@@ -369,13 +369,13 @@ ok = head.split() == ["TIME", "DURATION", "RESULT", "EXIT", "ID", "COMMAND"]
 ok = ok and head.index("ID") == 54 and head.index("COMMAND") == 64
 ok = ok and len(body) == len(rows)
 for r, l in zip(rows, body):
-    if l[54:62] != r["id"][:8] or l[64:] != r["display"] or \
+    if l[54:62] != r["id"][-8:] or l[64:] != r["display"] or \
        l[31:43].rstrip() != r["result"]:
         print("# bad line:", repr(l))
         ok = False
 sys.exit(0 if ok else 1)' "$TMP/all.json" "$TMP/.stdout"
 # row ID: the table line of event ID.
-row() { grep "  ${1:0:8}  " "$TMP/.stdout"; }
+row() { grep "  ${1: -8}  " "$TMP/.stdout"; }
 check "table: failure shows exit 3" eval '[[ $(row "$ID_FAIL") =~ \ failed\ +3\  ]]'
 check "table: signal shows SIGKILL" eval '[[ $(row "$ID_SIG") =~ \ signaled\ +SIGKILL\  ]]'
 check "table: timeout shows SIGTERM" eval '[[ $(row "$ID_TMO") =~ \ timeout\ +SIGTERM\  ]]'
@@ -414,7 +414,7 @@ import sys
 lines = open(sys.argv[1], encoding="utf-8").read().split("\n")[:-1]
 sys.exit(0 if lines and max(len(l) for l in lines) <= 80 else 1)' "$TMP/tty.out"
 check "terminal: the long command cut with an ellipsis" \
-	grep -Eq "^.*  ${ID_LONG:0:8}  .*(…|\.\.\.)\$" "$TMP/tty.out"
+	grep -Eq "^.*  ${ID_LONG: -8}  .*(…|\.\.\.)\$" "$TMP/tty.out"
 "$PY" "$TMP/tty-run.py" "$LS" stats >"$TMP/tty-stats.out"
 check "terminal: stats within 80 columns" py '
 import sys
@@ -459,8 +459,8 @@ sys.exit(0 if all(r["time"].endswith("+05:30") and "T" in r["time"]
                   for r in recs) else 1)' "$TMP/all.csv"
 
 # --- show ---
-lsink show "${ID_FAIL:0:8}"
-eq "show prefix: exit 0" "$RC" 0
+lsink show "${ID_FAIL: -8}"
+eq "show by the id's end (the table's ID): exit 0" "$RC" 0
 check "show: id" grep -qx "id: $ID_FAIL" "$TMP/.stdout"
 check "show: result" grep -qx 'result: failed' "$TMP/.stdout"
 check "show: exit_code" grep -qx 'exit_code: 3' "$TMP/.stdout"
@@ -477,7 +477,7 @@ expect_error "show: unknown id" 1 "logsink: no event 'zzzz'"
 AMB=$(cut -c 8 "$TMP/all.json" | sort | uniq -d | head -n 1)
 lsink show "$AMB"
 expect_error "show: ambiguous prefix" 1 \
-	"logsink: event id '$AMB' is ambiguous: several events start with it"
+	"logsink: event id '$AMB' is ambiguous: several events start or end with it"
 lsink show 'no/such'
 expect_error "show: not an id" 1 "logsink: 'no/such' is not an event id"
 lsink show

@@ -228,7 +228,8 @@ void case_query_filters(void)
 
 void case_get_prefix(void)
 {
-	static const char *const ids[] = { "abc-1", "abc-2", "abd", "x" };
+	/* Not ids that a UUID could end with (hex digits only). */
+	static const char *const ids[] = { "abc-1", "abc-2", "abz", "x" };
 	char *db = t_path(t_tmpdir(), "events.db");
 	struct t_rows rows = { 0 };
 	struct bgrun_store *s;
@@ -243,12 +244,15 @@ void case_get_prefix(void)
 	}
 	bgrun_event_init(&uuid, "exthook", "clone-hook");
 	ASSERT_EQ(bgrun_store_put(s, &uuid), 1);
-	memcpy(prefix, uuid.id, 8);
+	memcpy(prefix, uuid.id + 28, 8);
 	prefix[8] = '\0';
+	/* Its end, as logsink query shows it; its start is its time. */
 	t_get(s, prefix, &rows);
 	ASSERT_STR_EQ(rows.ev[0].id, uuid.id);
-	t_get(s, "abd", &rows);
-	ASSERT_STR_EQ(rows.ev[0].id, "abd");
+	t_get(s, "-2", &rows);
+	ASSERT_STR_EQ(rows.ev[0].id, "abc-2");
+	t_get(s, "abz", &rows);
+	ASSERT_STR_EQ(rows.ev[0].id, "abz");
 	t_get(s, "abc-2", &rows);
 	ASSERT_STR_EQ(rows.ev[0].id, "abc-2");
 	t_rows_free(&rows);

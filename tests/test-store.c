@@ -20,15 +20,27 @@ static void case_event_init(void)
 {
 	struct bgrun_event a, b;
 	struct utsname u;
-	char *boot;
+	struct timespec t0, t1;
+	char *boot, hex[13];
+	uint64_t ms;
 
+	ASSERT_OK(clock_gettime(CLOCK_REALTIME, &t0) < 0 ? -errno : 0);
 	bgrun_event_init(&a, "command", "hg");
 	bgrun_event_init(&b, "command", "hg");
+	ASSERT_OK(clock_gettime(CLOCK_REALTIME, &t1) < 0 ? -errno : 0);
+	/* UUID v7: its first 48 bits are the time in milliseconds. */
+	memcpy(hex, a.id, 8);
+	memcpy(hex + 8, a.id + 9, 4);
+	hex[12] = '\0';
+	ms = strtoull(hex, NULL, 16);
+	ASSERT((int64_t)ms >= (int64_t)t0.tv_sec * 1000 + t0.tv_nsec / 1000000);
+	ASSERT((int64_t)ms <= (int64_t)t1.tv_sec * 1000 + t1.tv_nsec / 1000000);
+	ASSERT(strcmp(a.id, b.id) <= 0 || strncmp(a.id, b.id, 13) == 0);
 	ASSERT_EQ(strlen(a.id), 36);
 	ASSERT(strcmp(a.id, b.id) != 0);
 	ASSERT(a.id[8] == '-' && a.id[13] == '-' && a.id[18] == '-' &&
 	       a.id[23] == '-');
-	ASSERT(a.id[14] == '4');
+	ASSERT(a.id[14] == '7');
 	ASSERT(strchr("89ab", a.id[19]) != NULL);
 	ASSERT_STR_EQ(a.event, "command");
 	ASSERT_STR_EQ(a.source, "hg");
