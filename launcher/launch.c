@@ -11,6 +11,7 @@
  */
 
 #include "cli.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,28 +47,6 @@ pid_t launch_read_report(int fd, struct bgrun_failure *failure)
 		return (pid_t)-a;
 	}
 	return 0;
-}
-
-/* Where bgrun-start is: beside this program (a build tree), else installed. */
-static int find_starter(const char *self, char *buf, size_t size)
-{
-	const char *slash = strrchr(self, '/');
-	int n = slash != NULL ? (int)(slash - self) : 0;
-
-	if (snprintf(buf, size, "%.*s/bgrun-start", n, self) < (int)size &&
-	    access(buf, X_OK) == 0)
-		return 0;
-	if (snprintf(buf, size, "%s", BGRUN_START_PATH) >= (int)size)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
-static int64_t now_ns(clockid_t clock)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(clock, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static size_t vec_len(const char *const *v)
@@ -183,7 +162,8 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	struct bgrun_failure sf = { .stage = BGRUN_STAGE_NONE };
 	enum sup_started status = SUP_NOT_STARTED;
 	struct sup_strings ss = { .self = NULL };
-	char self[PATH_MAX], starter[PATH_MAX], here[PATH_MAX], *path = NULL;
+	char self[PATH_MAX], buf[PATH_MAX], here[PATH_MAX], *path = NULL;
+	const char *starter;
 	const char **argv = NULL;
 	int pipefd[2] = { -1, -1 }, r;
 	int64_t rt, mono;
@@ -196,20 +176,18 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	}
 	self[n] = '\0';
 	ss.self = self;
-	r = find_starter(self, starter, sizeof(starter));
-	if (r == 0 && asprintf(&ss.origin, "--_origin=%s", here) < 0) {
+	starter = bgrun__helper_path(self, "bgrun-start", BGRUN_START_PATH,
+				     buf, sizeof(buf));
+	if (asprintf(&ss.origin, "--_origin=%s", here) < 0) {
 		ss.origin = NULL;
-		r = -ENOMEM;
-	}
-	if (r < 0) {
-		cli_msg("cannot start the supervisor: %s", strerror(-r));
+		cli_msg("cannot start the supervisor: %s", strerror(ENOMEM));
 		return SUP_NOT_STARTED;
 	}
 	(void)snprintf(ss.supervise, sizeof(ss.supervise), "--_supervise=%s",
 		       id);
 
-	rt = now_ns(CLOCK_REALTIME);
-	mono = now_ns(CLOCK_MONOTONIC);
+	rt = bgrun__now_ns(CLOCK_REALTIME);
+	mono = bgrun__now_ns(CLOCK_MONOTONIC);
 	opts.failure = failure;
 	r = bgrun_spawn_resolve(&opts, &path);
 	if (r < 0)

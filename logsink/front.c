@@ -15,6 +15,7 @@
  */
 
 #include "send.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -23,34 +24,15 @@
 #include <string.h>
 #include <unistd.h>
 
-/* logsink-full: beside this program (a build tree), else installed. */
-static const char *full_path(char *buf, size_t size)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *slash;
-
-	if (n > 0) {
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash != NULL) {
-			*slash = '\0';
-			if (snprintf(buf, size, "%s/logsink-full", self) <
-				    (int)size &&
-			    access(buf, X_OK) == 0)
-				return buf;
-		}
-	}
-	return LOGSINK_FULL_PATH;
-}
-
 /* Runs logsink-full with argv, and --field id=ID when id is not empty. */
 __attribute__((noreturn))
 static void run_full(int argc, char **argv, const char *id)
 {
 	char path[PATH_MAX], field[BGRUN_EVENT_ID_MAX + 8];
 	char **v = calloc((size_t)argc + 3, sizeof(*v));
-	const char *full = full_path(path, sizeof(path));
+	const char *full = bgrun__helper_path(NULL, "logsink-full",
+					      LOGSINK_FULL_PATH, path,
+					      sizeof(path));
 
 	if (v == NULL) {
 		lsink_msg("out of memory");
@@ -99,15 +81,10 @@ static int send_to_daemon(int argc, char **argv, const char *db,
 			  char id[BGRUN_EVENT_ID_MAX + 1])
 {
 	struct bgrun_sink_opts so = BGRUN_SINK_OPTS_INIT;
-	const char *mode = getenv("BGRUN_SINK");
 	char **owned, **args, why[512];
 	struct lsink_send s;
 	int status = -1;
 
-	if (mode != NULL && strcmp(mode, "auto") != 0 &&
-	    strcmp(mode, "daemon") != 0 && strcmp(mode, "try") != 0 &&
-	    mode[0] != '\0')
-		return -1; /* embedded, or a mistake logsink-full explains */
 	/* getopt permutes args and replaces args[0]: free owned instead. */
 	owned = copy_args(argc, argv);
 	args = calloc((size_t)argc + 1, sizeof(*args));
@@ -120,8 +97,7 @@ static int send_to_daemon(int argc, char **argv, const char *db,
 	status = lsink_send_prepare(argc, args, db, &s);
 	if (status != 0)
 		goto out;
-	so.mode = mode != NULL && strcmp(mode, "auto") == 0 ? BGRUN_SINK_AUTO
-							     : BGRUN_SINK_TRY;
+	/* $BGRUN_SINK=embedded, or a mistake, is logsink-full's to handle. */
 	so.db = s.db;
 	so.socket = s.socket;
 	if (bgrun_sink_put_daemon(&so, &s.ev, why, sizeof(why)) >= 0) {

@@ -720,8 +720,9 @@ int bgrun_sink_put_batch(struct bgrun_sink *sink,
 /*
  * Records one event through the daemon alone, for a program that must
  * start fast and so does not link the store (SQLite): no sink object, no
- * embedded store, no spool; opts as for bgrun_sink_open (mode AUTO may
- * start the daemon; any other mode only tries it). Returns
+ * embedded store, no spool; opts (NULL: the defaults) as for
+ * bgrun_sink_open, $BGRUN_SINK included: AUTO may start the daemon,
+ * EMBEDDED gives -ENOTCONN at once, a bad mode -EINVAL. Returns
  * BGRUN_SINK_VIA_DAEMON once the event is committed, else -errno with a
  * line in errmsg (size bytes, may be NULL): the caller then takes the
  * other paths, e.g. by handing the event to bgrun_sink_put in a program

@@ -22,6 +22,8 @@
 #define HELLO_TIMEOUT_MS 5000
 /* Frames of a batch encoded and in flight at once. */
 #define WINDOW 512
+/* The longest wait for the daemon unless the options say (bgrun.h). */
+#define DEFAULT_TIMEOUT_MS 30000
 
 /* Records a one-line message as the sink's; returns error. */
 int bgrun__sink_fail(struct bgrun_sink *sink, int error, const char *fmt, ...)
@@ -489,42 +491,105 @@ int bgrun__sink_via_daemon(struct bgrun_sink *sink, struct bgrun__sink_batch *b)
 	return r;
 }
 
+static int parse_mode(enum bgrun_sink_mode mode, enum bgrun_sink_mode *ret_mode)
+{
+	static const struct {
+		const char *name;
+		enum bgrun_sink_mode mode;
+	} names[] = {
+		{ "", BGRUN_SINK_TRY },
+		{ "try", BGRUN_SINK_TRY },
+		{ "auto", BGRUN_SINK_AUTO },
+		{ "embedded", BGRUN_SINK_EMBEDDED },
+		{ "daemon", BGRUN_SINK_DAEMON },
+	};
+	const char *env;
+
+	if (mode > BGRUN_SINK_DAEMON)
+		return -EINVAL;
+	if (mode != BGRUN_SINK_ENV) {
+		*ret_mode = mode;
+		return 0;
+	}
+	env = getenv("BGRUN_SINK");
+	if (env == NULL)
+		env = "";
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(env, names[i].name) == 0) {
+			*ret_mode = names[i].mode;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Paths that cannot be found only close the paths that need them. */
+int bgrun__sink_init(struct bgrun_sink *sink,
+		     const struct bgrun_sink_opts *opts)
+{
+	const char *prog;
+	int r;
+
+	sink->fd = -1;
+	sink->next_seq = 1;
+	if (opts->timeout_ms < 0)
+		return -EINVAL;
+	sink->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
+						: DEFAULT_TIMEOUT_MS;
+	r = parse_mode(opts->mode, &sink->mode);
+	if (r < 0)
+		return r;
+	if (opts->db != NULL)
+		sink->db = strdup(opts->db);
+	else if (bgrun_store_default_path(&sink->db) == -ENOMEM)
+		return -ENOMEM;
+	if (opts->db != NULL && sink->db == NULL)
+		return -ENOMEM;
+	if (opts->socket != NULL)
+		sink->socket = strdup(opts->socket);
+	else if (bgrun_sink_default_socket(&sink->socket) == -ENOMEM)
+		return -ENOMEM;
+	if (opts->socket != NULL && sink->socket == NULL)
+		return -ENOMEM;
+	prog = opts->logsink != NULL ? opts->logsink : getenv("BGRUN_LOGSINK");
+	if (prog != NULL && prog[0] != '\0' &&
+	    (sink->logsink = strdup(prog)) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+void bgrun__sink_release(struct bgrun_sink *sink)
+{
+	bgrun__sink_disconnect(sink);
+	bgrun__wire_buf_free(&sink->out);
+	free(sink->in);
+	free(sink->db);
+	free(sink->socket);
+	free(sink->logsink);
+}
+
 int bgrun_sink_put_daemon(const struct bgrun_sink_opts *opts,
 			  const struct bgrun_event *ev, char *errmsg,
 			  size_t size)
 {
-	struct bgrun_sink sink = {
-		.mode = opts->mode == BGRUN_SINK_AUTO ? BGRUN_SINK_AUTO
-						     : BGRUN_SINK_DAEMON,
-		.timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 30000,
-		.fd = -1,
-		.next_seq = 1,
-	};
+	struct bgrun_sink_opts defaults = BGRUN_SINK_OPTS_INIT;
+	struct bgrun_sink sink = { .fd = -1 };
 	int status = BGRUN__SINK_PENDING, r;
 	struct bgrun__sink_batch b = { .evs = ev, .status = &status, .n = 1 };
 
-	if (opts->db != NULL)
-		sink.db = strdup(opts->db);
-	else if (bgrun_store_default_path(&sink.db) < 0)
-		sink.db = NULL;
-	if (opts->socket != NULL)
-		sink.socket = strdup(opts->socket);
-	else if (bgrun_sink_default_socket(&sink.socket) < 0)
-		sink.socket = NULL;
-	if (opts->logsink != NULL)
-		sink.logsink = strdup(opts->logsink);
-	else if (getenv("BGRUN_LOGSINK") != NULL)
-		sink.logsink = strdup(getenv("BGRUN_LOGSINK"));
-	r = bgrun__sink_via_daemon(&sink, &b);
+	r = bgrun__sink_init(&sink, opts != NULL ? opts : &defaults);
+	if (r == -EINVAL)
+		r = bgrun__sink_fail(&sink, r, "BGRUN_SINK must be auto, "
+				     "embedded or daemon");
+	else if (r >= 0 && sink.mode == BGRUN_SINK_EMBEDDED)
+		r = bgrun__sink_fail(&sink, -ENOTCONN,
+				     "BGRUN_SINK=embedded: not the daemon");
+	if (r >= 0)
+		r = bgrun__sink_via_daemon(&sink, &b);
 	if (r >= 0)
 		r = status == BGRUN__SINK_PENDING ? -EAGAIN : status;
 	if (r < 0 && errmsg != NULL && size > 0)
 		(void)snprintf(errmsg, size, "%s", sink.errmsg);
-	bgrun__sink_disconnect(&sink);
-	bgrun__wire_buf_free(&sink.out);
-	free(sink.in);
-	free(sink.db);
-	free(sink.socket);
-	free(sink.logsink);
+	bgrun__sink_release(&sink);
 	return r;
 }

@@ -10,98 +10,31 @@
 #include <string.h>
 #include <unistd.h>
 
-#define DEFAULT_TIMEOUT_MS 30000
-
-static int parse_mode(enum bgrun_sink_mode mode, enum bgrun_sink_mode *ret_mode)
-{
-	static const struct {
-		const char *name;
-		enum bgrun_sink_mode mode;
-	} names[] = {
-		{ "", BGRUN_SINK_TRY },
-		{ "try", BGRUN_SINK_TRY },
-		{ "auto", BGRUN_SINK_AUTO },
-		{ "embedded", BGRUN_SINK_EMBEDDED },
-		{ "daemon", BGRUN_SINK_DAEMON },
-	};
-	const char *env;
-
-	if (mode > BGRUN_SINK_DAEMON)
-		return -EINVAL;
-	if (mode != BGRUN_SINK_ENV) {
-		*ret_mode = mode;
-		return 0;
-	}
-	env = getenv("BGRUN_SINK");
-	if (env == NULL)
-		env = "";
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcmp(env, names[i].name) == 0) {
-			*ret_mode = names[i].mode;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 int bgrun_sink_open(const struct bgrun_sink_opts *opts,
 		    struct bgrun_sink **ret_sink)
 {
 	struct bgrun_sink_opts defaults = BGRUN_SINK_OPTS_INIT;
-	const char *prog;
 	struct bgrun_sink *sink;
 	int r;
 
-	if (opts == NULL)
-		opts = &defaults;
-	if (opts->timeout_ms < 0)
-		return -EINVAL;
 	sink = calloc(1, sizeof(*sink));
 	if (sink == NULL)
 		return -ENOMEM;
-	sink->fd = -1;
-	sink->next_seq = 1;
-	sink->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
-						: DEFAULT_TIMEOUT_MS;
-	r = parse_mode(opts->mode, &sink->mode);
-	if (r < 0)
-		goto fail;
-	r = -ENOMEM;
-	/* Paths that cannot be found only close the paths that need them. */
-	if (opts->db != NULL)
-		sink->db = strdup(opts->db);
-	else if (bgrun_store_default_path(&sink->db) == -ENOMEM)
-		goto fail;
-	if (opts->db != NULL && sink->db == NULL)
-		goto fail;
-	if (opts->socket != NULL)
-		sink->socket = strdup(opts->socket);
-	else if (bgrun_sink_default_socket(&sink->socket) == -ENOMEM)
-		goto fail;
-	if (opts->socket != NULL && sink->socket == NULL)
-		goto fail;
-	prog = opts->logsink != NULL ? opts->logsink : getenv("BGRUN_LOGSINK");
-	if (prog != NULL && prog[0] != '\0' &&
-	    (sink->logsink = strdup(prog)) == NULL)
-		goto fail;
+	r = bgrun__sink_init(sink, opts != NULL ? opts : &defaults);
+	if (r < 0) {
+		bgrun_sink_close(sink);
+		return r;
+	}
 	*ret_sink = sink;
 	return 0;
-fail:
-	bgrun_sink_close(sink);
-	return r;
 }
 
 void bgrun_sink_close(struct bgrun_sink *sink)
 {
 	if (sink == NULL)
 		return;
-	bgrun__sink_disconnect(sink);
+	bgrun__sink_release(sink);
 	bgrun_store_close(sink->store);
-	bgrun__wire_buf_free(&sink->out);
-	free(sink->in);
-	free(sink->db);
-	free(sink->socket);
-	free(sink->logsink);
 	free(sink);
 }
 

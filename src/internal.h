@@ -90,6 +90,14 @@ void bgrun__child_unref(struct bgrun_child *child);
  */
 int bgrun__fd_high(int fd, int low);
 
+/*
+ * A helper program of ours: NAME beside this program (self, NULL: read
+ * from /proc/self/exe) when there is one there, as in a build tree;
+ * else the installed path. In buf (size bytes) or installed.
+ */
+const char *bgrun__helper_path(const char *self, const char *name,
+			       const char *installed, char *buf, size_t size);
+
 /* Clocks, in nanoseconds. */
 int64_t bgrun__now_ns(int clock_id);
 

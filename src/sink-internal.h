@@ -48,6 +48,15 @@ int bgrun__sink_fail(struct bgrun_sink *sink, int error, const char *fmt, ...);
 void bgrun__sink_disconnect(struct bgrun_sink *sink);
 
 /* client-daemon.c */
+/*
+ * Fills a zeroed sink from opts (mode, timeout, paths; nothing opened):
+ * 0, -EINVAL (a bad mode, $BGRUN_SINK or timeout) or -ENOMEM. Release it
+ * with bgrun__sink_release either way.
+ */
+int bgrun__sink_init(struct bgrun_sink *sink,
+		     const struct bgrun_sink_opts *opts);
+/* Frees what bgrun__sink_init and the daemon path hold (not the store). */
+void bgrun__sink_release(struct bgrun_sink *sink);
 /* Whether some event of b is still BGRUN__SINK_PENDING. */
 bool bgrun__sink_pending(const struct bgrun__sink_batch *b);
 /*

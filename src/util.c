@@ -4,12 +4,14 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int64_t bgrun__now_ns(int clock_id)
 {
@@ -157,4 +159,25 @@ int bgrun_store_default_path(char **ret_path)
 		return -ENOMEM;
 	*ret_path = path;
 	return 0;
+}
+
+const char *bgrun__helper_path(const char *self, const char *name,
+			       const char *installed, char *buf, size_t size)
+{
+	char here[PATH_MAX];
+	const char *slash;
+	ssize_t n;
+
+	if (self == NULL) {
+		n = readlink("/proc/self/exe", here, sizeof(here) - 1);
+		here[n > 0 ? n : 0] = '\0';
+		self = here;
+	}
+	slash = strrchr(self, '/');
+	if (slash != NULL &&
+	    snprintf(buf, size, "%.*s/%s", (int)(slash - self), self, name) <
+		    (int)size &&
+	    access(buf, X_OK) == 0)
+		return buf;
+	return installed;
 }
