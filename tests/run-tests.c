@@ -2,7 +2,6 @@
 /* run-tests.c: the unit test runner: one case per run, --list, helper. */
 
 #include "test.h"
-#include "tcore.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -68,22 +67,6 @@ void test_kill_at_exit(pid_t pid)
 	(void)pthread_mutex_unlock(&cleanup_lock);
 }
 
-void test_fail(const char *file, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	t_vexit(1, file, line, "", fmt, ap);
-}
-
-void test_skip(const char *file, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	t_vexit(77, file, line, "skipped: ", fmt, ap);
-}
-
 void test_fail_str(const char *file, int line, const char *expr_a,
 		   const char *expr_b, const char *a, const char *b)
 {
@@ -91,7 +74,7 @@ void test_fail_str(const char *file, int line, const char *expr_a,
 
 	t_quote(qa, sizeof(qa), a);
 	t_quote(qb, sizeof(qb), b);
-	test_fail(file, line, "%s == %s (%s vs %s)", expr_a, expr_b, qa, qb);
+	t_fail(file, line, "%s == %s (%s vs %s)", expr_a, expr_b, qa, qb);
 }
 
 void *test_malloc(size_t size)

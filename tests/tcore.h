@@ -16,6 +16,11 @@ __attribute__((noreturn, format(printf, 5, 0)))
 void t_vexit(int code, const char *file, int line, const char *prefix,
 	     const char *fmt, va_list ap);
 
+/* Failing (exit 1) and skipping (exit 77) with a one-line reason. */
+__attribute__((noreturn, format(printf, 3, 4)))
+void t_fail(const char *file, int line, const char *fmt, ...);
+__attribute__((noreturn, format(printf, 3, 4)))
+void t_skip(const char *file, int line, const char *fmt, ...);
 /* A bounded one-line rendering of s (C escapes, "(null)" for NULL). */
 void t_quote(char *buf, size_t size, const char *s);
 

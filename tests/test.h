@@ -5,6 +5,7 @@
 #define BGRUN_TEST_H
 
 #include "bgrun.h"
+#include "tcore.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -99,17 +100,13 @@ int helper_main(int argc, char **argv);
 uint64_t test_fnv1a(const void *data, size_t len, uint64_t hash);
 #define TEST_FNV_INIT UINT64_C(0xcbf29ce484222325)
 
-/* Failing (exit 1) and skipping (exit 77), each with a one-line reason. */
-__attribute__((noreturn, format(printf, 3, 4)))
-void test_fail(const char *file, int line, const char *fmt, ...);
-__attribute__((noreturn, format(printf, 3, 4)))
-void test_skip(const char *file, int line, const char *fmt, ...);
+/* Failing (exit 1) and skipping (exit 77): tcore.h's, with a one-line reason. */
 __attribute__((noreturn))
 void test_fail_str(const char *file, int line, const char *expr_a,
 		   const char *expr_b, const char *a, const char *b);
 
-#define FAIL(...) test_fail(__FILE__, __LINE__, __VA_ARGS__)
-#define SKIP(...) test_skip(__FILE__, __LINE__, __VA_ARGS__)
+#define FAIL(...) t_fail(__FILE__, __LINE__, __VA_ARGS__)
+#define SKIP(...) t_skip(__FILE__, __LINE__, __VA_ARGS__)
 
 #define ASSERT(cond) \
 	do { \

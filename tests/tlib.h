@@ -16,11 +16,6 @@ struct t_case {
 };
 #define T_CASE(name) { #name, case_##name }
 
-/* Failing (exit 1) and skipping (exit 77) with a one-line reason. */
-__attribute__((noreturn, format(printf, 3, 4)))
-void t_fail(const char *file, int line, const char *fmt, ...);
-__attribute__((noreturn, format(printf, 3, 4)))
-void t_skip(const char *file, int line, const char *fmt, ...);
 /* Fails with both strings shown bounded and escaped. */
 __attribute__((noreturn))
 void t_fail_str(const char *file, int line, const char *expr, const char *a,
