@@ -2,6 +2,7 @@
 /* supervise.c: the recorder of a logged launch: COMMAND's `running` row, then its finish as bgrun-start saw it. */
 
 #include "cli.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -37,14 +38,6 @@ struct sup {
 	char **argv;
 	char *cwd, *out, *err, *db;
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* path made absolute against dir (itself absolute, or NULL: ours). */
 static char *absolute(const char *path, const char *dir)
@@ -121,7 +114,7 @@ static void describe(struct sup *s)
 	s->ev.supervisor_pid = getppid();
 	s->ev.supervisor_start = bgrun_proc_starttime(getppid());
 	s->ev.start_ns = c->start_realtime_ns > 0 ? c->start_realtime_ns
-						  : now_ns();
+						  : bgrun__now_ns(CLOCK_REALTIME);
 }
 
 /* Reads bgrun-start's line about COMMAND's end (start.c: write_end). */
@@ -198,7 +191,7 @@ int supervise_main(const struct cli *c)
 		/* Our stderr is /dev/null: this only gives the exit code. */
 		status = cli_report_failure(c, error, &failure);
 		s.ev.result = BGRUN_RESULT_SPAWN_FAILED;
-		s.ev.end_ns = now_ns();
+		s.ev.end_ns = bgrun__now_ns(CLOCK_REALTIME);
 		s.ev.message = bgrun_strerror(error);
 		record(&s);
 		goto out;
