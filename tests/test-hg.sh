@@ -23,22 +23,8 @@ for p in hg sqlite3; do
 	fi
 done
 
-TMP=$(mktemp -d /tmp/hgsink.XXXXXX) || exit 1
-DAEMON_PID=
-cleanup() {
-	[ -n "$DAEMON_PID" ] && kill -KILL "$DAEMON_PID" 2>/dev/null
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-cd "$TMP" || exit 1
-FAILED=0
-pass() { echo "ok - $1"; }
-fail() { echo "not ok - $1"; FAILED=1; }
-eq() {
-	if [ "$2" = "$3" ]; then pass "$1"; else
-		fail "$1"; printf '#   got:  %q\n#   want: %q\n' "$2" "$3"
-	fi
-}
+USAGE_PROG=logsink
+source "$(dirname "$0")/lib.sh"
 q() { sqlite3 -batch -noheader "$BGRUN_DB" "$1"; }
 
 export BGRUN_DB=$TMP/state/events.db
@@ -94,6 +80,7 @@ fi
 if [ "$MODE" = daemon ]; then
 	DAEMON_PID=$("$LS" serve --detach --log "$TMP/daemon.log") ||
 		{ echo "# the daemon did not start"; cat "$TMP/daemon.log"; exit 1; }
+	KILL_PIDS+=("$DAEMON_PID")
 	export BGRUN_SINK=daemon
 else
 	export BGRUN_SINK=embedded
@@ -170,9 +157,9 @@ if [ "$MODE" = daemon ]; then
 	while [ -e "$BGRUN_SOCKET" ] && [ $SECONDS -lt $deadline ]; do
 		sleep 0.05
 	done
-	DAEMON_PID=
+	KILL_PIDS=()
 	# The daemon counted them: they did not go around it.
 	n=$(sed -n 's/.*stopped: \([0-9]*\) events committed.*/\1/p' "$TMP/daemon.log")
 	eq "the daemon committed all 13" "$n" 13
 fi
-exit $FAILED
+finish
