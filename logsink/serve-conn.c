@@ -149,6 +149,7 @@ static void handle_event(struct lsink_conn *c, struct bgrun__wire_msg *m,
 {
 	struct lsink_server *srv = c->srv;
 	struct lsink_item *it = calloc(1, sizeof(*it));
+	int r;
 
 	if (it == NULL) {
 		bgrun__wire_msg_release(m);
@@ -161,10 +162,24 @@ static void handle_event(struct lsink_conn *c, struct bgrun__wire_msg *m,
 	if (m->ev.uid != (int64_t)c->uid)
 		m->ev.user = NULL;
 	m->ev.uid = c->uid;
+	it->msg = *m;
+	/* Checked and made ready here, so that the writer only writes. */
+	r = bgrun__event_prepare(srv->scratch, &it->msg.ev, 0, &it->prep);
+	if (r < 0) {
+		(void)bgrun__wire_put_error(
+			&c->out, m->seq,
+			r == -EINVAL ? BGRUN__WIRE_E_INVALID
+				     : BGRUN__WIRE_E_STORE,
+			bgrun_store_errmsg(srv->scratch)[0] != '\0'
+				? bgrun_store_errmsg(srv->scratch)
+				: bgrun_strerror(r));
+		lsink_item_free(it);
+		flush(c);
+		return;
+	}
 	it->conn = c;
 	it->seq = m->seq;
 	it->bytes = bytes;
-	it->msg = *m;
 	c->in_flight++;
 	srv->queued_bytes += bytes;
 	if ((++srv->queued >= srv->lim.queue_max ||

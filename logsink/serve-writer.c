@@ -13,6 +13,7 @@ void lsink_item_free(struct lsink_item *item)
 {
 	if (item == NULL)
 		return;
+	bgrun__prepared_release(&item->prep);
 	bgrun__wire_msg_release(&item->msg);
 	free(item->why);
 	free(item);
@@ -31,15 +32,15 @@ static void fail_item(struct lsink_item *item, int error, const char *why)
  * store refuses (-EINVAL) must not take the others down with it.
  */
 static void write_batch(struct lsink_writer *w, struct lsink_item *batch,
-			struct bgrun_event *evs, size_t n)
+			size_t n)
 {
 	struct lsink_item *it;
 	size_t i = 0;
 	int r;
 
 	for (it = batch; it != NULL; it = it->next)
-		evs[i++] = it->msg.ev;
-	r = bgrun_store_put_batch(w->store, evs, n);
+		w->batch[i++] = &it->prep;
+	r = bgrun__store_put_prepared(w->store, w->batch, n);
 	if (r >= 0) {
 		for (it = batch; it != NULL; it = it->next)
 			it->status = 0;
@@ -52,7 +53,9 @@ static void write_batch(struct lsink_writer *w, struct lsink_item *batch,
 		return;
 	}
 	for (it = batch; it != NULL; it = it->next) {
-		r = bgrun_store_put(w->store, &it->msg.ev);
+		const struct bgrun__prepared *one = &it->prep;
+
+		r = bgrun__store_put_prepared(w->store, &one, 1);
 		if (r >= 0) {
 			it->status = 0;
 			w->n_commits++;
@@ -87,7 +90,6 @@ static void wait_until(struct lsink_writer *w, int64_t deadline_ns)
 static void *writer_main(void *arg)
 {
 	struct lsink_writer *w = arg;
-	struct bgrun_event *evs = malloc(w->batch_max * sizeof(*evs));
 
 	(void)pthread_mutex_lock(&w->lock);
 	for (;;) {
@@ -139,13 +141,7 @@ static void *writer_main(void *arg)
 		w->n_todo -= n;
 		(void)pthread_mutex_unlock(&w->lock);
 
-		if (evs != NULL) {
-			write_batch(w, batch, evs, n);
-		} else {
-			for (struct lsink_item *it = batch; it != NULL;
-			     it = it->next)
-				fail_item(it, -ENOMEM, "out of memory");
-		}
+		write_batch(w, batch, n);
 
 		(void)pthread_mutex_lock(&w->lock);
 		*w->done_tail = batch;
@@ -154,12 +150,12 @@ static void *writer_main(void *arg)
 		(void)uv_async_send(w->wake);
 	}
 	(void)pthread_mutex_unlock(&w->lock);
-	free(evs);
 	return NULL;
 }
 
 int lsink_writer_start(struct lsink_writer *w)
 {
+	pthread_condattr_t ca;
 	sigset_t all, old;
 	int r;
 
@@ -170,33 +166,35 @@ int lsink_writer_start(struct lsink_writer *w)
 	w->stop = false;
 	w->replay =
 		true; /* first of all, what was spooled while we were away */
+	w->batch = calloc(w->batch_max, sizeof(*w->batch));
+	if (w->batch == NULL)
+		return -ENOMEM;
 	r = pthread_mutex_init(&w->lock, NULL);
 	if (r != 0)
-		return -r;
-	{
-		pthread_condattr_t ca;
-
-		(void)pthread_condattr_init(&ca);
-		(void)pthread_condattr_setclock(&ca, CLOCK_REALTIME);
-		r = pthread_cond_init(&w->cond, &ca);
-		(void)pthread_condattr_destroy(&ca);
-	}
-	if (r != 0) {
-		(void)pthread_mutex_destroy(&w->lock);
-		return -r;
-	}
+		goto fail_batch;
+	(void)pthread_condattr_init(&ca);
+	(void)pthread_condattr_setclock(&ca, CLOCK_REALTIME);
+	r = pthread_cond_init(&w->cond, &ca);
+	(void)pthread_condattr_destroy(&ca);
+	if (r != 0)
+		goto fail_lock;
 	/* Signals are the loop's business (uv_signal): none for the writer. */
 	(void)sigfillset(&all);
 	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
 	r = pthread_create(&w->thread, NULL, writer_main, w);
 	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (r != 0) {
-		(void)pthread_cond_destroy(&w->cond);
-		(void)pthread_mutex_destroy(&w->lock);
-		return -r;
-	}
+	if (r != 0)
+		goto fail_cond;
 	w->started = true;
 	return 0;
+fail_cond:
+	(void)pthread_cond_destroy(&w->cond);
+fail_lock:
+	(void)pthread_mutex_destroy(&w->lock);
+fail_batch:
+	free(w->batch);
+	w->batch = NULL;
+	return -r;
 }
 
 void lsink_writer_push(struct lsink_writer *w, struct lsink_item *head,
@@ -241,5 +239,7 @@ void lsink_writer_stop(struct lsink_writer *w)
 	(void)pthread_join(w->thread, NULL);
 	(void)pthread_cond_destroy(&w->cond);
 	(void)pthread_mutex_destroy(&w->lock);
+	free(w->batch);
+	w->batch = NULL;
 	w->started = false;
 }

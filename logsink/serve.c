@@ -295,6 +295,7 @@ static void cleanup(struct lsink_serve *s)
 	if (s->ready_fd >= 0)
 		(void)close(s->ready_fd);
 	bgrun_store_close(s->store);
+	bgrun_store_close(s->srv.scratch);
 	free(s->db_alloc);
 	free(s->db_real);
 	free(s->socket);
@@ -432,8 +433,21 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 	}
 	if (lsink_serve_listen(&s) < 0)
 		goto out;
+	/*
+	 * SQLite keeps memory statistics under a global mutex taken around
+	 * every allocation; nothing here reads them, and not keeping them
+	 * takes 6% off the writer's instructions per event. Possible only
+	 * before SQLite's first use (which is next).
+	 */
+	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	if (open_store(&s) < 0)
 		goto out;
+	r = bgrun__store_open_scratch(&s.srv.scratch);
+	if (r < 0) {
+		lsink_serve_fail(&s, "cannot open an in-memory database: %s",
+				 bgrun_strerror(r));
+		goto out;
+	}
 	s.srv.uid = geteuid();
 	s.srv.writer.store = s.store;
 	s.srv.writer.db = s.db;

@@ -6,6 +6,7 @@
 
 #include "logsink.h"
 #include "sink-verbs.h"
+#include "store-internal.h"
 #include "wire.h"
 
 #include <pthread.h>
@@ -16,11 +17,17 @@
 
 /*
  * THREADS: everything runs on the libuv loop's thread except the writer
- * (serve-writer.c), which owns the SQLite connection. They share only the
- * writer's two lists, under its lock: items to write (the loop pushes)
- * and items written (the writer appends, then wakes the loop with
- * uv_async_send). So the loop never waits on SQLite, and an ack is sent
- * only for an item that came back committed.
+ * (serve-writer.c), which owns the store's SQLite connection. They share
+ * only the writer's two lists, under its lock: items to write (the loop
+ * pushes) and items written (the writer appends, then wakes the loop with
+ * uv_async_send). So the loop never waits on the store, and an ack is
+ * sent only for an item that came back committed.
+ *
+ * The loop prepares each event before handing it over (checks, argv and
+ * options as JSON, display, UTF-8): that work needs no file, only SQLite's
+ * JSON functions, which the loop runs on an in-memory connection of its
+ * own (the scratch store). The writer, the daemon's bottleneck, is left
+ * the SQL writes, while the loop's thread uses the other CPU.
  */
 
 struct lsink_conn;
@@ -34,6 +41,7 @@ struct lsink_item {
 	int status;              /* once written: 0 committed, or -errno */
 	char *why;               /* on failure: the store's message, or NULL */
 	struct bgrun__wire_msg msg; /* msg.ev is the event */
+	struct bgrun__prepared prep; /* made by the loop, of msg.ev */
 };
 
 struct lsink_writer {
@@ -49,6 +57,7 @@ struct lsink_writer {
 	bool replay;             /* replay the spool at the next chance */
 	/* Set before the thread starts, then the writer's own: */
 	struct bgrun_store *store;
+	const struct bgrun__prepared **batch; /* batch_max of them */
 	const char *db;
 	size_t batch_max;        /* events per transaction at most */
 	int64_t delay_ns;        /* how long a batch may wait to grow */
@@ -91,6 +100,7 @@ struct lsink_server {
 	uint64_t idle_since_ms;    /* when the last connection went away */
 	uint64_t replay_at_ms;     /* the next periodic spool replay */
 	struct bgrun__wire_hello hello; /* what a HELLO is answered with */
+	struct bgrun_store *scratch;    /* the loop's, for preparing events */
 	uint64_t n_events;         /* acked */
 };
 

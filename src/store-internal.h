@@ -180,6 +180,45 @@ static inline void bgrun__release_stmt(sqlite3_stmt *stmt)
 int bgrun__store_mark_lost_locked(struct bgrun_store *store,
 				  int64_t *ret_count);
 
+#define BGRUN__COUNT_COLUMN(n) +1
+enum { BGRUN__N_COLUMNS = 0 BGRUN__EVENT_COLUMNS(BGRUN__COUNT_COLUMN,
+						  BGRUN__COUNT_COLUMN) };
+
+/*
+ * An event made ready for the upsert: checked, its JSON and display made,
+ * its text fields made valid UTF-8. This is all the per-event work that
+ * needs no database file, so that a program with a writer thread (the
+ * sink daemon) can do it in another thread, on a scratch store of its
+ * own (bgrun__store_open_scratch), and leave its writer the SQL writes.
+ */
+struct bgrun__prepared {
+	const struct bgrun_event *ev;
+	char *argv_json;          /* NULL: argv unknown */
+	char *options_json;       /* made from options_kv, or NULL */
+	char *display;            /* made from argv when ev->display is NULL */
+	char *text[BGRUN__N_COLUMNS]; /* UTF-8-safe copies, or NULL */
+};
+
+/*
+ * Checks ev and makes *p (which must be zeroed; it points to ev, which
+ * must outlive it). -EINVAL for an event the store refuses, with the
+ * reason as the store's message; index names the event in it.
+ */
+int bgrun__event_prepare(struct bgrun_store *store,
+			 const struct bgrun_event *ev, size_t index,
+			 struct bgrun__prepared *p);
+/* Frees what *p holds (not p itself) and zeroes it. */
+void bgrun__prepared_release(struct bgrun__prepared *p);
+/* Writes n prepared events in one transaction, all or none. */
+int bgrun__store_put_prepared(struct bgrun_store *store,
+			      const struct bgrun__prepared *const *preps,
+			      size_t n);
+/*
+ * A store without a file (store.c): an in-memory SQLite connection on
+ * which bgrun__event_prepare makes JSON. It takes no writes.
+ */
+int bgrun__store_open_scratch(struct bgrun_store **ret_store);
+
 /* event.c */
 bool bgrun__utf8_valid(const char *s, size_t n);
 /*

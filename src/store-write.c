@@ -12,28 +12,16 @@
 #include <string.h>
 #include <time.h>
 
-#define COUNT_COLUMN(n) +1
-enum { N_COLUMNS = 0 BGRUN__EVENT_COLUMNS(COUNT_COLUMN, COUNT_COLUMN) };
+#define N_COLUMNS BGRUN__N_COLUMNS
 
-
-/*
- * What an event needs besides its own fields, made before the write lock
- * is taken so that the lock is held for the SQL writes only.
- */
-struct prepared {
-	char *argv_json;          /* NULL: argv unknown */
-	char *options_json;       /* made from options_kv, or NULL */
-	char *display;            /* made from argv when ev->display is NULL */
-	char *text[N_COLUMNS];    /* UTF-8-safe copies of text fields, or NULL */
-};
-
-static void prepared_release(struct prepared *p)
+void bgrun__prepared_release(struct bgrun__prepared *p)
 {
 	free(p->argv_json);
 	free(p->options_json);
 	free(p->display);
 	for (size_t i = 0; i < N_COLUMNS; i++)
 		free(p->text[i]);
+	memset(p, 0, sizeof(*p));
 }
 
 static bool valid_id(const char *id)
@@ -156,11 +144,9 @@ static int encode_options(struct bgrun_store *store,
 }
 
 /*
- * The statement appending n arguments to a JSON array: json_insert(?1,
- * '$[#]', A2, '$[#]', A3, ...), where each A is its parameter as a JSON
- * string when bound as text, else {"hex": "..."} of its bytes. Made once
- * per n and kept: one statement per ARGV_CHUNK arguments instead of one
- * per argument.
+ * The statement making n arguments a JSON array: json_array(A2, A3, ...),
+ * where each A is its parameter as a JSON string when bound as text, else
+ * {"hex": "..."} of its bytes. Made once per n and kept.
  */
 static int argv_stmt(struct bgrun_store *store, size_t n,
 		     sqlite3_stmt **ret_stmt)
@@ -174,13 +160,13 @@ static int argv_stmt(struct bgrun_store *store, size_t n,
 		*ret_stmt = store->argv_stmts[n - 1];
 		return 0;
 	}
-	len = (size_t)snprintf(sql, sizeof(sql), "SELECT json_insert(?1");
-	for (size_t i = 2; i <= n + 1; i++)
+	len = (size_t)snprintf(sql, sizeof(sql), "SELECT json_array(");
+	for (size_t i = 1; i <= n; i++)
 		len += (size_t)snprintf(sql + len, sizeof(sql) - len,
-					", '$[#]', CASE WHEN typeof(?%zu) = "
-					"'blob' THEN json_object('hex', "
-					"hex(?%zu)) ELSE ?%zu END",
-					i, i, i);
+					"%sCASE WHEN typeof(?%zu) = 'blob' "
+					"THEN json_object('hex', hex(?%zu)) "
+					"ELSE ?%zu END",
+					i > 1 ? ", " : "", i, i, i);
 	(void)snprintf(sql + len, sizeof(sql) - len, ")");
 	r = bgrun__store_prepare(store, sql, &store->argv_stmts[n - 1]);
 	if (r < 0)
@@ -190,36 +176,55 @@ static int argv_stmt(struct bgrun_store *store, size_t n,
 }
 
 /*
- * Appends argv[0 .. n - 1] to the JSON array acc; *ret_json is malloc'd.
- * A valid UTF-8 argument is bound as text (a JSON string), any other as
- * a blob (an object {"hex": "..."}).
+ * argv[0 .. n - 1] as a JSON array, appended to the array *json (or made
+ * the array if *json is NULL); *json is malloc'd. A valid UTF-8 argument
+ * is bound as text (a JSON string), any other as a blob (an object
+ * {"hex": "..."}). Arrays of SQLite's compact form join by their brackets:
+ * "[a,b]" and "[c]" make "[a,b,c]".
  */
-static int append_args(struct bgrun_store *store, const char *acc,
-		       const char *const *argv, size_t n, char **ret_json)
+static int append_args(struct bgrun_store *store, const char *const *argv,
+		       size_t n, char **json)
 {
-	const unsigned char *out;
+	const char *out;
 	sqlite3_stmt *stmt;
 	int r, rc;
 
 	r = argv_stmt(store, n, &stmt);
 	if (r < 0)
 		return r;
-	rc = sqlite3_bind_text(stmt, 1, acc, -1, SQLITE_STATIC);
+	rc = SQLITE_OK;
 	for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
 		size_t len = strlen(argv[i]);
 
 		rc = bgrun__utf8_valid(argv[i], len)
-			     ? sqlite3_bind_text(stmt, (int)i + 2, argv[i],
+			     ? sqlite3_bind_text(stmt, (int)i + 1, argv[i],
 						 (int)len, SQLITE_STATIC)
-			     : sqlite3_bind_blob(stmt, (int)i + 2, argv[i],
+			     : sqlite3_bind_blob(stmt, (int)i + 1, argv[i],
 						 (int)len, SQLITE_STATIC);
 	}
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW) {
-		out = sqlite3_column_text(stmt, 0);
-		*ret_json = out != NULL ? strdup((const char *)out) : NULL;
-		rc = *ret_json != NULL ? SQLITE_OK : SQLITE_NOMEM;
+		out = (const char *)sqlite3_column_text(stmt, 0);
+		if (out == NULL)
+			rc = SQLITE_NOMEM;
+		else if (*json == NULL)
+			rc = (*json = strdup(out)) != NULL ? SQLITE_OK
+							   : SQLITE_NOMEM;
+		else {
+			size_t have = strlen(*json), add = strlen(out);
+			char *joined = realloc(*json, have + add);
+
+			if (joined == NULL) {
+				rc = SQLITE_NOMEM;
+			} else {
+				/* "[a,b]" + "[c]": "[a,b" "," "c]" */
+				joined[have - 1] = ',';
+				memcpy(joined + have, out + 1, add);
+				*json = joined;
+				rc = SQLITE_OK;
+			}
+		}
 	}
 	r = rc == SQLITE_OK ? 0 : bgrun__store_fail(store, rc, "encoding argv");
 	bgrun__release_stmt(stmt);
@@ -230,20 +235,19 @@ static int append_args(struct bgrun_store *store, const char *acc,
 static int encode_argv(struct bgrun_store *store, const char *const *argv,
 		       char **ret_json)
 {
-	char *json = NULL, *next = NULL;
+	char *json = NULL;
 	size_t argc = 0, n;
-	int r = 0;
+	int r;
 
 	while (argv[argc] != NULL)
 		argc++;
 	for (size_t i = 0; i < argc; i += n) {
 		n = argc - i < BGRUN__ARGV_CHUNK ? argc - i : BGRUN__ARGV_CHUNK;
-		r = append_args(store, json != NULL ? json : "[]", argv + i, n,
-				&next);
-		free(json);
-		json = next;
-		if (r < 0)
+		r = append_args(store, argv + i, n, &json);
+		if (r < 0) {
+			free(json);
 			return r;
+		}
 	}
 	if (json == NULL)
 		json = strdup("[]");
@@ -253,12 +257,13 @@ static int encode_argv(struct bgrun_store *store, const char *const *argv,
 	return 0;
 }
 
-static int prepare_event(struct bgrun_store *store,
+int bgrun__event_prepare(struct bgrun_store *store,
 			 const struct bgrun_event *ev, size_t index,
-			 struct prepared *p)
+			 struct bgrun__prepared *p)
 {
 	int r;
 
+	p->ev = ev;
 	if (!valid_id(ev->id))
 		return bgrun__store_failf(store, -EINVAL,
 					  "event %zu: invalid id", index);
@@ -308,9 +313,10 @@ static int prepare_event(struct bgrun_store *store,
 }
 
 /* The upsert of one prepared event: 1 if a row changed, else 0. */
-static int write_event(struct bgrun_store *store, const struct bgrun_event *ev,
-		       const struct prepared *p)
+static int write_event(struct bgrun_store *store,
+		       const struct bgrun__prepared *p)
 {
+	const struct bgrun_event *ev = p->ev;
 	sqlite3_stmt *stmt;
 	int r, rc;
 
@@ -372,11 +378,29 @@ static int write_event(struct bgrun_store *store, const struct bgrun_event *ev,
 	return r;
 }
 
+int bgrun__store_put_prepared(struct bgrun_store *store,
+			      const struct bgrun__prepared *const *preps,
+			      size_t n)
+{
+	int r, changed = 0;
+
+	store->errmsg[0] = '\0';
+	r = bgrun__store_begin(store);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		r = write_event(store, preps[i]);
+		if (r > 0)
+			changed++;
+	}
+	return bgrun__store_end(store, r < 0 ? r : changed);
+}
+
 int bgrun_store_put_batch(struct bgrun_store *store,
 			  const struct bgrun_event *evs, size_t n)
 {
-	struct prepared *preps = NULL;
-	int r = 0, changed = 0;
+	struct bgrun__prepared *preps = NULL, **ptrs;
+	int r = 0;
 
 	if (store == NULL || (evs == NULL && n > 0) || n > INT32_MAX)
 		return -EINVAL;
@@ -387,25 +411,19 @@ int bgrun_store_put_batch(struct bgrun_store *store,
 					  store->path);
 	if (n == 0)
 		return 0;
-	preps = calloc(n, sizeof(*preps));
+	preps = calloc(n, sizeof(*preps) + sizeof(*ptrs));
 	if (preps == NULL)
 		return -ENOMEM;
-	for (size_t i = 0; i < n && r >= 0; i++)
-		r = prepare_event(store, &evs[i], i, &preps[i]);
-	if (r < 0)
-		goto cleanup;
-	r = bgrun__store_begin(store);
-	if (r < 0)
-		goto cleanup;
+	ptrs = (struct bgrun__prepared **)(preps + n);
 	for (size_t i = 0; i < n && r >= 0; i++) {
-		r = write_event(store, &evs[i], &preps[i]);
-		if (r > 0)
-			changed++;
+		ptrs[i] = &preps[i];
+		r = bgrun__event_prepare(store, &evs[i], i, &preps[i]);
 	}
-	r = bgrun__store_end(store, r < 0 ? r : changed);
-cleanup:
+	if (r >= 0)
+		r = bgrun__store_put_prepared(
+			store, (const struct bgrun__prepared *const *)ptrs, n);
 	for (size_t i = 0; i < n; i++)
-		prepared_release(&preps[i]);
+		bgrun__prepared_release(&preps[i]);
 	free(preps);
 	if (r == -ENOMEM && store->errmsg[0] == '\0')
 		(void)bgrun__store_failf(store, r, "out of memory");

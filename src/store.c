@@ -489,6 +489,27 @@ fail:
 	return r;
 }
 
+int bgrun__store_open_scratch(struct bgrun_store **ret_store)
+{
+	struct bgrun_store *store = calloc(1, sizeof(*store));
+	int r;
+
+	if (store == NULL)
+		return -ENOMEM;
+	store->lock_fd = -1;
+	store->readonly = true; /* nothing to write to */
+	store->path = strdup(":memory:");
+	r = store->path != NULL
+		    ? open_db(store, ":memory:", SQLITE_OPEN_READWRITE)
+		    : -ENOMEM;
+	if (r < 0) {
+		bgrun_store_close(store);
+		return r;
+	}
+	*ret_store = store;
+	return 0;
+}
+
 void bgrun_store_close(struct bgrun_store *store)
 {
 	if (store == NULL)

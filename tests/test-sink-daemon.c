@@ -79,7 +79,7 @@ void case_daemon_bad_frames(void)
 {
 	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
 	const char *sock = t_path(dir, "s/sink.sock");
-	struct bgrun_event ev[4];
+	struct bgrun_event ev[6];
 	struct t_daemon d;
 	int good, bad;
 
@@ -173,9 +173,49 @@ void case_daemon_bad_frames(void)
 	send_event(good, 2, &ev[2]);
 	expect(good, BGRUN__WIRE_ACK, 2, 0);
 	hello(good);
+
+	/*
+	 * An event the store refuses (well-formed, but core_dumped is 7) is
+	 * answered with its own error and the reason; the connection stays,
+	 * and the events around it in the same write are stored.
+	 */
+	{
+		struct bgrun__wire_buf b = { 0 };
+		struct bgrun__wire_msg m;
+		bool acked[2] = { false, false }, refused = false;
+
+		t_event(&ev[3], 3);
+		t_event(&ev[4], 4);
+		ev[4].core_dumped = 7;
+		t_event(&ev[5], 5);
+		ASSERT(bgrun__wire_put_event(&b, 20, &ev[3]) > 0);
+		ASSERT(bgrun__wire_put_event(&b, 21, &ev[4]) > 0);
+		ASSERT(bgrun__wire_put_event(&b, 22, &ev[5]) > 0);
+		t_send(good, b.data, b.len);
+		bgrun__wire_buf_free(&b);
+		for (int i = 0; i < 3; i++) {
+			if (t_read_frame(good, 10000, &m) == 0)
+				FAIL("EOF after %d of 3 answers", i);
+			if (m.type == BGRUN__WIRE_ACK && m.seq != 21)
+				acked[m.seq - 20 == 2] = true;
+			else if (m.type == BGRUN__WIRE_ERROR && m.seq == 21 &&
+				 m.code == BGRUN__WIRE_E_INVALID &&
+				 m.text != NULL &&
+				 strstr(m.text, "core_dumped") != NULL)
+				refused = true;
+			else
+				FAIL("unexpected frame type %u seq %u code %lld",
+				     m.type, m.seq, (long long)m.code);
+			bgrun__wire_msg_release(&m);
+		}
+		ASSERT(acked[0] && acked[1] && refused);
+		ASSERT(t_db_has(db, ev[3].id) && t_db_has(db, ev[5].id));
+		ASSERT(!t_db_has(db, ev[4].id));
+		hello(good);
+	}
 	(void)close(good);
 	ASSERT(t_db_has(db, ev[0].id) && t_db_has(db, ev[2].id));
-	ASSERT_EQ(t_db_int(db, "SELECT count(*) FROM events"), 3);
+	ASSERT_EQ(t_db_int(db, "SELECT count(*) FROM events"), 5);
 	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
 }
 
