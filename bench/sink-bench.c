@@ -8,11 +8,13 @@
  *
  * For 1, 8 and 32 clients (threads of this program, each on its own
  * persistent connection or store), in one run on the same machine:
- *   daemon, pipelined   raw protocol, up to --window (64) events in flight
+ *   daemon, pipelined   raw protocol, up to --window (256) events in flight
  *                       per client, its frames encoded before the clock
  *                       starts (so that the clients' encoding does not
  *                       take the daemon's CPUs);
  *                       latency = frame written -> its ACK read
+ *                       (the writer commits what has arrived: the more in
+ *                       flight, the larger its transactions; see ev/txn)
  *   daemon, put         bgrun_sink_put one event at a time (the client API)
  *   embedded, put       bgrun_sink_put with BGRUN_SINK=embedded: each put
  *                       is one transaction of the client's own store
@@ -49,8 +51,11 @@
 #define SINK_BENCH_LOGSINK "logsink"
 #endif
 
-/* Events in flight per pipelining client (--window). */
-static int window = 64;
+/*
+ * Events in flight per pipelining client (--window): a quarter of what
+ * the daemon lets a connection have pending (--max-pending, 1024).
+ */
+static int window = 256;
 #define MAX_CLIENTS 32
 
 enum kind { PIPELINED, PUT_DAEMON, PUT_EMBEDDED, HOOK_DAEMON, HOOK_EMBEDDED, HOOK_TRUE };

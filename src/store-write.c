@@ -19,8 +19,10 @@ void bgrun__prepared_release(struct bgrun__prepared *p)
 	free(p->argv_json);
 	free(p->options_json);
 	free(p->display);
-	for (size_t i = 0; i < N_COLUMNS; i++)
-		free(p->text[i]);
+	if (p->text != NULL)
+		for (size_t i = 0; i < N_COLUMNS; i++)
+			free(p->text[i]);
+	free(p->text);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -301,13 +303,21 @@ int bgrun__event_prepare(struct bgrun_store *store,
 	}
 	for (size_t i = 0; i < N_COLUMNS; i++) {
 		const char *s;
+		char *copy = NULL;
 
 		if (!bgrun__columns[i].text)
 			continue;
 		memcpy(&s, (const char *)ev + bgrun__columns[i].offset,
 		       sizeof(s));
-		if (s != NULL && bgrun__utf8_sanitize(s, &p->text[i]) < 0)
+		if (s == NULL || bgrun__utf8_valid(s, strlen(s)))
+			continue;
+		/* Rare: the table of copies is made for the first one. */
+		if (p->text == NULL &&
+		    (p->text = calloc(N_COLUMNS, sizeof(*p->text))) == NULL)
 			return -ENOMEM;
+		if (bgrun__utf8_sanitize(s, &copy) < 0)
+			return -ENOMEM;
+		p->text[i] = copy;
 	}
 	return 0;
 }
@@ -348,7 +358,7 @@ static int write_event(struct bgrun_store *store,
 
 		if (c->text) {
 			memcpy(&s, base, sizeof(s));
-			if (p->text[i] != NULL)
+			if (p->text != NULL && p->text[i] != NULL)
 				s = p->text[i];
 			else if (s == NULL && p->display != NULL &&
 				 c->offset == offsetof(struct bgrun_event,
