@@ -166,16 +166,11 @@ static void handle_event(struct lsink_conn *c, struct bgrun__wire_msg *m,
 	/* Checked and made ready here, so that the writer only writes. */
 	r = bgrun__event_prepare(srv->scratch, &it->msg.ev, 0, &it->prep);
 	if (r < 0) {
-		(void)bgrun__wire_put_error(
-			&c->out, m->seq,
-			r == -EINVAL ? BGRUN__WIRE_E_INVALID
-				     : BGRUN__WIRE_E_STORE,
-			bgrun_store_errmsg(srv->scratch)[0] != '\0'
-				? bgrun_store_errmsg(srv->scratch)
-				: bgrun_strerror(r));
-		lsink_item_free(it);
-		flush(c);
-		return;
+		const char *why = bgrun_store_errmsg(srv->scratch);
+
+		it->refused = true;
+		it->status = r;
+		it->why = why[0] != '\0' ? strdup(why) : NULL;
 	}
 	it->conn = c;
 	it->seq = m->seq;

@@ -27,38 +27,44 @@ static void fail_item(struct lsink_item *item, int error, const char *why)
 }
 
 /*
- * Writes one batch in one transaction. The store's batches are all or
- * none, so when one fails each event is retried alone: an event the
- * store refuses (-EINVAL) must not take the others down with it.
+ * Writes one batch in one transaction, leaving out the items the loop
+ * refused. The store's batches are all or none, so when one fails each
+ * event is retried alone: an event the store refuses (-EINVAL) must not
+ * take the others down with it.
  */
-static void write_batch(struct lsink_writer *w, struct lsink_item *batch,
-			size_t n)
+static void write_batch(struct lsink_writer *w, struct lsink_item *batch)
 {
 	struct lsink_item *it;
-	size_t i = 0;
+	size_t n = 0;
 	int r;
 
 	for (it = batch; it != NULL; it = it->next)
-		w->batch[i++] = &it->prep;
+		if (!it->refused)
+			w->batch[n++] = &it->prep;
+	if (n == 0)
+		return;
 	r = bgrun__store_put_prepared(w->store, w->batch, n);
 	if (r >= 0) {
 		for (it = batch; it != NULL; it = it->next)
-			it->status = 0;
+			if (!it->refused)
+				it->status = 0;
 		w->n_commits++;
-		return;
-	}
-	if (n == 1 || r != -EINVAL) {
-		for (it = batch; it != NULL; it = it->next)
-			fail_item(it, r, bgrun_store_errmsg(w->store));
 		return;
 	}
 	for (it = batch; it != NULL; it = it->next) {
 		const struct bgrun__prepared *one = &it->prep;
 
-		r = bgrun__store_put_prepared(w->store, &one, 1);
-		if (r >= 0) {
-			it->status = 0;
-			w->n_commits++;
+		if (it->refused)
+			continue;
+		if (n > 1 && r == -EINVAL) {
+			int r1 = bgrun__store_put_prepared(w->store, &one, 1);
+
+			if (r1 >= 0) {
+				it->status = 0;
+				w->n_commits++;
+				continue;
+			}
+			fail_item(it, r1, bgrun_store_errmsg(w->store));
 		} else {
 			fail_item(it, r, bgrun_store_errmsg(w->store));
 		}
@@ -141,7 +147,7 @@ static void *writer_main(void *arg)
 		w->n_todo -= n;
 		(void)pthread_mutex_unlock(&w->lock);
 
-		write_batch(w, batch, n);
+		write_batch(w, batch);
 
 		(void)pthread_mutex_lock(&w->lock);
 		*w->done_tail = batch;

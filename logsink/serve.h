@@ -27,7 +27,9 @@
  * options as JSON, display, UTF-8): that work needs no file, only SQLite's
  * JSON functions, which the loop runs on an in-memory connection of its
  * own (the scratch store). The writer, the daemon's bottleneck, is left
- * the SQL writes, while the loop's thread uses the other CPU.
+ * the SQL writes, while the loop's thread uses the other CPU. An event
+ * the checks refuse still goes through the writer's lists, unwritten, so
+ * that a connection's answers come in the order its events came.
  */
 
 struct lsink_conn;
@@ -40,6 +42,9 @@ struct lsink_item {
 	size_t bytes;            /* its frame's size, for the queue's budget */
 	int status;              /* once written: 0 committed, or -errno */
 	char *why;               /* on failure: the store's message, or NULL */
+	bool refused;            /* by the loop's checks: status and why set;
+				    the writer passes it on unwritten, so
+				    that answers keep the order of arrival */
 	struct bgrun__wire_msg msg; /* msg.ev is the event */
 	struct bgrun__prepared prep; /* made by the loop, of msg.ev */
 };
