@@ -1,9 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* bgrun.c: the bgrun command: launch COMMAND alone, or under a supervisor that records its finish; `bgrun clone` is clone.c. */
 
+/*
+ * Built twice: bgrun, which users run, does every launch and links no
+ * SQLite; bgrun-full (BGRUN_FULL) is also the recorder (--_supervise,
+ * supervise.c) and `bgrun clone`, the roles that use the store, and bgrun
+ * executes it for them with the same arguments.
+ */
+
 #include "cli.h"
+#include "internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,8 +86,8 @@ out:
  * The default: start a supervisor (bgrun-start, exec'd through the
  * primitive, so no code runs between fork and exec here either; it
  * launches COMMAND, reports on a pipe given as its descriptor 3, waits
- * for COMMAND and has this program, started again as its recorder, write
- * the `running` row and the finish). With ensurestart bgrun returns once the report
+ * for COMMAND and has bgrun-full, started as its recorder, write the
+ * `running` row and the finish). With ensurestart bgrun returns once the report
  * says COMMAND was executed (or why not); without, as soon as the
  * supervisor is running.
  */
@@ -147,16 +156,36 @@ out:
 	return status;
 }
 
+#ifdef BGRUN_FULL
+static int run_full(int argc, char **argv, const struct cli *c)
+{
+	return c != NULL ? supervise_main(c) : clone_main(argc - 1, argv + 1);
+}
+#else
+/* The roles that use the store: bgrun-full, with our arguments. */
+static int run_full(int argc, char **argv, const struct cli *c)
+{
+	char buf[PATH_MAX];
+	const char *full = bgrun__helper_path(NULL, "bgrun-full",
+					      BGRUN_FULL_PATH, buf,
+					      sizeof(buf));
+
+	(void)execv(full, argv);
+	cli_msg("cannot run %s: %s", cli_printable(full), strerror(errno));
+	return EXIT_CANCELED;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	struct cli c;
 	int status;
 
 	if (argc > 1 && strcmp(argv[1], "clone") == 0)
-		return clone_main(argc - 1, argv + 1);
+		return run_full(argc, argv, NULL);
 	cli_parse(&c, argc, argv);
 	if (c.supervise_id != NULL)
-		status = supervise_main(&c);
+		status = run_full(argc, argv, &c);
 	else if (c.log)
 		status = launch_supervised(&c, argv);
 	else

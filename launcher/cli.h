@@ -99,7 +99,7 @@ enum sup_started {
 /*
  * Starts a supervisor for event id: bgrun-start, exec'd through the
  * primitive with COMMAND's working directory and standard streams, which
- * launches COMMAND, reports, and has `bgrun --_supervise` record it. What can be
+ * launches COMMAND, reports, and has `bgrun-full --_supervise` record it. What can be
  * known without starting anything (the working directory, the program,
  * the streams) is checked here first: a failure there is COMMAND's
  * (*failure and *ret_error filled), recorded by a supervisor started only

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* launch.c: starting a bgrun supervisor (bgrun-start, then this program with --_supervise) and reading its report. */
+/* launch.c: starting a bgrun supervisor (bgrun-start, then bgrun-full --_supervise) and reading its report. */
 
 /*
  * Shared by `bgrun COMMAND` and by the hooks of `bgrun clone`: both start
@@ -7,7 +7,7 @@
  * exec here either), give it the write end of a pipe as descriptor 3, and
  * learn from one line on it whether the command was executed. The
  * supervisor's first program is bgrun-start (start.c says why), which
- * launches COMMAND and becomes `bgrun --_supervise`.
+ * launches COMMAND and starts the recorder, `bgrun-full --_supervise`.
  */
 
 #include "cli.h"
@@ -60,7 +60,7 @@ static size_t vec_len(const char *const *v)
 
 /* The strings of a supervisor's argv that are not the caller's. */
 struct sup_strings {
-	const char *self;       /* this program */
+	const char *self;       /* the recorder: bgrun-full */
 	char supervise[64];     /* --_supervise=ID */
 	char *origin;           /* --_origin=DIR */
 	char flags[8], timeout[24], kill_after[24], n_env[24], n_sup[24];
@@ -162,7 +162,8 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	struct bgrun_failure sf = { .stage = BGRUN_STAGE_NONE };
 	enum sup_started status = SUP_NOT_STARTED;
 	struct sup_strings ss = { .self = NULL };
-	char self[PATH_MAX], buf[PATH_MAX], here[PATH_MAX], *path = NULL;
+	char self[PATH_MAX], buf[PATH_MAX], full[PATH_MAX], here[PATH_MAX];
+	char *path = NULL;
 	const char *starter;
 	const char **argv = NULL;
 	int pipefd[2] = { -1, -1 }, r;
@@ -175,7 +176,9 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 		return SUP_NOT_STARTED;
 	}
 	self[n] = '\0';
-	ss.self = self;
+	/* The recorder is bgrun-full: the store is its business, not ours. */
+	ss.self = bgrun__helper_path(self, "bgrun-full", BGRUN_FULL_PATH,
+				     full, sizeof(full));
 	starter = bgrun__helper_path(self, "bgrun-start", BGRUN_START_PATH,
 				     buf, sizeof(buf));
 	if (asprintf(&ss.origin, "--_origin=%s", here) < 0) {

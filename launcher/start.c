@@ -6,7 +6,7 @@
  * COMMAND has been executed by its supervisor, so the supervisor's own
  * start-up is on the user's clock. This program does only what has to
  * come before the report: launch COMMAND with posix_spawn, write the
- * report. Then it starts the recorder (bgrun --_supervise, which loads
+ * report. Then it starts the recorder (bgrun-full --_supervise, which loads
  * SQLite and writes the `running` row), and stays COMMAND's parent: it
  * forwards signals, enforces the timeout, reaps COMMAND the moment it
  * ends (exact duration and rusage from wait4), and writes that to the

@@ -16,7 +16,7 @@
 
 /*
  * bgrun-start (start.c) launches COMMAND, stays its parent and reaps it;
- * it starts this program (bgrun --_supervise=ID --_child=...) to write to
+ * it starts this program (bgrun-full --_supervise=ID --_child=...) to write to
  * the log, which needs SQLite: the `running` row at once, then the
  * finish, read from descriptor 3 as one line when COMMAND has ended. If
  * that line never comes (bgrun-start was killed), the row stays

@@ -410,4 +410,20 @@ fi
 run --no-ensurestart -w "$RT" helper exit 3
 eq "--no-ensurestart --wait: exit 3 passed through" "$RC" 3
 
+# --- what bgrun links: no SQLite (the recorder and clone are bgrun-full's) ---
+if command -v readelf >/dev/null; then
+	NEEDED=$(readelf -d "$BGRUN" | awk '/NEEDED/ {print $NF}' | tr -d '[]')
+	check "bgrun does not link libsqlite3" \
+		test -z "$(grep sqlite <<<"$NEEDED")"
+else
+	echo "# readelf missing: link check skipped"
+fi
+if [ "$MODE" = log ]; then
+	# bgrun hands `clone` to bgrun-full: its usage error comes back.
+	capture "$BGRUN" clone
+	eq "clone: bgrun-full's usage error, exit 2" "$RC" 2
+	check "clone: bgrun-full's usage message" \
+		eval '[[ $ERR == "bgrun: clone: missing BUNDLE or DEST"* ]]'
+fi
+
 finish
