@@ -65,6 +65,18 @@ expect_usage() {
 	eq "$1: nothing on stdout" "$OUT" ""
 }
 
+# check_not_linked DESC PROG REGEX: no library PROG needs (readelf's NEEDED
+# list, empty when it is static) matches REGEX; skipped without readelf.
+check_not_linked() {
+	local needed
+	if ! command -v readelf >/dev/null; then
+		echo "# readelf missing: $1: skipped"
+		return
+	fi
+	needed=$(readelf -d "$2" | awk '/NEEDED/ {print $NF}' | tr -d '[]')
+	check "$1" test -z "$(grep -E "$3" <<<"$needed")"
+}
+
 # wait_for FILE: polls for FILE, up to 10 seconds.
 wait_for() {
 	local end=$((SECONDS + 10))

@@ -411,13 +411,7 @@ run --no-ensurestart -w "$RT" helper exit 3
 eq "--no-ensurestart --wait: exit 3 passed through" "$RC" 3
 
 # --- what bgrun links: no SQLite (the recorder and clone are bgrun-full's) ---
-if command -v readelf >/dev/null; then
-	NEEDED=$(readelf -d "$BGRUN" | awk '/NEEDED/ {print $NF}' | tr -d '[]')
-	check "bgrun does not link libsqlite3" \
-		test -z "$(grep sqlite <<<"$NEEDED")"
-else
-	echo "# readelf missing: link check skipped"
-fi
+check_not_linked "bgrun does not link libsqlite3" "$BGRUN" sqlite
 if [ "$MODE" = log ]; then
 	# bgrun hands `clone` to bgrun-full: its usage error comes back.
 	capture "$BGRUN" clone

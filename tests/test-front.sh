@@ -18,15 +18,8 @@ source "$(dirname "$0")/lib.sh"
 export BGRUN_DB=$TMP/events.db BGRUN_SOCKET=$TMP/run/sink.sock
 unset BGRUN_SINK
 
-# --- what it links ---
-if command -v readelf >/dev/null; then
-	# Static (no NEEDED at all), or dynamic with the C library alone.
-	NEEDED=$(readelf -d "$LS" | awk '/NEEDED/ {print $NF}' | tr -d '[]')
-	check "does not link libsqlite3 or libuv" \
-		test -z "$(grep -E 'sqlite|libuv' <<<"$NEEDED")"
-else
-	echo "# readelf missing: link check skipped"
-fi
+# --- what it links: static, or dynamic with the C library alone ---
+check_not_linked "does not link libsqlite3 or libuv" "$LS" 'sqlite|libuv'
 
 # --- passed through ---
 capture "$LS" --version
