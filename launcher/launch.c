@@ -49,15 +49,6 @@ pid_t launch_read_report(int fd, struct bgrun_failure *failure)
 	return 0;
 }
 
-static size_t vec_len(const char *const *v)
-{
-	size_t n = 0;
-
-	while (v != NULL && v[n] != NULL)
-		n++;
-	return n;
-}
-
 /* The strings of a supervisor's argv that are not the caller's. */
 struct sup_strings {
 	const char *self;       /* the recorder: bgrun-full */
@@ -77,8 +68,10 @@ static const char **starter_argv(const char *starter, const char *path,
 {
 	/* o->env is NULL (ours) or empty (--clear-env): bgrun-start's 'c'. */
 	const struct bgrun_spawn_opts *o = l->cmd;
-	size_t n_set = vec_len(o->env_set), n_unset = vec_len(o->env_unset);
-	size_t n_args = vec_len(l->args), n_argv = vec_len(o->argv), k = 0;
+	size_t n_set = bgrun__vec_len(o->env_set);
+	size_t n_unset = bgrun__vec_len(o->env_unset);
+	size_t n_args = bgrun__vec_len(l->args);
+	size_t n_argv = bgrun__vec_len(o->argv), k = 0;
 	const char **v;
 
 	v = calloc(n_set + n_unset + n_args + n_argv + 16, sizeof(*v));
@@ -131,7 +124,7 @@ static void record_failure(const struct sup_strings *ss,
 	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
 	struct bgrun_child *child = NULL;
 	struct bgrun_status st;
-	size_t n_args = vec_len(l->args);
+	size_t n_args = bgrun__vec_len(l->args);
 	const char **v = calloc(n_args + 5, sizeof(*v));
 	char failed[128];
 

@@ -101,6 +101,16 @@ const char *bgrun__helper_path(const char *self, const char *name,
 /* Clocks, in nanoseconds. */
 int64_t bgrun__now_ns(int clock_id);
 
+/* The length of a NULL-terminated vector (0 for a NULL one). */
+static inline size_t bgrun__vec_len(const char *const *v)
+{
+	size_t n = 0;
+
+	while (v != NULL && v[n] != NULL)
+		n++;
+	return n;
+}
+
 /*
  * pthread_atfork handlers: a caller may fork() (we never do). Prepare takes
  * the module's lock so no state is half-updated; the parent releases it;

@@ -11,16 +11,6 @@
 
 extern char **environ;
 
-static size_t vec_len(const char *const *v)
-{
-	size_t n = 0;
-
-	if (v != NULL)
-		while (v[n] != NULL)
-			n++;
-	return n;
-}
-
 /* Length of the NAME part of "NAME=VALUE" (or of a bare NAME). */
 static size_t name_len(const char *s)
 {
@@ -97,7 +87,8 @@ static int build_envp(const struct bgrun_spawn_opts *o, char ***ret_envp)
 {
 	const char *const *base = o->env != NULL ? o->env
 						 : (const char *const *)environ;
-	size_t nbase = vec_len(base), nset = vec_len(o->env_set), n = 0;
+	size_t nbase = bgrun__vec_len(base);
+	size_t nset = bgrun__vec_len(o->env_set), n = 0;
 	char **envp;
 
 	envp = malloc((nbase + nset + 1) * sizeof(*envp));
@@ -118,7 +109,7 @@ static int build_envp(const struct bgrun_spawn_opts *o, char ***ret_envp)
 
 static int build_argv(const struct bgrun_spawn_opts *o, char ***ret_argv)
 {
-	size_t n = vec_len(o->argv), k = 0;
+	size_t n = bgrun__vec_len(o->argv), k = 0;
 	char **argv;
 
 	argv = malloc((n + 4) * sizeof(*argv));
@@ -245,8 +236,8 @@ static int take_fds(struct bgrun__req *req, int *pass)
  */
 static int make_deep(struct bgrun__req *req)
 {
-	size_t nptr = vec_len((const char *const *)req->argv) + 1 +
-		      vec_len((const char *const *)req->envp) + 1;
+	size_t nptr = bgrun__vec_len((const char *const *)req->argv) + 1 +
+		      bgrun__vec_len((const char *const *)req->envp) + 1;
 	size_t size = vec_bytes(req->argv) + vec_bytes(req->envp) +
 		      req->n_pass_fds * sizeof(int) + str_bytes(req->cwd) +
 		      str_bytes(req->out.path) + str_bytes(req->err.path) +
