@@ -309,14 +309,18 @@ int bgrun__event_prepare(struct bgrun_store *store,
 			continue;
 		memcpy(&s, (const char *)ev + bgrun__columns[i].offset,
 		       sizeof(s));
-		if (s == NULL || bgrun__utf8_valid(s, strlen(s)))
+		if (s == NULL)
 			continue;
-		/* Rare: the table of copies is made for the first one. */
-		if (p->text == NULL &&
-		    (p->text = calloc(N_COLUMNS, sizeof(*p->text))) == NULL)
-			return -ENOMEM;
 		if (bgrun__utf8_sanitize(s, &copy) < 0)
 			return -ENOMEM;
+		if (copy == NULL)
+			continue; /* valid as it is */
+		/* Rare: the table of copies is made for the first one. */
+		if (p->text == NULL &&
+		    (p->text = calloc(N_COLUMNS, sizeof(*p->text))) == NULL) {
+			free(copy);
+			return -ENOMEM;
+		}
 		p->text[i] = copy;
 	}
 	return 0;
