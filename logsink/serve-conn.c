@@ -166,11 +166,8 @@ static void handle_event(struct lsink_conn *c, struct bgrun__wire_msg *m,
 	/* Checked and made ready here, so that the writer only writes. */
 	r = bgrun__event_prepare(srv->scratch, &it->msg.ev, 0, &it->prep);
 	if (r < 0) {
-		const char *why = bgrun_store_errmsg(srv->scratch);
-
 		it->refused = true;
-		it->status = r;
-		it->why = why[0] != '\0' ? strdup(why) : NULL;
+		lsink_item_fail(it, r, bgrun_store_errmsg(srv->scratch));
 	}
 	it->conn = c;
 	it->seq = m->seq;

@@ -19,7 +19,7 @@ void lsink_item_free(struct lsink_item *item)
 	free(item);
 }
 
-static void fail_item(struct lsink_item *item, int error, const char *why)
+void lsink_item_fail(struct lsink_item *item, int error, const char *why)
 {
 	item->status = error;
 	free(item->why);
@@ -64,9 +64,9 @@ static void write_batch(struct lsink_writer *w, struct lsink_item *batch)
 				w->n_commits++;
 				continue;
 			}
-			fail_item(it, r1, bgrun_store_errmsg(w->store));
+			lsink_item_fail(it, r1, bgrun_store_errmsg(w->store));
 		} else {
-			fail_item(it, r, bgrun_store_errmsg(w->store));
+			lsink_item_fail(it, r, bgrun_store_errmsg(w->store));
 		}
 	}
 }

@@ -138,6 +138,8 @@ void lsink_writer_stop(struct lsink_writer *w);
 
 /* Frees an item and what it holds. */
 void lsink_item_free(struct lsink_item *item);
+/* Marks an item failed: error, and why (kept if not empty). */
+void lsink_item_fail(struct lsink_item *item, int error, const char *why);
 
 /* serve.c and serve-socket.c: `logsink serve` itself. */
 
