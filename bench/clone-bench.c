@@ -29,7 +29,9 @@
  */
 
 #include "bgrun.h"
-#include "clone/clone.h"
+#include "bgrun/test-control.h"
+#include "bgrun.h"
+#include "bgrun/test-control.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -245,8 +247,9 @@ static int64_t run_in_process(struct ctx *x, const struct method *m)
 	o.bundle = x->bundle;
 	o.dest = x->dest;
 	o.close_threads = m->threads;
-	o.close_fn = slow_close;
+	(void)bgrun__test_control(BGRUN__TEST_CLONE_CLOSE_FN, slow_close);
 	r = bgrun_clone(&o, NULL, &msg);
+	(void)bgrun__test_control(BGRUN__TEST_CLONE_CLOSE_FN, (int (*)(int))NULL);
 	if (r < 0) {
 		fprintf(stderr, "clone-bench: %s\n", msg != NULL ? msg : bgrun_strerror(r));
 		free(msg);

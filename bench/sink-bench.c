@@ -31,7 +31,7 @@
  */
 
 #include "bgrun.h"
-#include "wire.h"
+#include "bgrun/wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -145,7 +145,7 @@ static int connect_to(const char *sock)
  * The client's events, each encoded once before the clock starts (frame
  * i + 1 begins at off[i]): what is timed is the daemon, not the encoder.
  */
-static void encode_all(struct client *c, struct bgrun__wire_buf *frames,
+static void encode_all(struct client *c, struct bgrun_wire_buf *frames,
 		       size_t *off)
 {
 	struct bgrun_event ev;
@@ -153,7 +153,7 @@ static void encode_all(struct client *c, struct bgrun__wire_buf *frames,
 	for (int i = 0; i < c->n; i++) {
 		off[i] = frames->len;
 		make_event(&ev, i);
-		if (bgrun__wire_put_event(frames, (uint32_t)i + 1, &ev) < 0)
+		if (bgrun_wire_put_event(frames, (uint32_t)i + 1, &ev) < 0)
 			die("encoding");
 	}
 	off[c->n] = frames->len;
@@ -187,19 +187,19 @@ static void read_acks(struct client *c, int fd, uint8_t *in, size_t *have,
 	if (k <= 0)
 		die("the daemon closed the connection");
 	*have += (size_t)k;
-	while (bgrun__wire_frame_size(in + used, *have - used, 1 << 15,
+	while (bgrun_wire_frame_size(in + used, *have - used, 1 << 15,
 				      &size) == 1) {
-		struct bgrun__wire_msg m;
+		struct bgrun_wire_msg m;
 		int64_t t;
 
-		if (bgrun__wire_decode(in + used, size, &m, NULL) < 0 ||
-		    m.type != BGRUN__WIRE_ACK || m.seq == 0 ||
+		if (bgrun_wire_decode(in + used, size, &m, NULL) < 0 ||
+		    m.type != BGRUN_WIRE_ACK || m.seq == 0 ||
 		    m.seq > (uint32_t)c->n)
 			die("unexpected answer from the daemon");
 		t = now_ns();
 		c->lat[c->done++] = t - sent[m.seq];
 		c->last_ns = t;
-		bgrun__wire_msg_release(&m);
+		bgrun_wire_msg_release(&m);
 		used += size;
 	}
 	memmove(in, in + used, *have - used);
@@ -211,7 +211,7 @@ static void run_pipelined(struct client *c)
 {
 	int64_t *sent = calloc((size_t)c->n + 1, sizeof(*sent));
 	size_t *off = calloc((size_t)c->n + 1, sizeof(*off));
-	struct bgrun__wire_buf frames = { 0 };
+	struct bgrun_wire_buf frames = { 0 };
 	uint8_t *in = malloc(1 << 16);
 	size_t have = 0;
 	int fd = connect_to(c->sock), next = 0;
@@ -237,7 +237,7 @@ static void run_pipelined(struct client *c)
 		}
 		read_acks(c, fd, in, &have, sent);
 	}
-	bgrun__wire_buf_free(&frames);
+	bgrun_wire_buf_free(&frames);
 	free(in);
 	free(off);
 	free(sent);
@@ -535,10 +535,7 @@ static void hooks(enum kind kind, int k)
 		if (!st.exited || st.exit_code != 0)
 			die("logsink send failed");
 		lat[i] = st.duration_ns;
-		cpu[i] = (int64_t)(st.rusage.ru_utime.tv_sec + st.rusage.ru_stime.tv_sec) *
-				 1000000000 +
-			 (int64_t)(st.rusage.ru_utime.tv_usec + st.rusage.ru_stime.tv_usec) *
-				 1000;
+		cpu[i] = st.rusage.user_cpu_ns + st.rusage.sys_cpu_ns;
 	}
 	if (kind == HOOK_DAEMON)
 		(void)daemon_stop(&d);

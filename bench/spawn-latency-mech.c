@@ -4,6 +4,7 @@
 #include "spawn-latency.h"
 
 #include "bgrun.h"
+#include "bgrun/test-control.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -195,11 +196,11 @@ static void bgrun_settle(struct sl_cell *c)
 	struct timespec nap = { 0, 20 * 1000 };
 	int64_t deadline = sl_now_ns() + 2000000000;
 
-	while (!c->settle_given_up && bgrun_reaper_pending() > 0) {
+	while (!c->settle_given_up && bgrun__test_control(BGRUN__TEST_REAPER_PENDING) > 0) {
 		if (sl_now_ns() > deadline) {
-			fprintf(stderr, "spawn-latency: warning: bgrun_reaper_pending() "
-				"stays at %d for 2 s; no longer waiting for it\n",
-				bgrun_reaper_pending());
+			fprintf(stderr, "spawn-latency: warning: the reaper still has "
+				"%d children after 2 s; no longer waiting for them\n",
+				bgrun__test_control(BGRUN__TEST_REAPER_PENDING));
 			c->settle_given_up = true;
 			break;
 		}

@@ -92,8 +92,8 @@ static void sample_event(struct bgrun_event *ev, bool running)
 	st.start_realtime_ns = 1700000000000000000;
 	st.end_realtime_ns = st.start_realtime_ns + 1234567;
 	st.duration_ns = 1234567;
-	st.rusage.ru_maxrss = 4321;
-	st.rusage.ru_minflt = 99;
+	st.rusage.max_rss_kb = 4321;
+	st.rusage.minor_faults = 99;
 	bgrun_event_set_status(ev, &st);
 }
 
@@ -296,9 +296,8 @@ static void run_scenario(const struct scenario *sc, const char *dir,
 
 		if (r < 0 || !st.exited || st.exit_code != 0)
 			die("a worker failed", r < 0 ? r : -EIO);
-		cpu += st.rusage.ru_utime.tv_sec + st.rusage.ru_stime.tv_sec +
-		       (st.rusage.ru_utime.tv_usec + st.rusage.ru_stime.tv_usec) /
-			       1e6;
+		cpu += (double)(st.rusage.user_cpu_ns + st.rusage.sys_cpu_ns) /
+		       1e9;
 		bgrun_child_free(children[i]);
 	}
 	res->seconds = (double)(now_ns() - t0) / 1e9;

@@ -9,7 +9,7 @@
  * sanitizer report or failed check is a finding.
  */
 
-#include "wire.h"
+#include "bgrun/wire.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -33,14 +33,14 @@ static bool same_str(const char *a, const char *b)
 static void same_event(const struct bgrun_event *a, const struct bgrun_event *b)
 {
 	CHECK(strcmp(a->id, b->id) == 0);
-	for (size_t i = 0; i < bgrun__wire_n_fields; i++) {
-		const struct bgrun__wire_field *f = &bgrun__wire_fields[i];
+	for (size_t i = 0; i < bgrun_wire_n_fields; i++) {
+		const struct bgrun_wire_field *f = &bgrun_wire_fields[i];
 		const char *x = (const char *)a + f->offset;
 		const char *y = (const char *)b + f->offset;
 
-		if (f->kind == BGRUN__WIRE_INT) {
+		if (f->kind == BGRUN_WIRE_INT) {
 			CHECK(memcmp(x, y, sizeof(int64_t)) == 0);
-		} else if (f->kind == BGRUN__WIRE_STR) {
+		} else if (f->kind == BGRUN_WIRE_STR) {
 			const char *s, *t;
 
 			memcpy(&s, x, sizeof(s));
@@ -59,49 +59,49 @@ static void same_event(const struct bgrun_event *a, const struct bgrun_event *b)
 }
 
 /* Encodes m again, decodes that, and compares. */
-static void round_trip(const struct bgrun__wire_msg *m)
+static void round_trip(const struct bgrun_wire_msg *m)
 {
-	struct bgrun__wire_buf b = { 0 };
-	struct bgrun__wire_msg again;
+	struct bgrun_wire_buf b = { 0 };
+	struct bgrun_wire_msg again;
 	size_t size = 0;
 	int r = -1;
 
 	switch (m->type) {
-	case BGRUN__WIRE_EVENT:
-		r = bgrun__wire_put_event(&b, m->seq, &m->ev);
+	case BGRUN_WIRE_EVENT:
+		r = bgrun_wire_put_event(&b, m->seq, &m->ev);
 		break;
-	case BGRUN__WIRE_ACK:
-		r = bgrun__wire_put_ack(&b, m->seq, m->status);
+	case BGRUN_WIRE_ACK:
+		r = bgrun_wire_put_ack(&b, m->seq, m->status);
 		break;
-	case BGRUN__WIRE_ERROR:
+	case BGRUN_WIRE_ERROR:
 		/* Only the first line of a text is kept: compare codes only. */
-		r = bgrun__wire_put_error(&b, m->seq, (int)m->code, m->text);
+		r = bgrun_wire_put_error(&b, m->seq, (int)m->code, m->text);
 		break;
-	case BGRUN__WIRE_HELLO:
-		r = bgrun__wire_put_hello(&b, m->seq, &m->hello);
+	case BGRUN_WIRE_HELLO:
+		r = bgrun_wire_put_hello(&b, m->seq, &m->hello);
 		break;
 	}
-	if (r == -ENOMEM || (r == -EMSGSIZE && m->type == BGRUN__WIRE_HELLO)) {
-		bgrun__wire_buf_free(&b);
+	if (r == -ENOMEM || (r == -EMSGSIZE && m->type == BGRUN_WIRE_HELLO)) {
+		bgrun_wire_buf_free(&b);
 		return;
 	}
 	/* What decoded within the limit encodes within it (unknown tags dropped). */
 	CHECK(r > 0);
-	CHECK(bgrun__wire_frame_size(b.data, b.len, BGRUN__WIRE_MAX_FRAME, &size) == 1);
+	CHECK(bgrun_wire_frame_size(b.data, b.len, BGRUN_WIRE_MAX_FRAME, &size) == 1);
 	CHECK(size == b.len);
-	CHECK(bgrun__wire_decode(b.data, b.len, &again, NULL) == 0);
+	CHECK(bgrun_wire_decode(b.data, b.len, &again, NULL) == 0);
 	CHECK(again.type == m->type && again.seq == m->seq);
-	if (m->type == BGRUN__WIRE_EVENT)
+	if (m->type == BGRUN_WIRE_EVENT)
 		same_event(&m->ev, &again.ev);
-	if (m->type == BGRUN__WIRE_ACK)
+	if (m->type == BGRUN_WIRE_ACK)
 		CHECK(again.status == m->status);
-	if (m->type == BGRUN__WIRE_ERROR && (int64_t)(int)m->code == m->code)
+	if (m->type == BGRUN_WIRE_ERROR && (int64_t)(int)m->code == m->code)
 		CHECK(again.code == m->code);
-	if (m->type == BGRUN__WIRE_HELLO)
+	if (m->type == BGRUN_WIRE_HELLO)
 		CHECK(again.hello.pid == m->hello.pid &&
 		      same_str(again.hello.db_path, m->hello.db_path));
-	bgrun__wire_msg_release(&again);
-	bgrun__wire_buf_free(&b);
+	bgrun_wire_msg_release(&again);
+	bgrun_wire_buf_free(&b);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
@@ -111,20 +111,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	size_t off = 0;
 
 	while (off < len) {
-		struct bgrun__wire_msg m;
+		struct bgrun_wire_msg m;
 		const char *why = NULL;
 		size_t size = 0;
 		int r;
 
-		r = bgrun__wire_frame_size(data + off, len - off,
-					   BGRUN__WIRE_MAX_FRAME, &size);
+		r = bgrun_wire_frame_size(data + off, len - off,
+					   BGRUN_WIRE_MAX_FRAME, &size);
 		if (r <= 0)
 			break;
-		CHECK(size >= BGRUN__WIRE_HEADER && size <= len - off);
-		r = bgrun__wire_decode(data + off, size, &m, &why);
+		CHECK(size >= BGRUN_WIRE_HEADER && size <= len - off);
+		r = bgrun_wire_decode(data + off, size, &m, &why);
 		if (r == 0) {
 			round_trip(&m);
-			bgrun__wire_msg_release(&m);
+			bgrun_wire_msg_release(&m);
 		} else {
 			CHECK(why != NULL);
 			CHECK(r == -EBADMSG || r == -EPROTONOSUPPORT || r == -ENOMEM);

@@ -9,7 +9,7 @@
  */
 
 #include "cli.h"
-#include "internal.h"
+#include "bgrun/util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -166,7 +166,7 @@ static int run_full(int argc, char **argv, const struct cli *c)
 static int run_full(int argc, char **argv, const struct cli *c)
 {
 	char buf[PATH_MAX];
-	const char *full = bgrun__helper_path(NULL, "bgrun-full",
+	const char *full = bgrun_helper_path(NULL, "bgrun-full",
 					      BGRUN_FULL_PATH, buf,
 					      sizeof(buf));
 

@@ -7,7 +7,18 @@
 #include "bgrun.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+/* The length of a NULL-terminated vector (0 for a NULL one). */
+static inline size_t vec_len(const char *const *v)
+{
+	size_t n = 0;
+
+	while (v != NULL && v[n] != NULL)
+		n++;
+	return n;
+}
 
 /* Exit codes, as coreutils env(1) and timeout(1) use them. */
 enum {

@@ -2,7 +2,7 @@
 /* clone.c: `bgrun clone BUNDLE DEST`: apply a stream clone bundle, show progress, record it, fire the hooks. */
 
 #include "clone-cli.h"
-#include "clone/clone.h"
+#include "bgrun.h"
 
 #include <errno.h>
 #include <getopt.h>

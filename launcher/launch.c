@@ -11,7 +11,7 @@
  */
 
 #include "cli.h"
-#include "internal.h"
+#include "bgrun/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -68,10 +68,10 @@ static const char **starter_argv(const char *starter, const char *path,
 {
 	/* o->env is NULL (ours) or empty (--clear-env): bgrun-start's 'c'. */
 	const struct bgrun_spawn_opts *o = l->cmd;
-	size_t n_set = bgrun__vec_len(o->env_set);
-	size_t n_unset = bgrun__vec_len(o->env_unset);
-	size_t n_args = bgrun__vec_len(l->args);
-	size_t n_argv = bgrun__vec_len(o->argv), k = 0;
+	size_t n_set = vec_len(o->env_set);
+	size_t n_unset = vec_len(o->env_unset);
+	size_t n_args = vec_len(l->args);
+	size_t n_argv = vec_len(o->argv), k = 0;
 	const char **v;
 
 	v = calloc(n_set + n_unset + n_args + n_argv + 16, sizeof(*v));
@@ -124,7 +124,7 @@ static void record_failure(const struct sup_strings *ss,
 	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
 	struct bgrun_child *child = NULL;
 	struct bgrun_status st;
-	size_t n_args = bgrun__vec_len(l->args);
+	size_t n_args = vec_len(l->args);
 	const char **v = calloc(n_args + 5, sizeof(*v));
 	char failed[128];
 
@@ -170,9 +170,9 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	}
 	self[n] = '\0';
 	/* The recorder is bgrun-full: the store is its business, not ours. */
-	ss.self = bgrun__helper_path(self, "bgrun-full", BGRUN_FULL_PATH,
+	ss.self = bgrun_helper_path(self, "bgrun-full", BGRUN_FULL_PATH,
 				     full, sizeof(full));
-	starter = bgrun__helper_path(self, "bgrun-start", BGRUN_START_PATH,
+	starter = bgrun_helper_path(self, "bgrun-start", BGRUN_START_PATH,
 				     buf, sizeof(buf));
 	if (asprintf(&ss.origin, "--_origin=%s", here) < 0) {
 		ss.origin = NULL;
@@ -182,8 +182,8 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	(void)snprintf(ss.supervise, sizeof(ss.supervise), "--_supervise=%s",
 		       id);
 
-	rt = bgrun__now_ns(CLOCK_REALTIME);
-	mono = bgrun__now_ns(CLOCK_MONOTONIC);
+	rt = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
+	mono = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	opts.failure = failure;
 	r = bgrun_spawn_resolve(&opts, &path);
 	if (r < 0)

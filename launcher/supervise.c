@@ -2,7 +2,7 @@
 /* supervise.c: the recorder of a logged launch: COMMAND's `running` row, then its finish as bgrun-start saw it. */
 
 #include "cli.h"
-#include "internal.h"
+#include "bgrun/util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -114,7 +114,7 @@ static void describe(struct sup *s)
 	s->ev.supervisor_pid = getppid();
 	s->ev.supervisor_start = bgrun_proc_starttime(getppid());
 	s->ev.start_ns = c->start_realtime_ns > 0 ? c->start_realtime_ns
-						  : bgrun__now_ns(CLOCK_REALTIME);
+						  : bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
 }
 
 /* Reads bgrun-start's line about COMMAND's end (start.c: write_end). */
@@ -148,17 +148,15 @@ static int read_end(struct bgrun_status *st, bool *timed_out)
 	st->core_dumped = st->signaled && WCOREDUMP(ws);
 	st->end_realtime_ns = v[0];
 	st->duration_ns = v[1];
-	st->rusage.ru_utime.tv_sec = v[2] / 1000000;
-	st->rusage.ru_utime.tv_usec = v[2] % 1000000;
-	st->rusage.ru_stime.tv_sec = v[3] / 1000000;
-	st->rusage.ru_stime.tv_usec = v[3] % 1000000;
-	st->rusage.ru_maxrss = r[0];
-	st->rusage.ru_minflt = r[1];
-	st->rusage.ru_majflt = r[2];
-	st->rusage.ru_inblock = r[3];
-	st->rusage.ru_oublock = r[4];
-	st->rusage.ru_nvcsw = r[5];
-	st->rusage.ru_nivcsw = r[6];
+	st->rusage.user_cpu_ns = (int64_t)v[2] * 1000;
+	st->rusage.sys_cpu_ns = (int64_t)v[3] * 1000;
+	st->rusage.max_rss_kb = r[0];
+	st->rusage.minor_faults = r[1];
+	st->rusage.major_faults = r[2];
+	st->rusage.in_blocks = r[3];
+	st->rusage.out_blocks = r[4];
+	st->rusage.vol_ctxsw = r[5];
+	st->rusage.invol_ctxsw = r[6];
 	*timed_out = to != 0;
 	return 0;
 }
@@ -191,7 +189,7 @@ int supervise_main(const struct cli *c)
 		/* Our stderr is /dev/null: this only gives the exit code. */
 		status = cli_report_failure(c, error, &failure);
 		s.ev.result = BGRUN_RESULT_SPAWN_FAILED;
-		s.ev.end_ns = bgrun__now_ns(CLOCK_REALTIME);
+		s.ev.end_ns = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
 		s.ev.message = bgrun_strerror(error);
 		record(&s);
 		goto out;

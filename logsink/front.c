@@ -15,7 +15,7 @@
  */
 
 #include "send.h"
-#include "internal.h"
+#include "bgrun/util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -30,7 +30,7 @@ static void run_full(int argc, char **argv, const char *id)
 {
 	char path[PATH_MAX], field[BGRUN_EVENT_ID_MAX + 8];
 	char **v = calloc((size_t)argc + 3, sizeof(*v));
-	const char *full = bgrun__helper_path(NULL, "logsink-full",
+	const char *full = bgrun_helper_path(NULL, "logsink-full",
 					      LOGSINK_FULL_PATH, path,
 					      sizeof(path));
 

@@ -2,7 +2,7 @@
 /* send.c: `logsink send`'s event, from arguments or from Mercurial's logtoprocess environment (no store: the lean front uses it too). */
 
 #include "send.h"
-#include "wire.h"
+#include "bgrun/wire.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -63,7 +63,7 @@ static const char help_text[] =
 
 /* What one --field (or --event, --source, --message) sets, in order. */
 struct setting {
-	const struct bgrun__wire_field *field;
+	const struct bgrun_wire_field *field;
 	const char *value;
 };
 
@@ -82,27 +82,27 @@ static bool parse_int(const char *s, int64_t *ret)
 
 static void apply(struct lsink_send *s, const struct setting *set)
 {
-	const struct bgrun__wire_field *f = set->field;
+	const struct bgrun_wire_field *f = set->field;
 	char *base = (char *)&s->ev + f->offset;
 	int64_t v;
 
 	switch (f->kind) {
-	case BGRUN__WIRE_ID:
+	case BGRUN_WIRE_ID:
 		if (strlen(set->value) > BGRUN_EVENT_ID_MAX)
 			lsink_usage("--field id: longer than %d characters",
 				    BGRUN_EVENT_ID_MAX);
 		strcpy(s->ev.id, set->value);
 		break;
-	case BGRUN__WIRE_STR:
+	case BGRUN_WIRE_STR:
 		memcpy(base, &set->value, sizeof(set->value));
 		break;
-	case BGRUN__WIRE_INT:
+	case BGRUN_WIRE_INT:
 		if (!parse_int(set->value, &v))
 			lsink_usage("--field %s: not an integer: '%s'", f->name,
 				    lsink_printable(set->value));
 		memcpy(base, &v, sizeof(v));
 		break;
-	case BGRUN__WIRE_ARGV:
+	case BGRUN_WIRE_ARGV:
 		s->argv[s->argc++] = set->value;
 		s->ev.argv = s->argv;
 		break;
@@ -233,7 +233,7 @@ int lsink_send_prepare(int argc, char **argv, const char *db,
 		case OPT_EVENT:
 		case OPT_SOURCE:
 		case OPT_MESSAGE:
-			sets[n_sets].field = bgrun__wire_field_by_name(
+			sets[n_sets].field = bgrun_wire_field_by_name(
 				opt == OPT_EVENT    ? "event"
 				: opt == OPT_SOURCE ? "source"
 						    : "message");
@@ -246,7 +246,7 @@ int lsink_send_prepare(int argc, char **argv, const char *db,
 					"--field: NAME=VALUE expected: '%s'",
 					lsink_printable(optarg));
 			optarg[eq - optarg] = '\0';
-			sets[n_sets].field = bgrun__wire_field_by_name(optarg);
+			sets[n_sets].field = bgrun_wire_field_by_name(optarg);
 			if (sets[n_sets].field == NULL)
 				lsink_usage(
 					"--field: no event field is called '%s'",

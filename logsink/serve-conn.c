@@ -12,7 +12,7 @@
 
 /* The read buffer starts small; it grows for a large frame, then shrinks. */
 #define BUF_MIN (16u * 1024)
-#define BUF_MAX (BGRUN__WIRE_LEN_SIZE + BGRUN__WIRE_MAX_FRAME + BUF_MIN)
+#define BUF_MAX (BGRUN_WIRE_LEN_SIZE + BGRUN_WIRE_MAX_FRAME + BUF_MIN)
 
 struct lsink_conn {
 	uv_pipe_t pipe; /* embedded; the conn is freed after its close */
@@ -21,7 +21,7 @@ struct lsink_conn {
 	struct lsink_conn *touched; /* next in lsink_conn_results' list */
 	uint8_t *buf;
 	size_t len, cap;
-	struct bgrun__wire_buf out; /* replies not yet handed to uv_write */
+	struct bgrun_wire_buf out; /* replies not yet handed to uv_write */
 	size_t in_flight;          /* items out at the writer */
 	size_t write_bytes;        /* handed to uv_write, not yet written */
 	uint64_t last_ms;          /* last time it did something */
@@ -43,7 +43,7 @@ static void maybe_free(struct lsink_conn *c)
 {
 	if (!c->closed || c->in_flight > 0)
 		return;
-	bgrun__wire_buf_free(&c->out);
+	bgrun_wire_buf_free(&c->out);
 	free(c->buf);
 	free(c);
 }
@@ -121,7 +121,7 @@ static void flush(struct lsink_conn *c)
 	c->write_bytes += w->len;
 	/* Shrink a buffer that grew for a burst of replies. */
 	if (c->out.cap > 64 * 1024)
-		bgrun__wire_buf_free(&c->out);
+		bgrun_wire_buf_free(&c->out);
 }
 
 /* A frame that breaks the protocol: say why, then close (after the acks due). */
@@ -129,8 +129,8 @@ static void protocol_error(struct lsink_conn *c, uint32_t seq, int code,
 			   const char *why)
 {
 	lsink_msg("connection from pid %d: %s: %s", (int)c->pid,
-		  bgrun__wire_code_name(code), why);
-	(void)bgrun__wire_put_error(&c->out, seq, code, why);
+		  bgrun_wire_code_name(code), why);
+	(void)bgrun_wire_put_error(&c->out, seq, code, why);
 	flush(c);
 	c->finishing = true;
 }
@@ -144,7 +144,7 @@ static bool may_read(const struct lsink_conn *c)
 	       c->write_bytes < lim->write_max;
 }
 
-static void handle_event(struct lsink_conn *c, struct bgrun__wire_msg *m,
+static void handle_event(struct lsink_conn *c, struct bgrun_wire_msg *m,
 			 size_t bytes)
 {
 	struct lsink_server *srv = c->srv;
@@ -152,9 +152,9 @@ static void handle_event(struct lsink_conn *c, struct bgrun__wire_msg *m,
 	int r;
 
 	if (it == NULL) {
-		bgrun__wire_msg_release(m);
-		(void)bgrun__wire_put_error(
-			&c->out, m->seq, BGRUN__WIRE_E_STORE, "out of memory");
+		bgrun_wire_msg_release(m);
+		(void)bgrun_wire_put_error(
+			&c->out, m->seq, BGRUN_WIRE_E_STORE, "out of memory");
 		flush(c);
 		return;
 	}
@@ -164,7 +164,7 @@ static void handle_event(struct lsink_conn *c, struct bgrun__wire_msg *m,
 	m->ev.uid = c->uid;
 	it->msg = *m;
 	/* Checked and made ready here, so that the writer only writes. */
-	r = bgrun__event_prepare(srv->scratch, &it->msg.ev, 0, &it->prep);
+	r = bgrun_store_prepare(srv->scratch, &it->msg.ev, &it->prep);
 	if (r < 0) {
 		it->refused = true;
 		lsink_item_fail(it, r, bgrun_store_errmsg(srv->scratch));
@@ -194,39 +194,39 @@ static void handle_event(struct lsink_conn *c, struct bgrun__wire_msg *m,
 static void handle_frame(struct lsink_conn *c, const uint8_t *frame,
 			 size_t size)
 {
-	struct bgrun__wire_msg m;
+	struct bgrun_wire_msg m;
 	const char *why = "malformed frame";
 	int r;
 
-	r = bgrun__wire_decode(frame, size, &m, &why);
+	r = bgrun_wire_decode(frame, size, &m, &why);
 	if (r == -ENOMEM) {
-		(void)bgrun__wire_put_error(
-			&c->out, bgrun__wire_frame_seq(frame, size),
-			BGRUN__WIRE_E_STORE, "out of memory");
+		(void)bgrun_wire_put_error(
+			&c->out, bgrun_wire_frame_seq(frame, size),
+			BGRUN_WIRE_E_STORE, "out of memory");
 		flush(c);
 		return;
 	}
 	if (r < 0) {
-		protocol_error(c, bgrun__wire_frame_seq(frame, size),
-			       r == -EPROTONOSUPPORT ? BGRUN__WIRE_E_VERSION
-						     : BGRUN__WIRE_E_MALFORMED,
+		protocol_error(c, bgrun_wire_frame_seq(frame, size),
+			       r == -EPROTONOSUPPORT ? BGRUN_WIRE_E_VERSION
+						     : BGRUN_WIRE_E_MALFORMED,
 			       why);
 		return;
 	}
 	switch (m.type) {
-	case BGRUN__WIRE_EVENT:
+	case BGRUN_WIRE_EVENT:
 		handle_event(c, &m, size);
 		return;
-	case BGRUN__WIRE_HELLO:
-		(void)bgrun__wire_put_hello(&c->out, m.seq, &c->srv->hello);
+	case BGRUN_WIRE_HELLO:
+		(void)bgrun_wire_put_hello(&c->out, m.seq, &c->srv->hello);
 		flush(c);
 		break;
 	default:
-		protocol_error(c, m.seq, BGRUN__WIRE_E_UNEXPECTED,
+		protocol_error(c, m.seq, BGRUN_WIRE_E_UNEXPECTED,
 			       "only HELLO and EVENT frames are taken");
 		break;
 	}
-	bgrun__wire_msg_release(&m);
+	bgrun_wire_msg_release(&m);
 }
 
 /* Handles the whole frames buffered, as long as the limits allow. */
@@ -236,18 +236,18 @@ static void parse_frames(struct lsink_conn *c)
 	int r;
 
 	while (off < c->len && may_read(c)) {
-		r = bgrun__wire_frame_size(c->buf + off, c->len - off,
-					   BGRUN__WIRE_MAX_FRAME, &size);
+		r = bgrun_wire_frame_size(c->buf + off, c->len - off,
+					   BGRUN_WIRE_MAX_FRAME, &size);
 		if (r == 0)
 			break;
 		if (r < 0) {
 			/* Judged from the length field, before any allocation. */
 			protocol_error(
 				c,
-				bgrun__wire_frame_seq(c->buf + off,
+				bgrun_wire_frame_seq(c->buf + off,
 						      c->len - off),
-				r == -EMSGSIZE ? BGRUN__WIRE_E_TOO_LARGE
-					       : BGRUN__WIRE_E_MALFORMED,
+				r == -EMSGSIZE ? BGRUN_WIRE_E_TOO_LARGE
+					       : BGRUN_WIRE_E_MALFORMED,
 				r == -EMSGSIZE
 					? "frame larger than 1 MiB"
 					: "frame shorter than its header");
@@ -287,7 +287,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	uint8_t *grown;
 
 	/* Room for the frame being read (its size is known and checked). */
-	if (bgrun__wire_frame_size(c->buf, c->len, BGRUN__WIRE_MAX_FRAME,
+	if (bgrun_wire_frame_size(c->buf, c->len, BGRUN_WIRE_MAX_FRAME,
 				   &want) < 0)
 		want = 0;
 	if (want < c->len + 4096)
@@ -389,13 +389,13 @@ void lsink_conn_accept(uv_stream_t *listener, int status)
 	if (cred.uid != srv->uid && !(cred.uid == 0 && srv->lim.allow_root)) {
 		lsink_msg("refused a connection from uid %u (pid %d)",
 			  (unsigned)cred.uid, (int)cred.pid);
-		(void)bgrun__wire_put_error(
-			&c->out, 0, BGRUN__WIRE_E_DENIED,
+		(void)bgrun_wire_put_error(
+			&c->out, 0, BGRUN_WIRE_E_DENIED,
 			"connections from another user are refused");
 		flush(c);
 		c->finishing = true;
 	} else if (srv->n_conns > srv->lim.max_conns) {
-		(void)bgrun__wire_put_error(&c->out, 0, BGRUN__WIRE_E_BUSY,
+		(void)bgrun_wire_put_error(&c->out, 0, BGRUN_WIRE_E_BUSY,
 					    "too many connections");
 		flush(c);
 		c->finishing = true;
@@ -418,13 +418,13 @@ void lsink_conn_results(struct lsink_server *srv, struct lsink_item *done)
 			srv->n_events++;
 		if (!c->closing) {
 			if (it->status == 0)
-				(void)bgrun__wire_put_ack(&c->out, it->seq, 0);
+				(void)bgrun_wire_put_ack(&c->out, it->seq, 0);
 			else
-				(void)bgrun__wire_put_error(
+				(void)bgrun_wire_put_error(
 					&c->out, it->seq,
 					it->status == -EINVAL
-						? BGRUN__WIRE_E_INVALID
-						: BGRUN__WIRE_E_STORE,
+						? BGRUN_WIRE_E_INVALID
+						: BGRUN_WIRE_E_STORE,
 					it->why != NULL
 						? it->why
 						: bgrun_strerror(it->status));

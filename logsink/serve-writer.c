@@ -13,8 +13,9 @@ void lsink_item_free(struct lsink_item *item)
 {
 	if (item == NULL)
 		return;
-	bgrun__prepared_release(&item->prep);
-	bgrun__wire_msg_release(&item->msg);
+	bgrun_store_prepared_free(item->prep);
+	item->prep = NULL;
+	bgrun_wire_msg_release(&item->msg);
 	free(item->why);
 	free(item);
 }
@@ -40,10 +41,10 @@ static void write_batch(struct lsink_writer *w, struct lsink_item *batch)
 
 	for (it = batch; it != NULL; it = it->next)
 		if (!it->refused)
-			w->batch[n++] = &it->prep;
+			w->batch[n++] = it->prep;
 	if (n == 0)
 		return;
-	r = bgrun__store_put_prepared(w->store, w->batch, n);
+	r = bgrun_store_put_prepared(w->store, w->batch, n);
 	if (r >= 0) {
 		for (it = batch; it != NULL; it = it->next)
 			if (!it->refused)
@@ -52,12 +53,12 @@ static void write_batch(struct lsink_writer *w, struct lsink_item *batch)
 		return;
 	}
 	for (it = batch; it != NULL; it = it->next) {
-		const struct bgrun__prepared *one = &it->prep;
+		struct bgrun_store_prepared *one = it->prep;
 
 		if (it->refused)
 			continue;
 		if (n > 1 && r == -EINVAL) {
-			int r1 = bgrun__store_put_prepared(w->store, &one, 1);
+			int r1 = bgrun_store_put_prepared(w->store, &one, 1);
 
 			if (r1 >= 0) {
 				it->status = 0;

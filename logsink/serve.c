@@ -4,6 +4,7 @@
 #include "serve.h"
 
 #include <errno.h>
+#include <sqlite3.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -327,8 +328,8 @@ static int open_store(struct lsink_serve *s)
 	if (stat(s->db, &st) < 0)
 		return lsink_serve_fail(s, "'%s': %s", lsink_printable(s->db),
 				    strerror(errno));
-	s->srv.hello = (struct bgrun__wire_hello){
-		BGRUN__WIRE_VERSION, BGRUN__WIRE_MAX_FRAME, getpid(),
+	s->srv.hello = (struct bgrun_wire_hello){
+		BGRUN_WIRE_VERSION, BGRUN_WIRE_MAX_FRAME, getpid(),
 		s->db_real != NULL ? s->db_real : s->db, (int64_t)st.st_dev,
 		(int64_t)st.st_ino,
 	};
@@ -442,7 +443,7 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	if (open_store(&s) < 0)
 		goto out;
-	r = bgrun__store_open_scratch(&s.srv.scratch);
+	r = bgrun_store_open_scratch(&s.srv.scratch);
 	if (r < 0) {
 		lsink_serve_fail(&s, "cannot open an in-memory database: %s",
 				 bgrun_strerror(r));

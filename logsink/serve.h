@@ -6,8 +6,8 @@
 
 #include "logsink.h"
 #include "sink-verbs.h"
-#include "store-internal.h"
-#include "wire.h"
+#include "bgrun/store.h"
+#include "bgrun/wire.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -45,8 +45,8 @@ struct lsink_item {
 	bool refused;            /* by the loop's checks: status and why set;
 				    the writer passes it on unwritten, so
 				    that answers keep the order of arrival */
-	struct bgrun__wire_msg msg; /* msg.ev is the event */
-	struct bgrun__prepared prep; /* made by the loop, of msg.ev */
+	struct bgrun_wire_msg msg; /* msg.ev is the event */
+	struct bgrun_store_prepared *prep; /* made by the loop, of msg.ev */
 };
 
 struct lsink_writer {
@@ -62,7 +62,7 @@ struct lsink_writer {
 	bool replay;             /* replay the spool at the next chance */
 	/* Set before the thread starts, then the writer's own: */
 	struct bgrun_store *store;
-	const struct bgrun__prepared **batch; /* batch_max of them */
+	struct bgrun_store_prepared **batch; /* batch_max of them */
 	const char *db;
 	size_t batch_max;        /* events per transaction at most */
 	int64_t delay_ns;        /* how long a batch may wait to grow */
@@ -104,7 +104,7 @@ struct lsink_server {
 	uid_t uid;                 /* our own effective uid */
 	uint64_t idle_since_ms;    /* when the last connection went away */
 	uint64_t replay_at_ms;     /* the next periodic spool replay */
-	struct bgrun__wire_hello hello; /* what a HELLO is answered with */
+	struct bgrun_wire_hello hello; /* what a HELLO is answered with */
 	struct bgrun_store *scratch;    /* the loop's, for preparing events */
 	uint64_t n_events;         /* acked */
 };

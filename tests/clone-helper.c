@@ -18,7 +18,8 @@
  * Exit status 0 when the mode did what it checks, 1 otherwise.
  */
 
-#include "clone/clone-internal.h"
+#include "bgrun.h"
+#include "bgrun/test-control.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -68,17 +69,25 @@ static int mode_encode(void)
 		size_t out_len;
 
 		n = nul != NULL ? (size_t)(nul - p) : (size_t)(end - p);
-		r = bgrun__encodedir(p, n, &out, &out_len);
+		r = bgrun__test_control(BGRUN__TEST_STORE_PATH,
+					BGRUN__TEST_PATH_ENCODEDIR, p, n, &out,
+					&out_len);
 		if (r == 0) {
 			r = put(out, out_len);
 			free(out);
 		}
-		if (r == 0 && (r = bgrun__decodedir(p, n, &out, &out_len)) == 0) {
+		if (r == 0 && (r = bgrun__test_control(BGRUN__TEST_STORE_PATH,
+						      BGRUN__TEST_PATH_DECODEDIR,
+						      p, n, &out, &out_len)) == 0) {
 			r = put(out, out_len);
 			free(out);
 		}
 		for (int dot = 1; dot >= 0 && r == 0; dot--) {
-			r = bgrun__store_encode(p, n, dot, &out, &out_len);
+			r = bgrun__test_control(
+				BGRUN__TEST_STORE_PATH,
+				dot ? BGRUN__TEST_PATH_HYBRID
+				    : BGRUN__TEST_PATH_HYBRID_NODOT,
+				p, n, &out, &out_len);
 			if (r == 0) {
 				r = put(out, out_len);
 				free(out);
@@ -97,7 +106,7 @@ static int mode_sha1(void)
 
 	if (in == NULL)
 		return 1;
-	bgrun__sha1(in, len, d);
+	(void)bgrun__test_control(BGRUN__TEST_SHA1, (const void *)in, len, d);
 	for (int i = 0; i < 20; i++)
 		printf("%02x", d[i]);
 	printf("\n");
@@ -121,21 +130,17 @@ static int failing_close(int fd)
 /* Submits 200 descriptors to 3 threads with a queue of 4; the 50th fails. */
 static int mode_closer(void)
 {
-	struct bgrun__closer *c;
 	int fds[200], r, first = -1;
 
 	fail_at = 50;
-	if (bgrun__closer_start(3, 4, failing_close, &c) < 0)
-		return 1;
 	for (int i = 0; i < 200; i++) {
 		fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (fds[i] < 0)
 			return 1;
-		r = bgrun__closer_submit(c, fds[i]);
-		if (r < 0 && first < 0)
-			first = i;
 	}
-	r = bgrun__closer_finish(c);
+	r = bgrun__test_control(BGRUN__TEST_CLOSER, 3u, (size_t)4,
+				failing_close, (const int *)fds, (size_t)200,
+				&first);
 	if (r != -EIO) {
 		printf("closer: finish gave %d, want %d\n", r, -EIO);
 		return 1;
@@ -163,7 +168,7 @@ static int mode_failclose(const char *bundle, const char *dest, int n)
 	o.dest = dest;
 	o.close_threads = 2;
 	o.close_threshold = 1;
-	o.close_fn = failing_close;
+	(void)bgrun__test_control(BGRUN__TEST_CLONE_CLOSE_FN, failing_close);
 	r = bgrun_clone(&o, NULL, &msg);
 	printf("%d %s\n", r, msg != NULL ? msg : "(no message)");
 	free(msg);
@@ -172,36 +177,17 @@ static int mode_failclose(const char *bundle, const char *dest, int n)
 
 static int mode_bundle(const char *path)
 {
-	struct bgrun__bundle b;
-	struct bgrun__entry e;
 	size_t len;
 	FILE *f = fopen(path, "rbe");
-	char *data = f != NULL ? read_all(f, &len) : NULL, q[256];
-	const void *p;
-	size_t n;
+	char *data = f != NULL ? read_all(f, &len) : NULL;
 	int r;
 
 	if (f != NULL)
 		(void)fclose(f);
 	if (data == NULL)
 		return 1;
-	bgrun__bundle_open_mem(&b, data, len);
-	r = bgrun__bundle_header(&b);
-	if (r == 0)
-		printf("%llu files, %llu bytes, requirements %s\n",
-		       (unsigned long long)b.file_count,
-		       (unsigned long long)b.byte_count, b.requirements);
-	while (r == 0 && (r = bgrun__bundle_next(&b, &e)) > 0) {
-		bgrun__quote(q, sizeof(q), e.name, e.name_len);
-		printf("%llu %s %llu\n", (unsigned long long)e.offset, q,
-		       (unsigned long long)e.size);
-		while ((r = bgrun__bundle_data(&b, 4096, &p, &n)) > 0)
-			;
-	}
-	if (r < 0)
-		printf("error %d: offset %llu: %s\n", r,
-		       (unsigned long long)b.err_offset, b.err);
-	bgrun__bundle_close(&b);
+	r = bgrun__test_control(BGRUN__TEST_BUNDLE_LIST, (const void *)data,
+				len, stdout);
 	free(data);
 	return r < 0 ? 1 : 0;
 }

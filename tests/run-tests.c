@@ -319,7 +319,7 @@ void test_wait_reaped(void)
 	int pending, zombies;
 
 	for (;;) {
-		pending = bgrun_reaper_pending();
+		pending = bgrun__test_control(BGRUN__TEST_REAPER_PENDING);
 		zombies = test_count_zombies();
 		if (pending == 0 && zombies == 0)
 			return;
@@ -327,7 +327,7 @@ void test_wait_reaped(void)
 			break;
 		test_msleep(2);
 	}
-	FAIL("not reaped after %d ms: bgrun_reaper_pending() = %d, "
+	FAIL("not reaped after %d ms: reaper pending = %d, "
 	     "%d zombie children", TEST_DEADLINE_MS, pending, zombies);
 }
 

@@ -342,7 +342,7 @@ void test_ensurestart_off_einval(void)
 	bgrun_spawn_flush();
 	ASSERT_EQ(test_count_children(NULL, 0), kids);
 	ASSERT_EQ(test_count_fds(), fds);
-	ASSERT_EQ(bgrun_reaper_pending(), 0);
+	ASSERT_EQ(bgrun__test_control(BGRUN__TEST_REAPER_PENDING), 0);
 }
 
 void test_spawn_flush(void)

@@ -2,7 +2,6 @@
 /* test-sink-client.c: the sink client's paths (daemon, embedded, spool), auto-start, SIGTERM and kill -9. */
 
 #include "test-sink.h"
-#include "sink-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -190,7 +189,7 @@ void case_client_spool_replay(void)
 	ASSERT(fd >= 0 && write(fd, "\x00\x00\x00\x06junk", 8) == 8);
 	(void)close(fd);
 	/* Replaying one already stored is harmless: still one row. */
-	ASSERT_OK(bgrun__spool_write(db, &ev[2]));
+	ASSERT_OK(bgrun__test_control(BGRUN__TEST_SPOOL_WRITE, db, &ev[2]));
 	ASSERT_EQ(t_count_files(spool, ".ev"), 4);
 	t_daemon_start(&d, db, sock, NULL);
 	ASSERT_EQ(t_db_wait(db, "SELECT count(*) FROM events", 4, 20000), 4);
@@ -374,12 +373,12 @@ static void *raw_main(void *arg)
 {
 	struct raw *w = arg;
 	static char sent[1 << 16][BGRUN_EVENT_ID_MAX + 1];
-	struct bgrun__wire_buf b = { 0 };
+	struct bgrun_wire_buf b = { 0 };
 	int fd = t_connect(w->sock);
 	uint32_t seq = 1;
 
 	for (;;) {
-		struct bgrun__wire_msg m;
+		struct bgrun_wire_msg m;
 		uint32_t first = seq;
 		int got = 0;
 
@@ -389,21 +388,21 @@ static void *raw_main(void *arg)
 
 			t_event(&ev, i);
 			strcpy(sent[seq], ev.id);
-			ASSERT(bgrun__wire_put_event(&b, seq, &ev) > 0);
+			ASSERT(bgrun_wire_put_event(&b, seq, &ev) > 0);
 		}
 		if (seq == first || send(fd, b.data, b.len, MSG_NOSIGNAL) < 0)
 			break;
 		while (got < (int)(seq - first) && t_read_frame(fd, 30000, &m) == 1) {
-			if (m.type == BGRUN__WIRE_ACK && m.seq >= first && m.seq < seq)
+			if (m.type == BGRUN_WIRE_ACK && m.seq >= first && m.seq < seq)
 				strcpy(w->acked[w->n_acked++], sent[m.seq]);
-			bgrun__wire_msg_release(&m);
+			bgrun_wire_msg_release(&m);
 			got++;
 			(*acked)++;
 		}
 		if (got < (int)(seq - first))
 			break; /* EOF: the daemon is gone */
 	}
-	bgrun__wire_buf_free(&b);
+	bgrun_wire_buf_free(&b);
 	(void)close(fd);
 	return NULL;
 }

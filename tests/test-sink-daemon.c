@@ -19,46 +19,46 @@
 
 static void send_event(int fd, uint32_t seq, struct bgrun_event *ev)
 {
-	struct bgrun__wire_buf b = { 0 };
+	struct bgrun_wire_buf b = { 0 };
 
-	ASSERT(bgrun__wire_put_event(&b, seq, ev) > 0);
+	ASSERT(bgrun_wire_put_event(&b, seq, ev) > 0);
 	t_send(fd, b.data, b.len);
-	bgrun__wire_buf_free(&b);
+	bgrun_wire_buf_free(&b);
 }
 
 /* Reads one frame and expects its type, seq and (for ERROR) code. */
 static void expect(int fd, unsigned type, uint32_t seq, int64_t code)
 {
-	struct bgrun__wire_msg m;
+	struct bgrun_wire_msg m;
 
 	if (t_read_frame(fd, 10000, &m) == 0)
 		FAIL("EOF instead of a frame of type %u", type);
 	if (m.type != type || m.seq != seq ||
-	    (type == BGRUN__WIRE_ERROR && m.code != code))
+	    (type == BGRUN_WIRE_ERROR && m.code != code))
 		FAIL("got type %u seq %u code %lld, expected type %u seq %u code %lld",
 		     m.type, m.seq, (long long)m.code, type, seq, (long long)code);
-	if (type == BGRUN__WIRE_ACK)
+	if (type == BGRUN_WIRE_ACK)
 		ASSERT_EQ(m.status, 0);
-	bgrun__wire_msg_release(&m);
+	bgrun_wire_msg_release(&m);
 }
 
 /* A refusal from the length field: the seq is known only if it was read too. */
 static void expect_too_large(int fd, uint32_t seq)
 {
-	struct bgrun__wire_msg m;
+	struct bgrun_wire_msg m;
 
 	if (t_read_frame(fd, 10000, &m) == 0)
 		FAIL("EOF instead of an error");
-	if (m.type != BGRUN__WIRE_ERROR || m.code != BGRUN__WIRE_E_TOO_LARGE ||
+	if (m.type != BGRUN_WIRE_ERROR || m.code != BGRUN_WIRE_E_TOO_LARGE ||
 	    (m.seq != seq && m.seq != 0))
 		FAIL("got type %u seq %u code %lld, expected too_large",
 		     m.type, m.seq, (long long)m.code);
-	bgrun__wire_msg_release(&m);
+	bgrun_wire_msg_release(&m);
 }
 
 static void expect_eof(int fd)
 {
-	struct bgrun__wire_msg m;
+	struct bgrun_wire_msg m;
 
 	if (t_read_frame(fd, 10000, &m) != 0)
 		FAIL("a frame of type %u instead of EOF", m.type);
@@ -66,13 +66,13 @@ static void expect_eof(int fd)
 
 static void hello(int fd)
 {
-	struct bgrun__wire_buf b = { 0 };
+	struct bgrun_wire_buf b = { 0 };
 
-	ASSERT(bgrun__wire_put_hello(&b, 0, &(struct bgrun__wire_hello){
+	ASSERT(bgrun_wire_put_hello(&b, 0, &(struct bgrun_wire_hello){
 		1, BGRUN_NULL, BGRUN_NULL, NULL, BGRUN_NULL, BGRUN_NULL }) > 0);
 	t_send(fd, b.data, b.len);
-	bgrun__wire_buf_free(&b);
-	expect(fd, BGRUN__WIRE_HELLO, 0, 0);
+	bgrun_wire_buf_free(&b);
+	expect(fd, BGRUN_WIRE_HELLO, 0, 0);
 }
 
 void case_daemon_bad_frames(void)
@@ -87,7 +87,7 @@ void case_daemon_bad_frames(void)
 	good = t_connect(sock);
 	t_event(&ev[0], 0);
 	send_event(good, 1, &ev[0]);
-	expect(good, BGRUN__WIRE_ACK, 1, 0);
+	expect(good, BGRUN_WIRE_ACK, 1, 0);
 
 	/* Oversized: refused from the length field, then closed. */
 	bad = t_connect(sock);
@@ -99,7 +99,7 @@ void case_daemon_bad_frames(void)
 	/* Garbage that happens to have a small length. */
 	bad = t_connect(sock);
 	t_send(bad, "\x00\x00\x00\x0a\x01\x02\x00\x00\x00\x05\xff\xff\x00\x00", 14);
-	expect(bad, BGRUN__WIRE_ERROR, 5, BGRUN__WIRE_E_MALFORMED);
+	expect(bad, BGRUN_WIRE_ERROR, 5, BGRUN_WIRE_E_MALFORMED);
 	expect_eof(bad);
 	(void)close(bad);
 
@@ -113,31 +113,31 @@ void case_daemon_bad_frames(void)
 	/* Another version; a frame type the daemon does not take. */
 	bad = t_connect(sock);
 	t_send(bad, "\x00\x00\x00\x06\x02\x02\x00\x00\x00\x03", 10);
-	expect(bad, BGRUN__WIRE_ERROR, 3, BGRUN__WIRE_E_VERSION);
+	expect(bad, BGRUN_WIRE_ERROR, 3, BGRUN_WIRE_E_VERSION);
 	expect_eof(bad);
 	(void)close(bad);
 	bad = t_connect(sock);
 	{
-		struct bgrun__wire_buf b = { 0 };
+		struct bgrun_wire_buf b = { 0 };
 
-		ASSERT(bgrun__wire_put_ack(&b, 4, 0) > 0);
+		ASSERT(bgrun_wire_put_ack(&b, 4, 0) > 0);
 		t_send(bad, b.data, b.len);
-		bgrun__wire_buf_free(&b);
+		bgrun_wire_buf_free(&b);
 	}
-	expect(bad, BGRUN__WIRE_ERROR, 4, BGRUN__WIRE_E_UNEXPECTED);
+	expect(bad, BGRUN_WIRE_ERROR, 4, BGRUN_WIRE_E_UNEXPECTED);
 	expect_eof(bad);
 	(void)close(bad);
 
 	/* A valid event, then a malformed frame in the same write: the event
 	 * is still committed and acked, then the error, then EOF. */
 	{
-		struct bgrun__wire_buf b = { 0 };
-		struct bgrun__wire_msg m;
+		struct bgrun_wire_buf b = { 0 };
+		struct bgrun_wire_msg m;
 		bool acked = false, erred = false;
 		uint8_t all[4096];
 
 		t_event(&ev[1], 1);
-		ASSERT(bgrun__wire_put_event(&b, 11, &ev[1]) > 0);
+		ASSERT(bgrun_wire_put_event(&b, 11, &ev[1]) > 0);
 		/* Frame 12: a field header cut short. */
 		ASSERT(b.len + 14 <= sizeof(all));
 		memcpy(all, b.data, b.len);
@@ -145,16 +145,16 @@ void case_daemon_bad_frames(void)
 		       "\x00\x01\x00\x00", 14);
 		bad = t_connect(sock);
 		t_send(bad, all, b.len + 14);
-		bgrun__wire_buf_free(&b);
+		bgrun_wire_buf_free(&b);
 		while (t_read_frame(bad, 10000, &m) == 1) {
-			if (m.type == BGRUN__WIRE_ACK && m.seq == 11)
+			if (m.type == BGRUN_WIRE_ACK && m.seq == 11)
 				acked = true;
-			else if (m.type == BGRUN__WIRE_ERROR && m.seq == 12 &&
-				 m.code == BGRUN__WIRE_E_MALFORMED)
+			else if (m.type == BGRUN_WIRE_ERROR && m.seq == 12 &&
+				 m.code == BGRUN_WIRE_E_MALFORMED)
 				erred = true;
 			else
 				FAIL("unexpected frame type %u seq %u", m.type, m.seq);
-			bgrun__wire_msg_release(&m);
+			bgrun_wire_msg_release(&m);
 		}
 		ASSERT(acked && erred);
 		(void)close(bad);
@@ -171,7 +171,7 @@ void case_daemon_bad_frames(void)
 	/* The first client was served all along. */
 	t_event(&ev[2], 2);
 	send_event(good, 2, &ev[2]);
-	expect(good, BGRUN__WIRE_ACK, 2, 0);
+	expect(good, BGRUN_WIRE_ACK, 2, 0);
 	hello(good);
 
 	/*
@@ -181,29 +181,29 @@ void case_daemon_bad_frames(void)
 	 * around it in the same write are stored.
 	 */
 	{
-		struct bgrun__wire_buf b = { 0 };
-		struct bgrun__wire_msg m;
+		struct bgrun_wire_buf b = { 0 };
+		struct bgrun_wire_msg m;
 
 		t_event(&ev[3], 3);
 		t_event(&ev[4], 4);
 		ev[4].core_dumped = 7;
 		t_event(&ev[5], 5);
-		ASSERT(bgrun__wire_put_event(&b, 20, &ev[3]) > 0);
-		ASSERT(bgrun__wire_put_event(&b, 21, &ev[4]) > 0);
-		ASSERT(bgrun__wire_put_event(&b, 22, &ev[5]) > 0);
+		ASSERT(bgrun_wire_put_event(&b, 20, &ev[3]) > 0);
+		ASSERT(bgrun_wire_put_event(&b, 21, &ev[4]) > 0);
+		ASSERT(bgrun_wire_put_event(&b, 22, &ev[5]) > 0);
 		t_send(good, b.data, b.len);
-		bgrun__wire_buf_free(&b);
-		expect(good, BGRUN__WIRE_ACK, 20, 0);
+		bgrun_wire_buf_free(&b);
+		expect(good, BGRUN_WIRE_ACK, 20, 0);
 		if (t_read_frame(good, 10000, &m) == 0)
 			FAIL("EOF instead of the error of seq 21");
-		if (m.type != BGRUN__WIRE_ERROR || m.seq != 21 ||
-		    m.code != BGRUN__WIRE_E_INVALID || m.text == NULL ||
+		if (m.type != BGRUN_WIRE_ERROR || m.seq != 21 ||
+		    m.code != BGRUN_WIRE_E_INVALID || m.text == NULL ||
 		    strstr(m.text, "core_dumped") == NULL)
 			FAIL("got type %u seq %u code %lld (%s), expected the "
 			     "refusal of seq 21", m.type, m.seq,
 			     (long long)m.code, m.text ? m.text : "");
-		bgrun__wire_msg_release(&m);
-		expect(good, BGRUN__WIRE_ACK, 22, 0);
+		bgrun_wire_msg_release(&m);
+		expect(good, BGRUN_WIRE_ACK, 22, 0);
 		ASSERT(t_db_has(db, ev[3].id) && t_db_has(db, ev[5].id));
 		ASSERT(!t_db_has(db, ev[4].id));
 		hello(good);
@@ -238,13 +238,13 @@ void case_daemon_other_uid(void)
 	if (pid == 0) {
 		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
 			_exit(3);
-		struct bgrun__wire_buf b = { 0 };
+		struct bgrun_wire_buf b = { 0 };
 
 		fd = t_connect(sock);
-		expect(fd, BGRUN__WIRE_ERROR, 0, BGRUN__WIRE_E_DENIED);
+		expect(fd, BGRUN_WIRE_ERROR, 0, BGRUN_WIRE_E_DENIED);
 		expect_eof(fd);
 		/* Sending anyway changes nothing (it may fail: closed). */
-		if (bgrun__wire_put_event(&b, 1, &ev) > 0)
+		if (bgrun_wire_put_event(&b, 1, &ev) > 0)
 			(void)send(fd, b.data, b.len, MSG_NOSIGNAL);
 		_exit(0);
 	}
@@ -257,7 +257,7 @@ void case_daemon_other_uid(void)
 	/* Our own uid is served; the uid recorded is the kernel's. */
 	fd = t_connect(sock);
 	send_event(fd, 1, &ev);
-	expect(fd, BGRUN__WIRE_ACK, 1, 0);
+	expect(fd, BGRUN_WIRE_ACK, 1, 0);
 	(void)close(fd);
 	ASSERT_EQ(t_db_int(db, "SELECT uid FROM events"), 0);
 	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
@@ -306,7 +306,7 @@ void case_daemon_activation(void)
 	fd = t_connect(sock);
 	t_event(&ev, 0);
 	send_event(fd, 77, &ev);
-	expect(fd, BGRUN__WIRE_ACK, 77, 0);
+	expect(fd, BGRUN_WIRE_ACK, 77, 0);
 	(void)close(fd);
 	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
 	ASSERT(t_db_has(db, ev.id));
@@ -410,7 +410,7 @@ void case_daemon_limits(void)
 	b = t_connect(sock);
 	hello(b);
 	c = t_connect(sock);
-	expect(c, BGRUN__WIRE_ERROR, 0, BGRUN__WIRE_E_BUSY);
+	expect(c, BGRUN_WIRE_ERROR, 0, BGRUN_WIRE_E_BUSY);
 	expect_eof(c);
 	(void)close(c);
 	/* Silent connections are closed after the idle time. */

@@ -232,9 +232,9 @@ void t_send(int fd, const void *data, size_t len)
 	}
 }
 
-int t_read_frame(int fd, int timeout_ms, struct bgrun__wire_msg *m)
+int t_read_frame(int fd, int timeout_ms, struct bgrun_wire_msg *m)
 {
-	uint8_t buf[BGRUN__WIRE_HEADER + 2048];
+	uint8_t buf[BGRUN_WIRE_HEADER + 2048];
 	size_t used = 0, size = 0;
 	int64_t deadline = t_now_ms() + timeout_ms;
 
@@ -246,7 +246,7 @@ int t_read_frame(int fd, int timeout_ms, struct bgrun__wire_msg *m)
 		int r;
 
 		if (used >= 4) {
-			r = bgrun__wire_frame_size(buf, used, sizeof(buf) - 4, &size);
+			r = bgrun_wire_frame_size(buf, used, sizeof(buf) - 4, &size);
 			if (r < 0)
 				FAIL("bad frame from the daemon");
 			if (r == 1)
@@ -269,7 +269,7 @@ int t_read_frame(int fd, int timeout_ms, struct bgrun__wire_msg *m)
 		}
 		used += (size_t)n;
 	}
-	if (bgrun__wire_decode(buf, size, m, NULL) < 0)
+	if (bgrun_wire_decode(buf, size, m, NULL) < 0)
 		FAIL("undecodable frame from the daemon");
 	return 1;
 }

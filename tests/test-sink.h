@@ -6,7 +6,7 @@
 
 #include "bgrun.h"
 #include "tlib.h"
-#include "wire.h"
+#include "bgrun/wire.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -59,7 +59,7 @@ int t_daemon_stop(struct t_daemon *d, int sig);
 int t_connect(const char *sock);
 void t_send(int fd, const void *data, size_t len);
 /* Reads one frame within timeout_ms: 1 (decoded into *m), 0 on EOF. */
-int t_read_frame(int fd, int timeout_ms, struct bgrun__wire_msg *m);
+int t_read_frame(int fd, int timeout_ms, struct bgrun_wire_msg *m);
 
 /* An event with a fresh id: commandfinish from source "test", exit code i. */
 void t_event(struct bgrun_event *ev, int64_t i);

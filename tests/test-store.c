@@ -60,10 +60,9 @@ static void case_event_init(void)
 	struct bgrun_status st = { .pid = 99, .exited = true, .exit_code = 255,
 				   .start_realtime_ns = 5, .end_realtime_ns = 9,
 				   .duration_ns = 4 };
-	st.rusage.ru_utime.tv_sec = 2;
-	st.rusage.ru_utime.tv_usec = 5;
-	st.rusage.ru_maxrss = 1234;
-	st.rusage.ru_nivcsw = 7;
+	st.rusage.user_cpu_ns = INT64_C(2000005000);
+	st.rusage.max_rss_kb = 1234;
+	st.rusage.invol_ctxsw = 7;
 	bgrun_event_set_status(&a, &st);
 	ASSERT_EQ(a.pid, 99);
 	ASSERT_EQ(a.exit_code, 255);

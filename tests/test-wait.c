@@ -143,7 +143,7 @@ void test_wait_times_rusage(void)
 	ASSERT_INT(st.start_realtime_ns, >=, rt0);
 	ASSERT_INT(st.start_realtime_ns, <, st.end_realtime_ns);
 	ASSERT_INT(st.end_realtime_ns, <=, rt1);
-	ASSERT_INT(st.rusage.ru_maxrss, >, 0);
+	ASSERT_INT(st.rusage.max_rss_kb, >, 0);
 	bgrun_child_free(child);
 }
 
@@ -200,8 +200,8 @@ static void expect_same_status(const struct bgrun_status *a,
 	ASSERT_EQ(a->start_realtime_ns, b->start_realtime_ns);
 	ASSERT_EQ(a->end_realtime_ns, b->end_realtime_ns);
 	ASSERT_EQ(a->duration_ns, b->duration_ns);
-	ASSERT_EQ(a->rusage.ru_maxrss, b->rusage.ru_maxrss);
-	ASSERT_EQ(a->rusage.ru_utime.tv_usec, b->rusage.ru_utime.tv_usec);
+	ASSERT_EQ(a->rusage.max_rss_kb, b->rusage.max_rss_kb);
+	ASSERT_EQ(a->rusage.user_cpu_ns, b->rusage.user_cpu_ns);
 }
 
 void test_wait_twice(void)

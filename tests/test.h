@@ -5,6 +5,7 @@
 #define BGRUN_TEST_H
 
 #include "bgrun.h"
+#include "bgrun/test-control.h"
 #include "tcore.h"
 
 #include <pthread.h>
@@ -176,7 +177,7 @@ char *test_realpath(const char *path);
 int test_count_fds(void);
 int test_count_children(pid_t *ret_pids, int max); /* of this process */
 int test_count_zombies(void);                      /* children in state Z */
-/* Polls until bgrun_reaper_pending() == 0 and no zombie child remains. */
+/* Polls until bgrun__test_control(BGRUN__TEST_REAPER_PENDING) == 0 and no zombie child remains. */
 void test_wait_reaped(void);
 /* One launch of each kind so that the library's lazily made state exists. */
 void test_warmup(void);

@@ -5,6 +5,7 @@
 #define BGRUN_TLIB_H
 
 #include "bgrun.h"
+#include "bgrun/test-control.h"
 #include "tcore.h"
 
 #include <string.h>

@@ -4,7 +4,9 @@
 #ifndef BGRUN_CLONE_INTERNAL_H
 #define BGRUN_CLONE_INTERNAL_H
 
-#include "clone.h"
+#include "bgrun/clone.h"
+#include "bgrun/sink.h"
+#include "common/common.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -190,6 +192,12 @@ int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 /* Writes the fncache file (if any entry needs one). */
 int bgrun__writer_fncache(struct bgrun__writer *w);
 void bgrun__writer_release(struct bgrun__writer *w);
+
+/*
+ * What closes the files written: close(2), or a test's replacement
+ * (bgrun__test_control).
+ */
+extern int (*bgrun__clone_close_fn)(int fd);
 
 /* writer.c: writes all of buf to fd, retrying on EINTR and short writes. */
 int bgrun__write_all(int fd, const void *buf, size_t len);

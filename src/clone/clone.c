@@ -332,7 +332,7 @@ static int apply(struct job *j, unsigned int *ret_threads)
 	*ret_threads = 0;
 	if (threads > 0 && j->b.file_count >= threshold) {
 		r = bgrun__closer_start(threads, BGRUN_CLONE_CLOSE_QUEUE,
-					o->close_fn, &closer);
+					bgrun__clone_close_fn, &closer);
 		if (r < 0)
 			return job_fail(j, r, "cannot start closer threads: %s",
 					strerror(-r));
@@ -342,7 +342,7 @@ static int apply(struct job *j, unsigned int *ret_threads)
 	j->w.chunk = o->chunk_size ? o->chunk_size : BGRUN_CLONE_CHUNK_DEFAULT;
 	j->w.copy_range = o->copy_file_range;
 	j->w.closer = closer;
-	j->w.close_fn = o->close_fn;
+	j->w.close_fn = bgrun__clone_close_fn;
 	j->w.progress = o->progress != NULL ? writer_progress : NULL;
 	j->w.progress_data = j;
 	while ((r = bgrun__bundle_next(&j->b, &e)) > 0) {
@@ -488,3 +488,5 @@ out:
 		free(j.msg);
 	return r < 0 ? r : 0;
 }
+
+int (*bgrun__clone_close_fn)(int fd);

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/* bgrun/clone.h: the clone pipeline: apply a Mercurial stream clone bundle (libbgrun-store). */
+
+#ifndef BGRUN_CLONE_H
+#define BGRUN_CLONE_H
+
+#include "bgrun/common.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * A stream clone bundle v1 is what `hg debugcreatestreamclonebundle`
+ * writes (Mercurial's streamclone.generatebundlev1):
+ *
+ *   "HGS1" "UN" u64 files u64 bytes u16 n  requirements (n bytes, ending
+ *   in NUL)  then per file: name "\0" size "\n" and size bytes
+ *
+ * (integers big-endian; names are store paths with only store.encodedir
+ * applied; the sizes add up to bytes).
+ *
+ * bgrun_clone() turns one into a new repository at dest, as
+ * `hg clone --stream -U` would make it: .hg/requires and
+ * .hg/store/requires for the bundle's requirements combined with those of
+ * a new repository (share-safe, store, fncache, dotencode), each file
+ * under its store name (store._pathencode: capitals, reserved bytes and
+ * Windows names escaped, over-long paths hashed into dh/), and the
+ * fncache. The repository has no working directory checkout (like
+ * `clone -U`); `hg update` makes one.
+ *
+ * It is built in a temporary directory beside dest (".NAME.clone-XXXXXX")
+ * and renamed to dest at the end, so dest appears complete or not at all,
+ * and a failure (or a cancel) removes everything it wrote. dest must not
+ * exist or be an empty directory.
+ */
+
+/* Progress, passed to the progress callback. */
+struct bgrun_clone_progress {
+	uint64_t files_total, bytes_total; /* from the bundle's header */
+	uint64_t files_done, bytes_done;   /* entries (and bytes) done */
+};
+
+/*
+ * Called from the calling thread after the header is read, after each file
+ * and during large files (often: it must be cheap, e.g. look at a clock
+ * and return).
+ */
+typedef void (*bgrun_clone_progress_cb)(void *data,
+					const struct bgrun_clone_progress *p);
+
+/* The default size of reads from the bundle and of writes: 1 MiB. */
+#define BGRUN_CLONE_CHUNK_DEFAULT ((size_t)1 << 20)
+/* Background closing is used from this many files on (as Mercurial's). */
+#define BGRUN_CLONE_CLOSE_THRESHOLD_DEFAULT 2048
+#define BGRUN_CLONE_CLOSE_THREADS_DEFAULT 4
+#define BGRUN_CLONE_CLOSE_QUEUE 384
+
+/*
+ * What to clone and how. Plain data: start from BGRUN_CLONE_OPTS_INIT.
+ * Everything is borrowed for the duration of the call.
+ */
+struct bgrun_clone_opts {
+	/* The bundle: a path, or bundle_fd (>= 0, borrowed, read from its
+	 * current offset) when set. "-" is not special here. */
+	const char *bundle;
+	bgrun_os_fd_t bundle_fd;
+	/* The new repository. */
+	const char *dest;
+	/*
+	 * Background closer threads: < 0 the default (4), 0 closes every
+	 * file on the writing thread. The pool starts only when the bundle
+	 * holds at least close_threshold files (0: the default, 2048).
+	 */
+	int close_threads;
+	uint64_t close_threshold;
+	/* Read and write size; 0: BGRUN_CLONE_CHUNK_DEFAULT. */
+	size_t chunk_size;
+	/*
+	 * Copy each file's bytes with copy_file_range(2) from a bundle that
+	 * is a regular file (in the kernel, no copy through user space).
+	 * Ignored for a pipe.
+	 */
+	bool copy_file_range;
+	bgrun_clone_progress_cb progress;
+	void *progress_data;
+	/*
+	 * Optional: when *cancel becomes non-zero (say, from a signal
+	 * handler) the clone stops, removes its work and returns -ECANCELED.
+	 */
+	const volatile sig_atomic_t *cancel;
+};
+
+#define BGRUN_CLONE_OPTS_INIT { .bundle_fd = BGRUN_OS_FD_NONE, .close_threads = -1 }
+
+/* What a clone did. */
+struct bgrun_clone_result {
+	uint64_t files;         /* files written (skipped nodemaps excluded) */
+	uint64_t bytes;         /* bytes written */
+	uint64_t bundle_files;  /* entries in the bundle */
+	uint64_t bundle_bytes;
+	int64_t duration_ns;    /* CLOCK_MONOTONIC, the whole call */
+	unsigned int close_threads; /* background closers used (0: none) */
+	size_t chunk_size;
+	/* The requirements written (sorted, comma-separated). */
+	char requirements[512];
+};
+
+/*
+ * Applies the bundle to a new repository at opts->dest and fills
+ * *ret_result (optional). Errors:
+ *   -EBADMSG          the bundle is malformed or lies (truncated, bad
+ *                     magic, counts that do not add up, a bad name, an
+ *                     entry larger than what remains...)
+ *   -EPROTONOSUPPORT  a compression or a requirement not supported
+ *   -ENOTEMPTY        dest exists and is not an empty directory
+ *   -ECANCELED        *opts->cancel was set
+ *   -EINVAL           invalid options
+ *   and the errors of reading, creating, writing and closing files.
+ * On failure, if ret_errmsg is not NULL, *ret_errmsg receives a malloc'd
+ * one-line message (the caller frees it), naming the bundle offset for a
+ * format error: "offset 1234: entry name has a '..' component: data/../x.i".
+ * Nothing is left behind: dest is untouched, the temporary directory
+ * removed.
+ *
+ * THREAD SAFETY: independent clones may run on several threads at once.
+ */
+BGRUN_EXTERN int bgrun_clone(const struct bgrun_clone_opts *opts,
+		struct bgrun_clone_result *ret_result, char **ret_errmsg);
+
+/*
+ * Whether the clone pipeline can apply a bundle with this requirement
+ * (borrowed): 1 yes, 0 no.
+ */
+BGRUN_EXTERN int bgrun_clone_supported_requirement(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BGRUN_CLONE_H */

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/* bgrun/sink.h: the sink client: record events through the daemon, the store, or the spool. */
+
+#ifndef BGRUN_SINK_H
+#define BGRUN_SINK_H
+
+#include "bgrun/common.h"
+#include "bgrun/event.h"
+#include "bgrun/store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * ===================================================================
+ * THE SINK CLIENT (src/sink/)
+ * ===================================================================
+ *
+ * How programs record events: through the sink daemon (`logsink serve`)
+ * when its socket answers, else straight into the store ("embedded"),
+ * with the same outcome either way: when a put succeeds, the event is
+ * committed in the store under its id, by the rules of bgrun_store_put
+ * (so a retry, by whichever path, never adds a second row). The daemon
+ * acknowledges an event only after the transaction holding it committed.
+ *
+ * An event is never dropped silently: when neither path works it is
+ * written to the spool, the directory <db>.spool/ beside the database
+ * (one file per event, written atomically: a temporary file, fsync,
+ * rename), the put fails, and bgrun_sink_spooled() says it was kept. The
+ * daemon (when it starts, and every 30 s) and the next embedded writer
+ * store what the spool holds (bgrun_sink_replay).
+ *
+ * The daemon's socket is $BGRUN_SOCKET, else
+ * $XDG_RUNTIME_DIR/bgrun/sink.sock, else /tmp/bgrun-UID/sink.sock. A
+ * daemon is used only if the directory holding its socket belongs to
+ * the user and nobody else may write to it, the process listening runs
+ * as the user or as root (its kernel credentials are checked), and it
+ * writes the same database (same device and inode) as the sink would.
+ *
+ * The wire protocol is docs/protocol.md. Nothing here prints, installs a
+ * signal handler (writes use MSG_NOSIGNAL) or forks (the daemon is
+ * started with bgrun_spawn).
+ *
+ * THREAD SAFETY: a sink is used by one thread at a time; open one per
+ * thread that records events.
+ */
+struct bgrun_sink;
+
+enum bgrun_sink_mode {
+	/*
+	 * From $BGRUN_SINK: "auto", "embedded" or "daemon" as below; unset
+	 * or empty: BGRUN_SINK_TRY. Any other value makes open -EINVAL.
+	 */
+	BGRUN_SINK_ENV = 0,
+	BGRUN_SINK_TRY,      /* the daemon if its socket answers, else embedded */
+	/*
+	 * As TRY, but when no daemon answers, one is started first
+	 * (`logsink --db DB serve --socket PATH --exit-idle 10m`, detached,
+	 * with bgrun_spawn) and waited for (at most timeout_ms).
+	 */
+	BGRUN_SINK_AUTO,
+	BGRUN_SINK_EMBEDDED, /* the store only, never the daemon */
+	BGRUN_SINK_DAEMON,   /* the daemon only: else the spool */
+};
+
+/* Plain data: start from BGRUN_SINK_OPTS_INIT. Strings are copied. */
+struct bgrun_sink_opts {
+	enum bgrun_sink_mode mode;
+	const char *db;      /* the store; NULL: bgrun_store_default_path() */
+	const char *socket;  /* NULL: bgrun_sink_default_socket() */
+	/* BGRUN_SINK_AUTO's program: NULL: $BGRUN_LOGSINK, else logsink in PATH. */
+	const char *logsink;
+	/* The longest wait for the daemon (an ack, a start); 0: 30 s. */
+	int timeout_ms;
+};
+
+#define BGRUN_SINK_OPTS_INIT { .mode = BGRUN_SINK_ENV }
+
+/* What a successful put returns: the path the events took. */
+#define BGRUN_SINK_VIA_DAEMON 1
+#define BGRUN_SINK_VIA_STORE 2
+
+/*
+ * The daemon's socket path, as described above; *ret_path is malloc'd.
+ * -ENAMETOOLONG if it does not fit in sockaddr_un's sun_path (107 bytes).
+ */
+BGRUN_EXTERN int bgrun_sink_default_socket(char **ret_path);
+
+/*
+ * Makes a sink. Nothing is connected or opened yet: that happens at the
+ * first put. -EINVAL (a bad mode or $BGRUN_SINK), -ENOMEM.
+ */
+BGRUN_EXTERN int bgrun_sink_open(const struct bgrun_sink_opts *opts,
+		    struct bgrun_sink **ret_sink);
+
+/*
+ * Records one event (borrowed). Blocks until it is committed: through
+ * the daemon (a connection is kept for the next puts, and re-made once
+ * if it broke), else, unless the mode is DAEMON, through the embedded
+ * store (opened once, kept open; the spool is replayed when it opens).
+ * Returns BGRUN_SINK_VIA_DAEMON or BGRUN_SINK_VIA_STORE; -EINVAL for an
+ * event the store (the daemon's or the embedded one) refuses: not
+ * spooled, it never could be stored; another -errno when no path worked,
+ * the event then being in the spool if bgrun_sink_spooled() says so (one
+ * that no store could judge may be spooled, and is set aside as *.bad
+ * when replayed). bgrun_sink_errmsg() explains.
+ */
+BGRUN_EXTERN int bgrun_sink_put(struct bgrun_sink *sink, const struct bgrun_event *ev);
+
+/*
+ * Records n events (borrowed), pipelined to the daemon without waiting
+ * for each ack. Each event is stored on its own (not all-or-none as with
+ * bgrun_store_put_batch), by the path that works for it. Returns the
+ * last path used (VIA_STORE if any went there) when all were stored,
+ * else the first failure, as bgrun_sink_put.
+ */
+BGRUN_EXTERN int bgrun_sink_put_batch(struct bgrun_sink *sink,
+			 const struct bgrun_event *evs, size_t n);
+
+/*
+ * Records one event through the daemon alone, for a program that must
+ * start fast and so does not link the store (SQLite): no sink object, no
+ * embedded store, no spool; opts (NULL: the defaults) as for
+ * bgrun_sink_open, $BGRUN_SINK included: AUTO may start the daemon,
+ * EMBEDDED gives -ENOTCONN at once, a bad mode -EINVAL. Returns
+ * BGRUN_SINK_VIA_DAEMON once the event is committed, else -errno with a
+ * line in errmsg (size bytes, may be NULL): the caller then takes the
+ * other paths, e.g. by handing the event to bgrun_sink_put in a program
+ * that links the store (same id: never a second row). In libbgrun, this
+ * function and what it uses never reference the store, so a program
+ * linking only it does not load libsqlite3.
+ */
+BGRUN_EXTERN int bgrun_sink_put_daemon(const struct bgrun_sink_opts *opts,
+			  const struct bgrun_event *ev, char *errmsg,
+			  size_t size);
+
+/* Whether the last failed put left its (valid) events in the spool. */
+BGRUN_EXTERN bool bgrun_sink_spooled(const struct bgrun_sink *sink);
+
+/* One line about the last failure ("" if none); valid until the next call. */
+BGRUN_EXTERN const char *bgrun_sink_errmsg(const struct bgrun_sink *sink);
+
+/* Closes the connection and the store, frees the sink; accepts NULL. */
+BGRUN_EXTERN void bgrun_sink_close(struct bgrun_sink *sink);
+
+/*
+ * The spool directory of the database db: "<db>.spool"; *ret_path is
+ * malloc'd.
+ */
+BGRUN_EXTERN int bgrun_sink_spool_dir(const char *db, char **ret_path);
+
+/*
+ * Stores the events of db's spool into store (opened on db, read-write),
+ * in batches, deleting each file once its event is committed. A file that
+ * is not a valid event, or an event the store refuses, is renamed to
+ * NAME.bad and left for people to look at. Safe against other replays of
+ * the same spool (an event stored twice is one row). *ret_count
+ * (optional) gets how many events were stored. A missing spool is 0.
+ */
+BGRUN_EXTERN int bgrun_sink_replay(struct bgrun_store *store, const char *db,
+		      int64_t *ret_count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BGRUN_SINK_H */

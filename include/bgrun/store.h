@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/* bgrun/store.h: the event store: an SQLite database of events, written and queried (libbgrun-store). */
+
+#ifndef BGRUN_STORE_H
+#define BGRUN_STORE_H
+
+#include "bgrun/common.h"
+#include "bgrun/event.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * THE STORE (src/store/)
+ *
+ * An SQLite database in WAL mode, schema versioned by PRAGMA user_version
+ * and marked by PRAGMA application_id 0x62677275 ("bgru"). Any number of
+ * processes may open it at once, for reading and writing. Write
+ * transactions of all processes are serialised by an advisory lock
+ * (flock) on the file <db>-lock beside the database, so concurrent writers
+ * wait for each other instead of failing with SQLITE_BUSY (and so that
+ * SQLite 3.40's WAL-reset race cannot happen between them).
+ *
+ * Errors, beyond the usual -ENOMEM, -EIO, -ENOSPC, -EACCES:
+ *   -EBADMSG  the file is not a bgrun store: not SQLite at all, corrupt,
+ *             or an SQLite database of another application
+ *   -EPROTO   a bgrun store of a schema version this library cannot use
+ *             (newer, or older when opened read-only)
+ *   -EROFS    a write on a store opened BGRUN_STORE_READONLY
+ *   -EBUSY    another program (not using the lock) held the database
+ *             longer than the busy timeout (10 s)
+ *   -EINVAL   an invalid argument or event
+ * After a failure bgrun_store_errmsg() gives a one-line explanation.
+ *
+ * THREAD SAFETY: a store is used by one thread at a time (open one per
+ * thread, or lock around it). A store must not be used by a process
+ * fork()ed after it was opened: the child opens its own.
+ */
+struct bgrun_store;
+
+#define BGRUN_STORE_READONLY 0x1u /* read only: never write anything */
+
+/*
+ * The default database path: $BGRUN_DB, else
+ * $XDG_STATE_HOME/bgrun/events.db, else $HOME/.local/state/bgrun/events.db
+ * (relative XDG_STATE_HOME values are ignored, as the spec says).
+ * *ret_path is malloc'd. -ENOENT when neither XDG_STATE_HOME nor HOME is
+ * set.
+ */
+BGRUN_EXTERN int bgrun_store_default_path(char **ret_path);
+
+/*
+ * Opens the store at path (borrowed).
+ *
+ * Read-write (flags 0): creates missing parent directories (mode 0700)
+ * and the database (0600) and its lock file (0600), brings the schema up
+ * to date (each migration step in its own transaction) and puts it in WAL
+ * mode. A database whose application_id is not ours is refused unless it
+ * is empty (application_id 0 and no tables).
+ *
+ * BGRUN_STORE_READONLY: opens with SQLITE_OPEN_READONLY and never writes:
+ * it creates neither the database nor directories nor the lock file; a
+ * missing file (or a database nothing was ever written to) is -ENOENT.
+ * (SQLite itself creates the -wal and -shm files beside a WAL database
+ * for any reader, when it can. Where it cannot, in a directory the caller
+ * may not write, the file is read as immutable if no writer is active.)
+ *
+ * On failure, if ret_errmsg is not NULL, *ret_errmsg receives a malloc'd
+ * one-line message naming the path, fit to print after the program's name
+ * (the caller frees it; NULL if even that allocation failed). This is the
+ * one output parameter written on failure only.
+ */
+BGRUN_EXTERN int bgrun_store_open(const char *path, unsigned flags,
+		     struct bgrun_store **ret_store, char **ret_errmsg);
+
+/* Closes the store; accepts NULL. */
+BGRUN_EXTERN void bgrun_store_close(struct bgrun_store *store);
+
+/*
+ * A one-line message about the last failed call on store ("" if none).
+ * Valid until the next call on the store.
+ */
+BGRUN_EXTERN const char *bgrun_store_errmsg(const struct bgrun_store *store);
+
+/*
+ * Writes an event: inserts it, or updates the row with the same id. An
+ * update happens only when the stored row is `running` (any new values
+ * replace it; fields the new event leaves unknown keep their stored
+ * value), or when it is `lost` and the new event has a final result. So a
+ * supervisor's `running` row becomes its final row, a retried final write
+ * changes nothing, and a late `running` write never overwrites a final
+ * row. The row is committed (WAL, synchronous=NORMAL: durable across a
+ * crash of the process, not necessarily of the machine) when this
+ * returns. Returns 1 if the row was inserted or changed, 0 if not.
+ */
+BGRUN_EXTERN int bgrun_store_put(struct bgrun_store *store, const struct bgrun_event *ev);
+
+/*
+ * Writes n events in one transaction (all or none): the same rules as
+ * bgrun_store_put for each. Returns the number of rows inserted or
+ * changed.
+ */
+BGRUN_EXTERN int bgrun_store_put_batch(struct bgrun_store *store,
+			  const struct bgrun_event *evs, size_t n);
+
+/*
+ * PREPARED EVENTS: a write in two steps, for a program with a writer
+ * thread (the sink daemon). bgrun_store_prepare() does all the per-event
+ * work that needs no database file (checks, argv's and the options' JSON,
+ * the display string, UTF-8 repair) and may run on another thread, on a
+ * store of its own: a scratch store (bgrun_store_open_scratch), an
+ * in-memory connection that takes no writes. bgrun_store_put_prepared()
+ * is then only the SQL writes. bgrun_store_put_batch() is the same two
+ * steps on one thread.
+ */
+struct bgrun_store_prepared;
+
+/* A store without a file, for bgrun_store_prepare() only. */
+BGRUN_EXTERN int bgrun_store_open_scratch(struct bgrun_store **ret_store);
+
+/*
+ * Checks ev and makes *ret_prepared, which points to ev (borrowed: ev must
+ * outlive it). -EINVAL for an event the store refuses, the reason in
+ * bgrun_store_errmsg(store); -ENOMEM.
+ */
+BGRUN_EXTERN int bgrun_store_prepare(struct bgrun_store *store,
+				     const struct bgrun_event *ev,
+				     struct bgrun_store_prepared **ret_prepared);
+
+/* Frees a prepared event; accepts NULL. */
+BGRUN_EXTERN void bgrun_store_prepared_free(struct bgrun_store_prepared *p);
+
+/*
+ * Writes n prepared events in one transaction, all or none, by the rules
+ * of bgrun_store_put. Returns the number of rows inserted or changed.
+ */
+BGRUN_EXTERN int bgrun_store_put_prepared(
+	struct bgrun_store *store,
+	struct bgrun_store_prepared *const *preps, size_t n);
+
+/*
+ * Lost rows. A `running` row is lost when its supervisor is gone: its
+ * boot_id differs from the current boot's, or no process supervisor_pid
+ * exists (or it is a zombie), or its start time differs from
+ * supervisor_start. (A row of this boot without supervisor_pid cannot be
+ * judged and stays running; so does every row of this boot when /proc is
+ * unreadable.) Queries report such rows as `lost` while the stored row
+ * stays `running`; bgrun_store_mark_lost() stores `lost` in them and sets
+ * *ret_count (optional) to how many.
+ */
+BGRUN_EXTERN int bgrun_store_mark_lost(struct bgrun_store *store, int64_t *ret_count);
+
+/*
+ * What to read. Plain data: start from BGRUN_QUERY_INIT. An event's time
+ * is its start_ns, or the time it was first recorded when start_ns is
+ * unknown. Strings are borrowed; NULL means no condition.
+ */
+struct bgrun_query {
+	int64_t since_ns;     /* time >= since_ns; BGRUN_NULL: no bound */
+	int64_t until_ns;     /* time < until_ns; BGRUN_NULL: no bound */
+	bool failed;          /* result other than success and running */
+	const char *result;   /* this result ("lost" as reported) */
+	const char *cmd_glob; /* display GLOB cmd_glob (case-sensitive) */
+	const char *tag;
+	const char *cwd;
+	const char *source;
+	const char *event;
+	int64_t limit;        /* at most this many rows; 0: all */
+};
+
+#define BGRUN_QUERY_INIT { .since_ns = BGRUN_NULL, .until_ns = BGRUN_NULL }
+
+/* A row as read back: valid only during the callback. */
+struct bgrun_event_row {
+	/*
+	 * The event. ev.argv is decoded to its exact bytes; ev.result is the
+	 * result as reported, `lost` for a lost `running` row.
+	 */
+	struct bgrun_event ev;
+	size_t argc;               /* the number of strings in ev.argv */
+	const char *stored_result; /* the result column as stored */
+	int64_t recorded_ns;       /* when the row was first written */
+	int64_t time_ns;           /* start_ns, else recorded_ns */
+	/*
+	 * The whole row as one JSON object made by SQLite: a key per column
+	 * (argv as its JSON array, options_json under "options"), result as
+	 * reported.
+	 */
+	const char *json;
+};
+
+/*
+ * Called for each row; returning non-zero stops the read, and that value
+ * becomes the return value of the call that invoked it. A callback must
+ * not use the same store (open another one if it needs to).
+ */
+typedef int (*bgrun_store_row_cb)(void *data,
+				  const struct bgrun_event_row *row);
+
+/*
+ * Calls cb for each event matching query (all conditions together),
+ * newest first (by time, then the latest written first). Returns 0 when
+ * all were given.
+ */
+BGRUN_EXTERN int bgrun_store_query(struct bgrun_store *store,
+		      const struct bgrun_query *query,
+		      bgrun_store_row_cb cb, void *data);
+
+/*
+ * Calls cb once for the event whose id is id_or_prefix or, failing that,
+ * the only one whose id starts or ends with it (the end of a UUID v7 is
+ * its random part). -ENOENT: none; -EEXIST: it matches several events;
+ * -EINVAL: not a possible part of an id.
+ */
+BGRUN_EXTERN int bgrun_store_get(struct bgrun_store *store, const char *id_or_prefix,
+		    bgrun_store_row_cb cb, void *data);
+
+/* Per-command statistics (durations in ns, BGRUN_NULL if none known). */
+struct bgrun_stats_row {
+	const char *display; /* the command (NULL: events without one) */
+	int64_t runs;        /* finished runs (not running) */
+	int64_t failures;    /* finished with a result other than success */
+	int64_t p50_ns;      /* median duration (nearest rank) */
+	int64_t p95_ns;      /* 95th percentile duration (nearest rank) */
+	int64_t max_ns;
+};
+
+typedef int (*bgrun_store_stats_cb)(void *data,
+				    const struct bgrun_stats_row *row);
+
+/*
+ * Calls cb once per display string among the events matching query
+ * (limit ignored), in display order. Percentiles use the nearest-rank
+ * method over the runs with a known duration.
+ */
+BGRUN_EXTERN int bgrun_store_stats(struct bgrun_store *store,
+		      const struct bgrun_query *query,
+		      bgrun_store_stats_cb cb, void *data);
+
+/*
+ * Marks lost rows (as bgrun_store_mark_lost), then deletes every event
+ * whose time is before older_than_ns, except rows still running, in one
+ * transaction. *ret_deleted (optional) gets the number deleted.
+ */
+BGRUN_EXTERN int bgrun_store_prune(struct bgrun_store *store, int64_t older_than_ns,
+		      int64_t *ret_deleted);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BGRUN_STORE_H */

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* bgrun/test-control.h: the one private entry point for tests and benches (not installed, not exported by the shared libraries). */
+
+#ifndef BGRUN_TEST_CONTROL_H
+#define BGRUN_TEST_CONTROL_H
+
+/*
+ * As sqlite3_test_control: one call, an operation and its arguments, so
+ * that the tests need no private header and the libraries export nothing
+ * for them. It is in the static archives only (tests and benches link
+ * those); an outside program cannot call it. Unknown operations return
+ * -EINVAL.
+ */
+
+#include "bgrun/common.h"
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum bgrun__test_op {
+	/* (): the number of children the library's reaper still has. */
+	BGRUN__TEST_REAPER_PENDING = 1,
+	/* (const char *db, const struct bgrun_event *ev): writes ev into
+	 * db's spool as a failed put would. */
+	BGRUN__TEST_SPOOL_WRITE,
+	/* (int (*fn)(int fd)): replaces close(2) for the files the clone
+	 * pipeline writes, process-wide; NULL restores close(2). */
+	BGRUN__TEST_CLONE_CLOSE_FN,
+	/* (int how, const char *path, size_t len, char **ret, size_t
+	 * *ret_len): Mercurial's store path encodings; how is one of
+	 * BGRUN__TEST_PATH_*; *ret is malloc'd. */
+	BGRUN__TEST_STORE_PATH,
+	/* (const void *data, size_t len, unsigned char out[20]): SHA-1. */
+	BGRUN__TEST_SHA1,
+	/* (unsigned threads, size_t queue, int (*close_fn)(int), const int
+	 * *fds, size_t n, int *ret_first_refused): submits fds to a closer
+	 * pool; returns what finishing it returned; *ret_first_refused is
+	 * the index of the first submit that reported an error, or -1. */
+	BGRUN__TEST_CLOSER,
+	/* (const void *data, size_t len, FILE *out): reads a bundle from
+	 * memory, printing its header, each entry (offset, quoted name,
+	 * size) and the error with its offset; returns the reader's
+	 * result. */
+	BGRUN__TEST_BUNDLE_LIST,
+};
+
+enum {
+	BGRUN__TEST_PATH_ENCODEDIR = 0,
+	BGRUN__TEST_PATH_DECODEDIR,
+	BGRUN__TEST_PATH_HYBRID,         /* with dotencode */
+	BGRUN__TEST_PATH_HYBRID_NODOT,   /* without */
+};
+
+int bgrun__test_control(int op, ...);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BGRUN_TEST_CONTROL_H */

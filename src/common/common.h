@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* common.h: small helpers every part of the libraries uses (src/common/), never installed. */
+
+#ifndef BGRUN_COMMON_INTERNAL_H
+#define BGRUN_COMMON_INTERNAL_H
+
+#include "bgrun/common.h"
+#include "config.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * A helper program of ours: NAME beside this program (self, NULL: read
+ * from /proc/self/exe) when there is one there, as in a build tree;
+ * else the installed path. In buf (size bytes) or installed.
+ */
+const char *bgrun__helper_path(const char *self, const char *name,
+			       const char *installed, char *buf, size_t size);
+
+/* Clocks, in nanoseconds. */
+int64_t bgrun__now_ns(int clock_id);
+
+/* The length of a NULL-terminated vector (0 for a NULL one). */
+static inline size_t bgrun__vec_len(const char *const *v)
+{
+	size_t n = 0;
+
+	while (v != NULL && v[n] != NULL)
+		n++;
+	return n;
+}
+
+/*
+ * pthread_atfork handlers: a caller may fork() (we never do). Prepare takes
+ * the module's lock so no state is half-updated; the parent releases it;
+ * the child releases it and forgets the threads and children it inherited
+ * images of, which do not exist or are not its own there.
+ */
+enum bgrun__fork_phase {
+	BGRUN__FORK_PREPARE,
+	BGRUN__FORK_PARENT,
+	BGRUN__FORK_CHILD,
+};
+void bgrun__reaper_atfork(enum bgrun__fork_phase phase);
+void bgrun__async_atfork(enum bgrun__fork_phase phase);
+
+/* Creates a thread with every signal blocked (caller's mask restored). */
+int bgrun__thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg);
+
+/* utf8.c */
+/* The length of the valid UTF-8 sequence at s[0..n), 0 if invalid (bgrun_utf8_decode). */
+size_t bgrun__utf8_decode(const char *s, size_t n, uint32_t *ret_cp);
+bool bgrun__utf8_valid(const char *s, size_t n);
+/*
+ * s with each byte that is not part of valid UTF-8 replaced by \xNN:
+ * *ret_copy is NULL when s is valid as it is, else a malloc'd copy.
+ */
+int bgrun__utf8_sanitize(const char *s, char **ret_copy);
+/*
+ * Copies s[0..n) to o, invalid bytes (and, if printable_only, control
+ * characters) as \xNN; o needs 4 * n bytes. Returns the end.
+ */
+char *bgrun__put_escaped(char *o, const char *s, size_t n, bool printable_only);
+
+#endif /* BGRUN_COMMON_INTERNAL_H */

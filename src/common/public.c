@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* public.c: libbgrun's small public calls: error and stage names, durations, clocks, default paths (include/bgrun/util.h). */
+
+#include "bgrun.h"
+#include "common/common.h"
+#include "platform.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *bgrun_strerror(int error)
+{
+	if (error >= 0)
+		return "Success";
+	return strerror(-error);
+}
+
+const char *bgrun_stage_name(enum bgrun_stage stage)
+{
+	switch (stage) {
+	case BGRUN_STAGE_NONE:
+		return "none";
+	case BGRUN_STAGE_ARGS:
+		return "arguments";
+	case BGRUN_STAGE_SETUP:
+		return "setup";
+	case BGRUN_STAGE_CWD:
+		return "cwd";
+	case BGRUN_STAGE_STDIN:
+		return "stdin";
+	case BGRUN_STAGE_STDOUT:
+		return "stdout";
+	case BGRUN_STAGE_STDERR:
+		return "stderr";
+	case BGRUN_STAGE_EXEC:
+		return "exec";
+	}
+	return "unknown";
+}
+
+int bgrun_parse_duration(const char *text, int64_t *ret_ns)
+{
+	static const struct {
+		const char *name;
+		double ns;
+	} units[] = {
+		{ "ns", 1 },	     { "us", 1e3 },	 { "ms", 1e6 },
+		{ "s", 1e9 },	     { "", 1e9 },	 { "m", 60e9 },
+		{ "min", 60e9 },     { "h", 3600e9 },	 { "d", 86400e9 },
+	};
+	char *end;
+	double v;
+
+	if (text == NULL)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(text, &end);
+	/* Plain decimals only: strtod would also take "1e3" and "0x10". */
+	if (errno != 0 || end == text ||
+	    end != text + strspn(text, "0123456789.") || !isfinite(v))
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].name) == 0) {
+			v *= units[i].ns;
+			if (v >= 9.2e18)
+				return -ERANGE;
+			*ret_ns = (int64_t)llround(v);
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* In libbgrun: programs that never open the store use it. */
+int bgrun_store_default_path(char **ret_path)
+{
+	const char *db = getenv("BGRUN_DB"), *state, *home;
+	char *path = NULL;
+	int n = 0;
+
+	state = getenv("XDG_STATE_HOME");
+	home = getenv("HOME");
+	if (db != NULL && db[0] != '\0')
+		path = strdup(db);
+	else if (state != NULL && state[0] == '/')
+		n = asprintf(&path, "%s/bgrun/events.db", state);
+	else if (home != NULL && home[0] != '\0')
+		n = asprintf(&path, "%s/.local/state/bgrun/events.db", home);
+	else
+		return -ENOENT;
+	if (n < 0 || path == NULL)
+		return -ENOMEM;
+	*ret_path = path;
+	return 0;
+}
+
+const char *bgrun_helper_path(const char *self, const char *name,
+			      const char *installed, char *buf, size_t size)
+{
+	char here[PATH_MAX];
+	const char *slash;
+	ssize_t n;
+
+	if (self == NULL) {
+		n = bgrun__self_path(here, sizeof(here));
+		here[n > 0 ? n : 0] = '\0';
+		self = here;
+	}
+	slash = strrchr(self, '/');
+	if (slash != NULL &&
+	    snprintf(buf, size, "%.*s/%s", (int)(slash - self), self, name) <
+		    (int)size &&
+	    access(buf, X_OK) == 0)
+		return buf;
+	return installed;
+}
+
+int64_t bgrun_clock_ns(enum bgrun_clock clock)
+{
+	return bgrun__now_ns(clock == BGRUN_CLOCK_MONOTONIC ? CLOCK_MONOTONIC
+							   : CLOCK_REALTIME);
+}

@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: MIT */
+/* client-daemon.c: the sink client's daemon path (private, in both libraries): the socket, who listens there, pipelined events and acks. */
+
+#include "sink-internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The daemon answers a HELLO at once, or it is not worth waiting for. */
+#define HELLO_TIMEOUT_MS 5000
+/* Frames of a batch encoded and in flight at once. */
+#define WINDOW 512
+/* The longest wait for the daemon unless the options say (bgrun.h). */
+#define DEFAULT_TIMEOUT_MS 30000
+
+/* Records a one-line message as the sink's; returns error. */
+int bgrun__sink_fail(struct bgrun_sink *sink, int error, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(sink->errmsg, sizeof(sink->errmsg), fmt, ap);
+	va_end(ap);
+	sink->errmsg[strcspn(sink->errmsg, "\n")] = '\0';
+	return error;
+}
+
+void bgrun__sink_disconnect(struct bgrun_sink *sink)
+{
+	if (sink->fd >= 0)
+		(void)close(sink->fd);
+	sink->fd = -1;
+	sink->out.len = sink->out_sent = 0;
+	sink->in_len = 0;
+}
+
+int bgrun__sink_check_dir(const char *dir)
+{
+	struct stat st;
+
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (st.st_uid != geteuid() || (st.st_mode & 022) != 0)
+		return -EPERM;
+	return 0;
+}
+
+/* Called for each frame received; 1: done, 0: more, -errno: give up. */
+typedef int (*frame_fn)(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
+			void *ctx);
+
+/*
+ * Sends what sink->out holds while reading frames for fn, until fn says
+ * done and everything is sent. The socket is non-blocking: acks are read
+ * while frames are written, so neither side can wait on the other.
+ */
+static int pump(struct bgrun_sink *sink, int timeout_ms, frame_fn fn, void *ctx)
+{
+	int64_t deadline = bgrun__now_ns(CLOCK_MONOTONIC) +
+			   (int64_t)timeout_ms * 1000000;
+	bool done = false;
+	ssize_t n;
+	int r;
+
+	for (;;) {
+		struct pollfd p = { .fd = sink->fd, .events = POLLIN };
+		int64_t left;
+
+		if (sink->out_sent < sink->out.len)
+			p.events |= POLLOUT;
+		else if (done)
+			break;
+		left = (deadline - bgrun__now_ns(CLOCK_MONOTONIC)) / 1000000;
+		if (left <= 0)
+			return bgrun__sink_fail(sink, -ETIMEDOUT,
+						"%s: no answer from the daemon "
+						"within %d ms",
+						sink->socket, timeout_ms);
+		r = poll(&p, 1, (int)left);
+		if (r < 0 && errno != EINTR)
+			return bgrun__sink_fail(sink, -errno, "poll: %s",
+						strerror(errno));
+		if (r <= 0)
+			continue;
+		if (p.revents & POLLOUT) {
+			n = send(sink->fd, sink->out.data + sink->out_sent,
+				 sink->out.len - sink->out_sent,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (n < 0 && errno != EINTR && errno != EAGAIN)
+				return bgrun__sink_fail(sink, -errno, "%s: %s",
+							sink->socket,
+							strerror(errno));
+			if (n > 0)
+				sink->out_sent += (size_t)n;
+		}
+		if (!(p.revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if (sink->in_cap - sink->in_len < 4096) {
+			size_t cap = sink->in_cap ? 2 * sink->in_cap : 16384;
+			uint8_t *grown;
+
+			if (cap > BGRUN_WIRE_MAX_FRAME + 2 * 4096)
+				return bgrun__sink_fail(
+					sink, -EPROTO,
+					"%s: the daemon sent an "
+					"oversized frame",
+					sink->socket);
+			grown = realloc(sink->in, cap);
+			if (grown == NULL)
+				return bgrun__sink_fail(sink, -ENOMEM,
+							"out of memory");
+			sink->in = grown;
+			sink->in_cap = cap;
+		}
+		n = recv(sink->fd, sink->in + sink->in_len,
+			 sink->in_cap - sink->in_len, MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return bgrun__sink_fail(sink, -errno, "%s: %s",
+						sink->socket, strerror(errno));
+		if (n == 0)
+			return bgrun__sink_fail(sink, -ECONNRESET,
+						"%s: the daemon closed the "
+						"connection",
+						sink->socket);
+		sink->in_len += (size_t)n;
+		for (;;) {
+			struct bgrun_wire_msg m;
+			const char *why = NULL;
+			size_t size = 0;
+
+			r = bgrun_wire_frame_size(sink->in, sink->in_len,
+						   BGRUN_WIRE_MAX_FRAME,
+						   &size);
+			if (r == 0)
+				break;
+			if (r > 0)
+				r = bgrun_wire_decode(sink->in, size, &m,
+						       &why);
+			if (r < 0)
+				return bgrun__sink_fail(
+					sink, -EPROTO,
+					"%s: bad frame from the "
+					"daemon: %s",
+					sink->socket,
+					why != NULL ? why : "bad length");
+			r = fn(sink, &m, ctx);
+			bgrun_wire_msg_release(&m);
+			memmove(sink->in, sink->in + size, sink->in_len - size);
+			sink->in_len -= size;
+			if (r < 0)
+				return r;
+			if (r > 0)
+				done = true;
+		}
+	}
+	sink->out.len = sink->out_sent = 0;
+	return 0;
+}
+
+/* The -errno for a refusal of the whole connection. */
+static int refusal(struct bgrun_sink *sink, const struct bgrun_wire_msg *m)
+{
+	int error = m->code == BGRUN_WIRE_E_BUSY	 ? -EBUSY
+		    : m->code == BGRUN_WIRE_E_DENIED	 ? -EACCES
+		    : m->code == BGRUN_WIRE_E_SHUTDOWN ? -ESHUTDOWN
+							 : -EPROTO;
+
+	return bgrun__sink_fail(sink, error, "%s: the daemon refused: %s%s%s",
+				sink->socket, bgrun_wire_code_name(m->code),
+				m->text != NULL ? ": " : "",
+				m->text != NULL ? m->text : "");
+}
+
+static int on_hello(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
+		    void *ctx)
+{
+	struct stat st;
+
+	if (m->type == BGRUN_WIRE_ERROR)
+		return refusal(sink, m);
+	if (m->type != BGRUN_WIRE_HELLO)
+		return bgrun__sink_fail(sink, -EPROTO,
+					"%s: no HELLO from the daemon",
+					sink->socket);
+	/* The daemon must write the database this sink is for. */
+	if (sink->db != NULL &&
+	    (stat(sink->db, &st) < 0 || m->hello.db_dev != (int64_t)st.st_dev ||
+	     m->hello.db_ino != (int64_t)st.st_ino))
+		return bgrun__sink_fail(
+			sink, -EXDEV, "%s: the daemon writes %s, not %s",
+			sink->socket,
+			m->hello.db_path != NULL ? m->hello.db_path
+						 : "another database",
+			sink->db);
+	return 1;
+}
+
+/* Connects to the daemon and checks who it is: 0, or -errno. */
+static int connect_daemon(struct bgrun_sink *sink)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct bgrun_wire_hello hello = {
+		.version = BGRUN_WIRE_VERSION, .max_frame = BGRUN_WIRE_MAX_FRAME,
+		.pid = getpid(), .db_dev = BGRUN_NULL, .db_ino = BGRUN_NULL,
+	};
+	socklen_t len = sizeof(struct ucred);
+	struct ucred cred;
+	char *slash;
+	int fd, r;
+
+	if (sink->socket == NULL)
+		return bgrun__sink_fail(sink, -ENOENT,
+					"no socket path for the daemon");
+	if (strlen(sink->socket) >= sizeof(sa.sun_path))
+		return bgrun__sink_fail(sink, -ENAMETOOLONG,
+					"%s: socket path too long",
+					sink->socket);
+	strcpy(sa.sun_path, sink->socket);
+	/* Its directory must be ours alone, or anyone could pose as it. */
+	slash = strrchr(sa.sun_path, '/');
+	if (slash != NULL) {
+		*slash = '\0';
+		r = bgrun__sink_check_dir(slash == sa.sun_path ? "/"
+							       : sa.sun_path);
+		*slash = '/';
+		if (r == -EPERM || r == -ENOTDIR)
+			return bgrun__sink_fail(
+				sink, r,
+				"%s: the directory is not yours "
+				"alone: not used",
+				sink->socket);
+		if (r < 0)
+			return bgrun__sink_fail(sink, r, "%s: %s", sink->socket,
+						strerror(-r));
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return bgrun__sink_fail(sink, -errno, "socket: %s",
+					strerror(errno));
+	fd = bgrun__fd_high(fd, 3);
+	if (fd < 0)
+		return bgrun__sink_fail(sink, fd, "socket: %s", strerror(-fd));
+	/* Non-blocking: a full backlog is EAGAIN, never an endless wait. */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = bgrun__sink_fail(sink, -errno, "%s: %s", sink->socket,
+				     strerror(errno));
+		goto fail;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		r = bgrun__sink_fail(sink, -errno, "SO_PEERCRED: %s",
+				     strerror(errno));
+		goto fail;
+	}
+	if (cred.uid != geteuid() && cred.uid != 0) {
+		r = bgrun__sink_fail(sink, -EPERM,
+				     "%s: the daemon runs as uid %u: not used",
+				     sink->socket, (unsigned)cred.uid);
+		goto fail;
+	}
+	sink->fd = fd;
+	sink->out.len = sink->out_sent = sink->in_len = 0;
+	r = bgrun_wire_put_hello(&sink->out, 0, &hello);
+	if (r >= 0)
+		r = pump(sink, sink->timeout_ms < HELLO_TIMEOUT_MS
+				       ? sink->timeout_ms
+				       : HELLO_TIMEOUT_MS,
+			 on_hello, NULL);
+	if (r < 0)
+		bgrun__sink_disconnect(sink);
+	return r < 0 ? r : 0;
+fail:
+	(void)close(fd);
+	return r;
+}
+
+/*
+ * Starts a daemon (AUTO) and waits until it says it is ready (or why it
+ * is not) on a pipe: no polling of the socket.
+ */
+static int start_daemon(struct bgrun_sink *sink)
+{
+	const char *argv[12];
+	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
+	char line[256];
+	size_t used = 0, i = 0;
+	int p[2], r;
+	pid_t pid;
+
+	sink->started = true;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return bgrun__sink_fail(sink, -errno, "pipe: %s",
+					strerror(errno));
+	argv[i++] = sink->logsink != NULL ? sink->logsink : "logsink";
+	if (sink->db != NULL) {
+		argv[i++] = "--db";
+		argv[i++] = sink->db;
+	}
+	argv[i++] = "serve";
+	argv[i++] = "--socket";
+	argv[i++] = sink->socket;
+	argv[i++] = "--ready-fd=3";
+	argv[i++] = "--exit-idle=10m";
+	argv[i] = NULL;
+	o.argv = argv;
+	o.pass_fds = &p[1];
+	o.n_pass_fds = 1;
+	pid = bgrun_spawn(&o, NULL);
+	(void)close(p[1]);
+	if (pid < 0) {
+		(void)close(p[0]);
+		return bgrun__sink_fail(sink, pid, "cannot start %s: %s",
+					argv[0], bgrun_strerror(pid));
+	}
+	/* "READY PID" or "ERROR MESSAGE", then the pipe closes. */
+	for (;;) {
+		struct pollfd pf = { .fd = p[0], .events = POLLIN };
+		ssize_t n;
+
+		r = poll(&pf, 1, sink->timeout_ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n = read(p[0], line + used, sizeof(line) - 1 - used);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		used += (size_t)n;
+		if (used == sizeof(line) - 1)
+			break;
+	}
+	(void)close(p[0]);
+	line[used] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	if (strncmp(line, "READY", 5) == 0)
+		return 0;
+	return bgrun__sink_fail(sink, -EIO, "the daemon did not start: %s",
+		    used > 0 ? line : "no word from it");
+}
+
+static int on_answer(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
+		     void *ctx)
+{
+	struct bgrun__sink_batch *b = ctx;
+	size_t i = m->seq - b->base; /* wraps to a huge value if below */
+
+	if (m->type != BGRUN_WIRE_ACK && m->type != BGRUN_WIRE_ERROR)
+		return bgrun__sink_fail(sink, -EPROTO,
+					"%s: unexpected frame from the "
+					"daemon",
+					sink->socket);
+	if (m->seq == 0 || i >= b->n || b->status[i] != BGRUN__SINK_PENDING) {
+		if (m->type == BGRUN_WIRE_ERROR)
+			return refusal(sink, m);
+		return 0; /* an ack for nothing we wait for */
+	}
+	if (m->type == BGRUN_WIRE_ACK) {
+		b->status[i] = BGRUN_SINK_VIA_DAEMON;
+	} else if (m->code == BGRUN_WIRE_E_INVALID) {
+		/* The store's message names the event. */
+		b->status[i] = bgrun__sink_fail(
+			sink, -EINVAL, "%s",
+			m->text != NULL ? m->text : "an invalid event");
+	} else {
+		/* The daemon's store failed it: the event stays pending. */
+		b->status[i] = -EAGAIN;
+		(void)bgrun__sink_fail(sink, -EIO, "%s: %s%s%s", sink->socket,
+			   bgrun_wire_code_name(m->code),
+			   m->text != NULL ? ": " : "",
+			   m->text != NULL ? m->text : "");
+	}
+	return --b->waiting == 0 ? 1 : 0;
+}
+
+/* Sends the pending events of b over the connection, in windows. */
+static int exchange(struct bgrun_sink *sink, struct bgrun__sink_batch *b)
+{
+	size_t next = 0;
+	int r = 0;
+
+	if (sink->next_seq > UINT32_MAX - b->n - 1)
+		sink->next_seq = 1;
+	b->base = sink->next_seq;
+	sink->next_seq += (uint32_t)b->n;
+	while (next < b->n) {
+		b->waiting = 0;
+		sink->out.len = sink->out_sent = 0;
+		for (; next < b->n && b->waiting < WINDOW; next++) {
+			if (b->status[next] != BGRUN__SINK_PENDING)
+				continue;
+			r = bgrun_wire_put_event(&sink->out,
+						  b->base + (uint32_t)next,
+						  &b->evs[next]);
+			if (r == -EINVAL || r == -EMSGSIZE) {
+				b->status[next] = bgrun__sink_fail(
+					sink, -EINVAL,
+					"event %s: "
+					"cannot be encoded: %s",
+					b->evs[next].id, strerror(-r));
+				continue;
+			}
+			if (r < 0)
+				return bgrun__sink_fail(sink, r, "%s",
+							strerror(-r));
+			b->waiting++;
+		}
+		if (b->waiting > 0)
+			r = pump(sink, sink->timeout_ms, on_answer, b);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+bool bgrun__sink_pending(const struct bgrun__sink_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (b->status[i] == BGRUN__SINK_PENDING)
+			return true;
+	return false;
+}
+
+int bgrun__sink_via_daemon(struct bgrun_sink *sink, struct bgrun__sink_batch *b)
+{
+	int r = 0;
+
+	/* One more try on a new connection if the old one broke. */
+	for (int attempt = 0; attempt < 2 && bgrun__sink_pending(b);
+	     attempt++) {
+		if (sink->fd < 0) {
+			r = connect_daemon(sink);
+			if ((r == -ENOENT || r == -ECONNREFUSED) &&
+			    sink->mode == BGRUN_SINK_AUTO && !sink->started &&
+			    start_daemon(sink) >= 0)
+				r = connect_daemon(sink);
+			if (r < 0)
+				return r;
+		}
+		r = exchange(sink, b);
+		/* Events the daemon's store failed go on to the other paths. */
+		for (size_t i = 0; i < b->n; i++)
+			if (b->status[i] == -EAGAIN)
+				b->status[i] = BGRUN__SINK_PENDING;
+		if (r >= 0)
+			return 0;
+		bgrun__sink_disconnect(sink);
+		if (r == -ETIMEDOUT)
+			break;
+	}
+	return r;
+}
+
+static int parse_mode(enum bgrun_sink_mode mode, enum bgrun_sink_mode *ret_mode)
+{
+	static const struct {
+		const char *name;
+		enum bgrun_sink_mode mode;
+	} names[] = {
+		{ "", BGRUN_SINK_TRY },
+		{ "try", BGRUN_SINK_TRY },
+		{ "auto", BGRUN_SINK_AUTO },
+		{ "embedded", BGRUN_SINK_EMBEDDED },
+		{ "daemon", BGRUN_SINK_DAEMON },
+	};
+	const char *env;
+
+	if (mode > BGRUN_SINK_DAEMON)
+		return -EINVAL;
+	if (mode != BGRUN_SINK_ENV) {
+		*ret_mode = mode;
+		return 0;
+	}
+	env = getenv("BGRUN_SINK");
+	if (env == NULL)
+		env = "";
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(env, names[i].name) == 0) {
+			*ret_mode = names[i].mode;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Paths that cannot be found only close the paths that need them. */
+int bgrun__sink_init(struct bgrun_sink *sink,
+		     const struct bgrun_sink_opts *opts)
+{
+	const char *prog;
+	int r;
+
+	sink->fd = -1;
+	sink->next_seq = 1;
+	if (opts->timeout_ms < 0)
+		return -EINVAL;
+	sink->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
+						: DEFAULT_TIMEOUT_MS;
+	r = parse_mode(opts->mode, &sink->mode);
+	if (r < 0)
+		return r;
+	if (opts->db != NULL)
+		sink->db = strdup(opts->db);
+	else if (bgrun_store_default_path(&sink->db) == -ENOMEM)
+		return -ENOMEM;
+	if (opts->db != NULL && sink->db == NULL)
+		return -ENOMEM;
+	if (opts->socket != NULL)
+		sink->socket = strdup(opts->socket);
+	else if (bgrun_sink_default_socket(&sink->socket) == -ENOMEM)
+		return -ENOMEM;
+	if (opts->socket != NULL && sink->socket == NULL)
+		return -ENOMEM;
+	prog = opts->logsink != NULL ? opts->logsink : getenv("BGRUN_LOGSINK");
+	if (prog != NULL && prog[0] != '\0' &&
+	    (sink->logsink = strdup(prog)) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+void bgrun__sink_release(struct bgrun_sink *sink)
+{
+	bgrun__sink_disconnect(sink);
+	bgrun_wire_buf_free(&sink->out);
+	free(sink->in);
+	free(sink->db);
+	free(sink->socket);
+	free(sink->logsink);
+}
+

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/* replay.c: the spool's events stored, by the next writer that has the store (libbgrun-store). */
+
+#include "sink-internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Events stored per transaction when replaying. */
+#define REPLAY_BATCH 256
+/* A temporary file this old was left by a writer that died. */
+#define STALE_TMP_NS (3600 * INT64_C(1000000000))
+
+struct spooled {
+	char *name;
+	struct bgrun_wire_msg msg;
+	bool ok; /* msg holds a decoded event */
+};
+
+/* Reads and decodes one file: 0, -ENOENT (taken by another replay), -EBADMSG. */
+static int read_event(int dfd, const char *name,
+		      struct bgrun_wire_msg *ret_msg)
+{
+	uint8_t *data = NULL;
+	struct stat st;
+	size_t used = 0, size;
+	int fd, r;
+
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : -EBADMSG;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)BGRUN_WIRE_HEADER ||
+	    st.st_size >
+		    (off_t)(BGRUN_WIRE_LEN_SIZE + BGRUN_WIRE_MAX_FRAME)) {
+		r = -EBADMSG;
+		goto cleanup;
+	}
+	data = malloc((size_t)st.st_size);
+	if (data == NULL) {
+		r = -ENOMEM;
+		goto cleanup;
+	}
+	while (used < (size_t)st.st_size) {
+		ssize_t n = read(fd, data + used, (size_t)st.st_size - used);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		used += (size_t)n;
+	}
+	r = -EBADMSG;
+	if (used == (size_t)st.st_size &&
+	    bgrun_wire_frame_size(data, used, BGRUN_WIRE_MAX_FRAME, &size) ==
+		    1 &&
+	    size == used &&
+	    bgrun_wire_decode(data, size, ret_msg, NULL) == 0) {
+		if (ret_msg->type == BGRUN_WIRE_EVENT)
+			r = 0;
+		else
+			bgrun_wire_msg_release(ret_msg);
+	}
+cleanup:
+	free(data);
+	(void)close(fd);
+	return r;
+}
+
+/* Sets a file aside for people to look at: NAME.bad, never replayed. */
+static void set_aside(int dfd, const char *name)
+{
+	char bad[NAME_MAX + 1];
+
+	if ((size_t)snprintf(bad, sizeof(bad), "%s.bad", name) < sizeof(bad))
+		(void)renameat(dfd, name, dfd, bad);
+}
+
+static int wanted(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+
+	return d->d_name[0] != '.' && n > 3 &&
+	       strcmp(d->d_name + n - 3, ".ev") == 0;
+}
+
+/* Temporary files of writers that died long ago are removed. */
+static void remove_stale(int dfd)
+{
+	int64_t now = bgrun__now_ns(CLOCK_REALTIME);
+	struct dirent *d;
+	struct stat st;
+	DIR *dir;
+	int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+
+	if (fd < 0)
+		return;
+	dir = fdopendir(fd);
+	if (dir == NULL) {
+		(void)close(fd);
+		return;
+	}
+	while ((d = readdir(dir)) != NULL) {
+		if (strncmp(d->d_name, ".tmp-", 5) != 0 ||
+		    fstatat(dfd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (now - ((int64_t)st.st_mtim.tv_sec * 1000000000 +
+			   st.st_mtim.tv_nsec) > STALE_TMP_NS)
+			(void)unlinkat(dfd, d->d_name, 0);
+	}
+	(void)closedir(dir);
+}
+
+/* Stores one chunk; the files of stored events are deleted. */
+static int replay_chunk(struct bgrun_store *store, int dfd, struct spooled *s,
+			size_t n, int64_t *count)
+{
+	struct bgrun_event *evs;
+	size_t k = 0;
+	int r;
+
+	evs = calloc(n, sizeof(*evs));
+	if (evs == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (s[i].ok)
+			evs[k++] = s[i].msg.ev;
+	r = bgrun_store_put_batch(store, evs, k);
+	if (r >= 0) {
+		for (size_t i = 0; i < n; i++)
+			if (s[i].ok)
+				(void)unlinkat(dfd, s[i].name, 0);
+		*count += (int64_t)k;
+	} else if (r == -EINVAL) {
+		/* One by one: the refused ones are set aside. */
+		r = 0;
+		for (size_t i = 0; i < n && r >= 0; i++) {
+			if (!s[i].ok)
+				continue;
+			r = bgrun_store_put(store, &s[i].msg.ev);
+			if (r == -EINVAL) {
+				set_aside(dfd, s[i].name);
+				r = 0;
+			} else if (r >= 0) {
+				(void)unlinkat(dfd, s[i].name, 0);
+				(*count)++;
+			}
+		}
+	}
+	free(evs);
+	return r < 0 ? r : 0;
+}
+
+int bgrun_sink_replay(struct bgrun_store *store, const char *db,
+		      int64_t *ret_count)
+{
+	struct dirent **list = NULL;
+	struct spooled *s = NULL;
+	char *dir = NULL;
+	int64_t count = 0;
+	int dfd = -1, n = 0, r;
+
+	if (store == NULL || db == NULL)
+		return -EINVAL;
+	r = bgrun_sink_spool_dir(db, &dir);
+	if (r < 0)
+		return r;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		r = errno == ENOENT ? 0 : -errno;
+		goto cleanup;
+	}
+	remove_stale(dfd);
+	n = scandir(dir, &list, wanted, alphasort);
+	if (n < 0) {
+		r = -errno;
+		n = 0;
+		goto cleanup;
+	}
+	s = calloc(REPLAY_BATCH, sizeof(*s));
+	if (s == NULL) {
+		r = -ENOMEM;
+		goto cleanup;
+	}
+	for (int done = 0; done < n && r >= 0;) {
+		size_t k = 0;
+
+		for (; done < n && k < REPLAY_BATCH; done++) {
+			const char *name = list[done]->d_name;
+			int e = read_event(dfd, name, &s[k].msg);
+
+			if (e == -EBADMSG)
+				set_aside(dfd, name);
+			if (e == -ENOMEM) {
+				r = e;
+				break;
+			}
+			if (e < 0)
+				continue;
+			s[k].name = list[done]->d_name;
+			s[k++].ok = true;
+		}
+		if (r >= 0 && k > 0)
+			r = replay_chunk(store, dfd, s, k, &count);
+		for (size_t i = 0; i < k; i++) {
+			bgrun_wire_msg_release(&s[i].msg);
+			s[i].ok = false;
+		}
+	}
+	if (r >= 0 && ret_count != NULL)
+		*ret_count = count;
+cleanup:
+	for (int i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+	free(s);
+	if (dfd >= 0)
+		(void)close(dfd);
+	free(dir);
+	return r;
+}

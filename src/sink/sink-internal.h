@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/* sink-internal.h: what the sink client's files share (src/sink/ only). */
+
+#ifndef BGRUN_SINK_INTERNAL_H
+#define BGRUN_SINK_INTERNAL_H
+
+#include "bgrun/sink.h"
+#include "bgrun/wire.h"
+#include "common/common.h"
+#include "platform.h"
+
+#include <limits.h>
+
+/* An event's fate so far in a batch's status[]; else BGRUN_SINK_VIA_*, -errno. */
+#define BGRUN__SINK_PENDING INT_MIN
+
+struct bgrun_sink {
+	enum bgrun_sink_mode mode;
+	char *db;       /* NULL: no database path could be found */
+	char *socket;   /* NULL: no socket path could be found */
+	char *logsink;  /* NULL: "logsink" in PATH */
+	int timeout_ms;
+	int fd;         /* the daemon connection, or -1 */
+	bool started;   /* AUTO: a daemon was started (once per sink) */
+	bool replayed;  /* the spool was replayed into store */
+	bool spooled;
+	uint32_t next_seq;
+	struct bgrun_store *store;
+	struct bgrun_wire_buf out;
+	size_t out_sent;
+	uint8_t *in;
+	size_t in_len, in_cap;
+	char errmsg[512];
+};
+
+/* Events on their way: the caller's, and what became of each. */
+struct bgrun__sink_batch {
+	const struct bgrun_event *evs;
+	int *status;
+	size_t n;
+	uint32_t base;    /* evs[i] was sent as seq base + i */
+	size_t waiting;   /* frames sent and not answered */
+};
+
+/* client.c */
+/* Records a one-line message as the sink's; returns error. */
+__attribute__((format(printf, 3, 4)))
+int bgrun__sink_fail(struct bgrun_sink *sink, int error, const char *fmt, ...);
+/* Drops the daemon connection (if any) and what was buffered for it. */
+void bgrun__sink_disconnect(struct bgrun_sink *sink);
+
+/* client-daemon.c */
+/*
+ * Fills a zeroed sink from opts (mode, timeout, paths; nothing opened):
+ * 0, -EINVAL (a bad mode, $BGRUN_SINK or timeout) or -ENOMEM. Release it
+ * with bgrun__sink_release either way.
+ */
+int bgrun__sink_init(struct bgrun_sink *sink,
+		     const struct bgrun_sink_opts *opts);
+/* Frees what bgrun__sink_init and the daemon path hold (not the store). */
+void bgrun__sink_release(struct bgrun_sink *sink);
+/* Whether some event of b is still BGRUN__SINK_PENDING. */
+bool bgrun__sink_pending(const struct bgrun__sink_batch *b);
+/*
+ * Sends the pending events of b to the daemon (connecting, or starting it
+ * for BGRUN_SINK_AUTO, first) and marks those acked or refused. 0, or the
+ * -errno of a connection that could not be made or broke twice.
+ */
+int bgrun__sink_via_daemon(struct bgrun_sink *sink,
+			   struct bgrun__sink_batch *b);
+
+/* spool.c */
+/*
+ * Writes ev into db's spool as one file holding its EVENT frame: a
+ * temporary file (O_EXCL, 0600), fsync, rename to a unique name ending in
+ * ".ev", fsync of the directory. The spool (0700) and missing parents
+ * (0700) are created. -EINVAL for an event that cannot be encoded.
+ */
+int bgrun__spool_write(const char *db, const struct bgrun_event *ev);
+
+/*
+ * client-daemon.c: whether dir is fit to hold the daemon's socket for us:
+ * a directory (not a symbolic link) owned by our uid that nobody else may
+ * write to. 0, -ENOENT (missing), -ENOTDIR, -EPERM (it is not ours alone),
+ * or another -errno.
+ */
+int bgrun__sink_check_dir(const char *dir);
+
+#endif /* BGRUN_SINK_INTERNAL_H */

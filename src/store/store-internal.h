@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/* store-internal.h: private declarations of the event model and the store. */
+
+#ifndef BGRUN_STORE_INTERNAL_H
+#define BGRUN_STORE_INTERNAL_H
+
+#include "bgrun/store.h"
+#include "bgrun/sink.h"
+#include "bgrun/wire.h"
+#include "common/common.h"
+#include "platform.h"
+
+#include <sqlite3.h>
+
+/* PRAGMA application_id of a bgrun store: "bgru". */
+#define BGRUN__STORE_APP_ID 0x62677275
+/* The schema version this library writes (PRAGMA user_version). */
+#define BGRUN__STORE_VERSION 2
+/* How long SQLite waits for a program that does not take our lock. */
+#define BGRUN__STORE_BUSY_MS 10000
+/*
+ * WAL pages between automatic checkpoints (SQLite's default is 1000). A
+ * write dirties about 7 pages (the row and its indexes), and a
+ * checkpoint's two fdatasyncs happen under the write lock, stalling every
+ * writer: fewer, larger checkpoints let more events through (measured
+ * with bench/store-write). While connections stay open the WAL file can
+ * grow to about 16 MiB; the last connection to close checkpoints and
+ * deletes it.
+ */
+#define BGRUN__STORE_CHECKPOINT_PAGES 4000
+/*
+ * The page cache of a read-write connection, in KiB (as a negative
+ * cache_size; SQLite's default is 2000). A writer touches the right edges
+ * of the table and its indexes (ids are time-ordered, UUID v7), but one
+ * transaction of the sink daemon (up to 2048 events) dirties about 250
+ * pages, which must fit: a spilled cache writes to the WAL mid-transaction.
+ * Measured with bench/sink-bench: 2, 4 and 8 MiB give the same events/s;
+ * memory is only taken as pages are used.
+ */
+#define BGRUN__STORE_CACHE_KIB "-4096"
+
+/*
+ * The plain columns of the events table, each named like its field in
+ * struct bgrun_event: S for text, I for integers. The columns that are
+ * not plain (id, recorded_ns, time_ns, argv, options) are handled by
+ * hand. Every statement lists these in this order, so that a column's
+ * position is known (see BGRUN__COL_FIRST_* in the .c files).
+ */
+#define BGRUN__EVENT_COLUMNS(S, I) \
+	S(event) S(source) S(host) I(uid) S(user) S(boot_id) I(pid) \
+	I(supervisor_pid) I(supervisor_start) S(display) S(cwd) S(tag) \
+	I(start_ns) I(end_ns) I(duration_ns) I(exit_code) I(signal) \
+	I(core_dumped) S(result) I(user_cpu_ns) I(sys_cpu_ns) I(max_rss_kb) \
+	I(minor_faults) I(major_faults) I(in_blocks) I(out_blocks) \
+	I(vol_ctxsw) I(invol_ctxsw) S(stdout_path) S(stderr_path) S(message)
+
+/* Pieces of SQL made from the column list. */
+#define BGRUN__SQL_NAME(n) ", " #n
+#define BGRUN__SQL_JSON(n) ", '" #n "', " #n
+
+/*
+ * A row as read back: id, recorded_ns, time_ns, argv, options, then the
+ * plain columns from BGRUN__ROW_PLAIN, then the row as JSON.
+ */
+#define BGRUN__SQL_ROW \
+	"SELECT id, recorded_ns, time_ns, argv, options" \
+	BGRUN__EVENT_COLUMNS(BGRUN__SQL_NAME, BGRUN__SQL_NAME) \
+	", json_object('id', id" \
+	BGRUN__EVENT_COLUMNS(BGRUN__SQL_JSON, BGRUN__SQL_JSON) \
+	", 'argv', json(argv), 'options', json(options)" \
+	", 'recorded_ns', recorded_ns, 'time_ns', time_ns) FROM events"
+#define BGRUN__ROW_PLAIN 5
+/* The upsert's parameters: :id, :recorded_ns, :argv, :options, then these. */
+#define BGRUN__UPSERT_PLAIN 5
+
+struct bgrun__column {
+	const char *name;
+	size_t offset;  /* in struct bgrun_event */
+	bool text;      /* const char * (true) or int64_t (false) */
+};
+extern const struct bgrun__column bgrun__columns[];
+extern const size_t bgrun__n_columns;
+
+/* Statements kept prepared for the life of the store. */
+enum bgrun__stmt_id {
+	BGRUN__STMT_BEGIN,
+	BGRUN__STMT_COMMIT,
+	BGRUN__STMT_ROLLBACK,
+	BGRUN__STMT_ARGV_DECODE,
+	BGRUN__STMT_OPTIONS_CHECK,
+	BGRUN__STMT_OPTIONS_ADD,
+	BGRUN__STMT_UPSERT,
+	BGRUN__STMT_JSON_LOST,
+	BGRUN__STMT_GET_EXACT,
+	BGRUN__STMT_GET_PREFIX,
+	BGRUN__STMT_RUNNING,
+	BGRUN__STMT_MARK_LOST,
+	BGRUN__STMT_PRUNE,
+	BGRUN__N_STMTS
+};
+
+/* Arguments encoded per statement (store-write.c), one statement per count. */
+#define BGRUN__ARGV_CHUNK 16
+
+/* The query filters, one bit each (store-query.c). */
+#define BGRUN__N_FILTERS 11
+#define BGRUN__N_FILTER_STMTS (2u << BGRUN__N_FILTERS) /* x query|stats */
+
+struct bgrun_store {
+	sqlite3 *db;
+	char *path;
+	int lock_fd;       /* <db>-lock; -1 when read-only */
+	bool readonly;
+	bool locked;       /* lock_fd is flock'ed by us */
+	sqlite3_stmt *stmts[BGRUN__N_STMTS];
+	sqlite3_stmt *argv_stmts[BGRUN__ARGV_CHUNK]; /* made lazily */
+	sqlite3_stmt **filter_stmts; /* BGRUN__N_FILTER_STMTS, made lazily */
+	char errmsg[512];
+};
+
+/* store.c */
+int bgrun__store_stmt(struct bgrun_store *store, enum bgrun__stmt_id id,
+		      sqlite3_stmt **ret_stmt);
+int bgrun__store_prepare(struct bgrun_store *store, const char *sql,
+			 sqlite3_stmt **ret_stmt);
+/* Maps an SQLite result code to -errno (0 for OK, ROW and DONE). */
+int bgrun__sqlite_errno(sqlite3 *db, int rc);
+/*
+ * Records "what: SQLite's message" as the store's message and returns
+ * the -errno for rc.
+ */
+int bgrun__store_fail(struct bgrun_store *store, int rc, const char *what);
+/* Records a message of our own and returns error. */
+__attribute__((format(printf, 3, 4)))
+int bgrun__store_failf(struct bgrun_store *store, int error,
+		       const char *fmt, ...);
+/* Takes the write lock and begins an immediate transaction. */
+int bgrun__store_begin(struct bgrun_store *store);
+/* Commits (r >= 0) or rolls back, releases the lock; returns r or error. */
+int bgrun__store_end(struct bgrun_store *store, int r);
+
+/* store-schema.c */
+/*
+ * What the file holds: *ret_version is our schema version, or 0 for a
+ * database still empty. Anything else is -EBADMSG (not ours) or -EPROTO
+ * (a newer schema).
+ */
+int bgrun__store_identify(struct bgrun_store *store, int64_t *ret_version);
+/*
+ * For a read-write store, with the file lock held: WAL mode, the missing
+ * migrations (one transaction each), and the connection's settings.
+ */
+int bgrun__store_setup(struct bgrun_store *store, int64_t version);
+
+/* store-query.c: the reads behind queries and statistics. */
+enum { BGRUN__READ_ROWS, BGRUN__READ_STATS };
+/* The kept statement for this kind of read and these filters, bound. */
+int bgrun__store_filter_stmt(struct bgrun_store *store, unsigned kind,
+			     const struct bgrun_query *q,
+			     sqlite3_stmt **ret_stmt);
+/* The result to report: `lost` for a running row whose supervisor is gone. */
+const char *bgrun__reported_result(const char *stored, const char *boot_id,
+				   int64_t supervisor_pid,
+				   int64_t supervisor_start);
+/* Whether a reported result passes q's conditions that SQL cannot decide. */
+bool bgrun__result_matches(const struct bgrun_query *q, const char *result);
+
+static inline const char *bgrun__column_text(sqlite3_stmt *stmt, int i)
+{
+	return (const char *)sqlite3_column_text(stmt, i);
+}
+
+static inline int64_t bgrun__column_int(sqlite3_stmt *stmt, int i)
+{
+	if (sqlite3_column_type(stmt, i) == SQLITE_NULL)
+		return BGRUN_NULL;
+	return sqlite3_column_int64(stmt, i);
+}
+
+static inline void bgrun__release_stmt(sqlite3_stmt *stmt)
+{
+	(void)sqlite3_reset(stmt);
+	(void)sqlite3_clear_bindings(stmt);
+}
+
+/* store-write.c: lost rows, for mark_lost and prune (in a transaction). */
+int bgrun__store_mark_lost_locked(struct bgrun_store *store,
+				  int64_t *ret_count);
+
+#define BGRUN__COUNT_COLUMN(n) +1
+enum { BGRUN__N_COLUMNS = 0 BGRUN__EVENT_COLUMNS(BGRUN__COUNT_COLUMN,
+						  BGRUN__COUNT_COLUMN) };
+
+/*
+ * An event made ready for the upsert: checked, its JSON and display made,
+ * its text fields made valid UTF-8. This is all the per-event work that
+ * needs no database file, so that a program with a writer thread (the
+ * sink daemon) can do it in another thread, on a scratch store of its
+ * own (bgrun_store_open_scratch), and leave its writer the SQL writes.
+ */
+struct bgrun_store_prepared {
+	const struct bgrun_event *ev;
+	char *argv_json;          /* NULL: argv unknown */
+	char *options_json;       /* made from options_kv, or NULL */
+	char *display;            /* made from argv when ev->display is NULL */
+	char **text;              /* NULL, or BGRUN__N_COLUMNS UTF-8-safe
+				     copies of the text columns that need
+				     one (NULL for the others) */
+};
+
+/*
+ * Checks ev and makes *p (which must be zeroed; it points to ev, which
+ * must outlive it). -EINVAL for an event the store refuses, with the
+ * reason as the store's message; index names the event in it.
+ */
+int bgrun__event_prepare(struct bgrun_store *store,
+			 const struct bgrun_event *ev, size_t index,
+			 struct bgrun_store_prepared *p);
+/* Frees what *p holds (not p itself) and zeroes it. */
+void bgrun__prepared_release(struct bgrun_store_prepared *p);
+/* Writes n prepared events in one transaction, all or none. */
+int bgrun__store_put_prepared(struct bgrun_store *store,
+			      const struct bgrun_store_prepared *const *preps,
+			      size_t n);
+/*
+ * A store without a file (store.c): an in-memory SQLite connection on
+ * which bgrun__event_prepare makes JSON. It takes no writes.
+ */
+int bgrun_store_open_scratch(struct bgrun_store **ret_store);
+
+#endif /* BGRUN_STORE_INTERNAL_H */

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: MIT */
+/* store-query.c: reading the store: filtered queries and lookups by id. */
+
+
+#include "store-internal.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COUNT_COLUMN(n) +1
+enum { N_COLUMNS = 0 BGRUN__EVENT_COLUMNS(COUNT_COLUMN, COUNT_COLUMN) };
+#define ROW_JSON (BGRUN__ROW_PLAIN + N_COLUMNS)
+
+/*
+ * The filters of struct bgrun_query, each a fixed piece of SQL with a
+ * named parameter. A statement is made for each combination in use (so
+ * that SQLite plans each with the right index) and kept.
+ */
+enum {
+	F_SINCE,
+	F_UNTIL,
+	F_FAILED,
+	F_RESULT,
+	F_RESULT_SUCCESS,
+	F_RESULT_LOST,
+	F_GLOB,
+	F_TAG,
+	F_CWD,
+	F_SOURCE,
+	F_EVENT,
+};
+
+static const char *const filter_sql[BGRUN__N_FILTERS] = {
+	[F_SINCE] = " AND time_ns >= :since",
+	[F_UNTIL] = " AND time_ns < :until",
+	/*
+	 * Running rows come too: some may be lost (decided in C). The term
+	 * result != 'success' is what lets SQLite use the partial index
+	 * events_result (see the schema in store.c).
+	 */
+	[F_FAILED] = " AND result != 'success'",
+	[F_RESULT] = " AND result = :result AND result != 'success'",
+	[F_RESULT_SUCCESS] = " AND result = :result",
+	[F_RESULT_LOST] = " AND result IN ('lost', 'running') "
+			  "AND result != 'success'",
+	[F_GLOB] = " AND display GLOB :glob",
+	[F_TAG] = " AND tag = :tag",
+	[F_CWD] = " AND cwd = :cwd",
+	[F_SOURCE] = " AND source = :source",
+	[F_EVENT] = " AND event = :event",
+};
+
+static const char *const kind_head[] = {
+	[BGRUN__READ_ROWS] = BGRUN__SQL_ROW " WHERE 1",
+	[BGRUN__READ_STATS] = "SELECT display, result, boot_id, supervisor_pid, "
+		       "supervisor_start, duration_ns FROM events WHERE 1",
+};
+static const char *const kind_tail[] = {
+	[BGRUN__READ_ROWS] = " ORDER BY time_ns DESC, rowid DESC",
+	[BGRUN__READ_STATS] = " ORDER BY display, duration_ns",
+};
+
+static unsigned filter_mask(const struct bgrun_query *q)
+{
+	unsigned mask = 0;
+
+	if (q->since_ns != BGRUN_NULL)
+		mask |= 1u << F_SINCE;
+	if (q->until_ns != BGRUN_NULL)
+		mask |= 1u << F_UNTIL;
+	if (q->failed)
+		mask |= 1u << F_FAILED;
+	if (q->result != NULL && strcmp(q->result, BGRUN_RESULT_LOST) == 0)
+		mask |= 1u << F_RESULT_LOST;
+	else if (q->result != NULL &&
+		 strcmp(q->result, BGRUN_RESULT_SUCCESS) == 0)
+		mask |= 1u << F_RESULT_SUCCESS;
+	else if (q->result != NULL)
+		mask |= 1u << F_RESULT;
+	if (q->cmd_glob != NULL)
+		mask |= 1u << F_GLOB;
+	if (q->tag != NULL)
+		mask |= 1u << F_TAG;
+	if (q->cwd != NULL)
+		mask |= 1u << F_CWD;
+	if (q->source != NULL)
+		mask |= 1u << F_SOURCE;
+	if (q->event != NULL)
+		mask |= 1u << F_EVENT;
+	return mask;
+}
+
+static int bind_named_text(sqlite3_stmt *stmt, const char *name,
+			   const char *value)
+{
+	int i = sqlite3_bind_parameter_index(stmt, name);
+
+	return i > 0 ? sqlite3_bind_text(stmt, i, value, -1, SQLITE_STATIC)
+		     : SQLITE_OK;
+}
+
+static int bind_named_int(sqlite3_stmt *stmt, const char *name, int64_t v)
+{
+	int i = sqlite3_bind_parameter_index(stmt, name);
+
+	return i > 0 ? sqlite3_bind_int64(stmt, i, v) : SQLITE_OK;
+}
+
+int bgrun__store_filter_stmt(struct bgrun_store *store, unsigned kind,
+			     const struct bgrun_query *q,
+			     sqlite3_stmt **ret_stmt)
+{
+	unsigned mask = filter_mask(q), slot = (kind << BGRUN__N_FILTERS) | mask;
+	char sql[4096];
+	sqlite3_stmt *stmt;
+	size_t used;
+	int r, rc;
+
+	if (store->filter_stmts == NULL) {
+		store->filter_stmts = calloc(BGRUN__N_FILTER_STMTS,
+					     sizeof(*store->filter_stmts));
+		if (store->filter_stmts == NULL)
+			return bgrun__store_failf(store, -ENOMEM,
+						  "out of memory");
+	}
+	if (store->filter_stmts[slot] == NULL) {
+		used = (size_t)snprintf(sql, sizeof(sql), "%s", kind_head[kind]);
+		for (unsigned f = 0; f < BGRUN__N_FILTERS; f++)
+			if (mask & (1u << f))
+				used += (size_t)snprintf(sql + used,
+							 sizeof(sql) - used,
+							 "%s", filter_sql[f]);
+		used += (size_t)snprintf(sql + used, sizeof(sql) - used, "%s",
+					 kind_tail[kind]);
+		assert(used < sizeof(sql));
+		r = bgrun__store_prepare(store, sql, &store->filter_stmts[slot]);
+		if (r < 0)
+			return r;
+	}
+	stmt = store->filter_stmts[slot];
+	rc = bind_named_int(stmt, ":since", q->since_ns);
+	if (rc == SQLITE_OK)
+		rc = bind_named_int(stmt, ":until", q->until_ns);
+	if (rc == SQLITE_OK)
+		rc = bind_named_text(stmt, ":result", q->result);
+	if (rc == SQLITE_OK)
+		rc = bind_named_text(stmt, ":glob", q->cmd_glob);
+	if (rc == SQLITE_OK)
+		rc = bind_named_text(stmt, ":tag", q->tag);
+	if (rc == SQLITE_OK)
+		rc = bind_named_text(stmt, ":cwd", q->cwd);
+	if (rc == SQLITE_OK)
+		rc = bind_named_text(stmt, ":source", q->source);
+	if (rc == SQLITE_OK)
+		rc = bind_named_text(stmt, ":event", q->event);
+	if (rc != SQLITE_OK) {
+		(void)sqlite3_clear_bindings(stmt);
+		return bgrun__store_fail(store, rc, "binding a query");
+	}
+	*ret_stmt = stmt;
+	return 0;
+}
+
+const char *bgrun__reported_result(const char *stored, const char *boot_id,
+				   int64_t supervisor_pid,
+				   int64_t supervisor_start)
+{
+	if (stored != NULL && strcmp(stored, BGRUN_RESULT_RUNNING) == 0 &&
+	    bgrun__supervisor_gone(boot_id, supervisor_pid, supervisor_start))
+		return BGRUN_RESULT_LOST;
+	return stored;
+}
+
+bool bgrun__result_matches(const struct bgrun_query *q, const char *result)
+{
+	if (q == NULL)
+		return true;
+	if (q->failed &&
+	    (result == NULL || strcmp(result, BGRUN_RESULT_SUCCESS) == 0 ||
+	     strcmp(result, BGRUN_RESULT_RUNNING) == 0))
+		return false;
+	if (q->result != NULL &&
+	    (result == NULL || strcmp(result, q->result) != 0))
+		return false;
+	return true;
+}
+
+static int hex_value(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static void strv_free(char **v)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+/*
+ * The exact bytes of each argument of a stored argv, through json_each:
+ * strings as they are, {"hex": ...} objects decoded.
+ */
+static int decode_argv(struct bgrun_store *store, const char *json,
+		       char ***ret_argv, size_t *ret_argc)
+{
+	char **argv = NULL, **grown, *arg;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *stmt;
+	int r, rc;
+
+	r = bgrun__store_stmt(store, BGRUN__STMT_ARGV_DECODE, &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_bind_text(stmt, 1, json, -1, SQLITE_STATIC);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		bool hex = sqlite3_column_int(stmt, 0) != 0;
+		const unsigned char *v = sqlite3_column_text(stmt, 1);
+		size_t len = (size_t)sqlite3_column_bytes(stmt, 1);
+
+		rc = SQLITE_OK;
+		if (n + 2 > cap) {
+			cap = cap ? 2 * cap : 8;
+			grown = realloc(argv, cap * sizeof(*argv));
+			if (grown == NULL) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			argv = grown;
+		}
+		arg = malloc(len + 1);
+		if (arg == NULL) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		if (!hex) {
+			memcpy(arg, v != NULL ? (const char *)v : "", len);
+			arg[len] = '\0';
+		} else {
+			size_t k;
+
+			for (k = 0; k + 1 < len; k += 2) {
+				int hi = hex_value(v[k]), lo = hex_value(v[k + 1]);
+
+				if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+					break;
+				arg[k / 2] = (char)(hi << 4 | lo);
+			}
+			arg[k / 2] = '\0';
+			if (k != len) {
+				free(arg);
+				rc = SQLITE_CORRUPT;
+				break;
+			}
+		}
+		argv[n++] = arg;
+		argv[n] = NULL;
+	}
+	if (rc != SQLITE_DONE)
+		r = (rc & 0xff) == SQLITE_CORRUPT
+			    ? bgrun__store_failf(store, -EBADMSG,
+						 "a stored argv is malformed")
+			    : bgrun__store_fail(store, rc, "decoding argv");
+	bgrun__release_stmt(stmt);
+	if (r < 0) {
+		strv_free(argv);
+		return r;
+	}
+	if (argv == NULL) {
+		argv = calloc(1, sizeof(*argv));
+		if (argv == NULL)
+			return -ENOMEM;
+	}
+	*ret_argv = argv;
+	*ret_argc = n;
+	return 0;
+}
+
+/* The row's JSON with "result": "lost" (malloc'd). */
+static int json_lost(struct bgrun_store *store, const char *json,
+		     char **ret_json)
+{
+	sqlite3_stmt *stmt;
+	char *copy = NULL;
+	int r, rc;
+
+	r = bgrun__store_stmt(store, BGRUN__STMT_JSON_LOST, &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_bind_text(stmt, 1, json, -1, SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		copy = strdup(bgrun__column_text(stmt, 0) ? bgrun__column_text(stmt, 0) : "");
+		rc = copy != NULL ? SQLITE_OK : SQLITE_NOMEM;
+	}
+	if (rc != SQLITE_OK)
+		r = bgrun__store_fail(store, rc, "making a row's JSON");
+	bgrun__release_stmt(stmt);
+	if (r >= 0)
+		*ret_json = copy;
+	return r;
+}
+
+/*
+ * Reads the current row of stmt (a BGRUN__SQL_ROW statement) and, if it
+ * passes q's result conditions, calls cb (*ret_shown true). Returns the
+ * callback's value or -errno.
+ */
+static int emit_row(struct bgrun_store *store, sqlite3_stmt *stmt,
+		    const struct bgrun_query *q, bgrun_store_row_cb cb,
+		    void *data, bool *ret_shown)
+{
+	struct bgrun_event_row row;
+	struct bgrun_event *ev = &row.ev;
+	char **argv = NULL, *json = NULL;
+	const char *argv_json;
+	int r = 0;
+
+	*ret_shown = false;
+	memset(&row, 0, sizeof(row));
+	(void)snprintf(ev->id, sizeof(ev->id), "%s",
+		       bgrun__column_text(stmt, 0) ? bgrun__column_text(stmt, 0) : "");
+	row.recorded_ns = bgrun__column_int(stmt, 1);
+	row.time_ns = bgrun__column_int(stmt, 2);
+	argv_json = bgrun__column_text(stmt, 3);
+	ev->options_json = bgrun__column_text(stmt, 4);
+	for (size_t i = 0; i < N_COLUMNS; i++) {
+		char *field = (char *)ev + bgrun__columns[i].offset;
+		int col = BGRUN__ROW_PLAIN + (int)i;
+
+		if (bgrun__columns[i].text) {
+			const char *s = bgrun__column_text(stmt, col);
+
+			memcpy(field, &s, sizeof(s));
+		} else {
+			int64_t v = bgrun__column_int(stmt, col);
+
+			memcpy(field, &v, sizeof(v));
+		}
+	}
+	row.json = bgrun__column_text(stmt, ROW_JSON);
+	row.stored_result = ev->result;
+	ev->result = bgrun__reported_result(ev->result, ev->boot_id,
+				     ev->supervisor_pid, ev->supervisor_start);
+	if (!bgrun__result_matches(q, ev->result))
+		return 0;
+	if (ev->result != row.stored_result && row.json != NULL) {
+		r = json_lost(store, row.json, &json);
+		if (r < 0)
+			goto cleanup;
+		row.json = json;
+	}
+	if (argv_json != NULL) {
+		r = decode_argv(store, argv_json, &argv, &row.argc);
+		if (r < 0)
+			goto cleanup;
+		ev->argv = (const char *const *)argv;
+	}
+	*ret_shown = true;
+	r = cb(data, &row);
+cleanup:
+	strv_free(argv);
+	free(json);
+	return r;
+}
+
+int bgrun_store_query(struct bgrun_store *store,
+		      const struct bgrun_query *query,
+		      bgrun_store_row_cb cb, void *data)
+{
+	sqlite3_stmt *stmt;
+	int64_t shown = 0;
+	bool one;
+	int r, rc;
+
+	if (store == NULL || query == NULL || cb == NULL || query->limit < 0)
+		return -EINVAL;
+	store->errmsg[0] = '\0';
+	r = bgrun__store_filter_stmt(store, BGRUN__READ_ROWS, query, &stmt);
+	if (r < 0)
+		return r;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		r = emit_row(store, stmt, query, cb, data, &one);
+		if (r != 0)
+			break;
+		if (one && ++shown == query->limit)
+			break;
+	}
+	if (r == 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		r = bgrun__store_fail(store, rc, "reading events");
+	bgrun__release_stmt(stmt);
+	return r;
+}
+
+/* Calls cb for the row with exactly this id, if there is one (*ret_found). */
+static int get_exact(struct bgrun_store *store, const char *id,
+		     bgrun_store_row_cb cb, void *data, bool *ret_found)
+{
+	sqlite3_stmt *stmt;
+	int r, rc;
+
+	*ret_found = false;
+	r = bgrun__store_stmt(store, BGRUN__STMT_GET_EXACT, &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_bind_text(stmt, 1, id, -1, SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		r = emit_row(store, stmt, NULL, cb, data, ret_found);
+	else if (rc != SQLITE_DONE)
+		r = bgrun__store_fail(store, rc, "reading an event");
+	bgrun__release_stmt(stmt);
+	return r;
+}
+
+int bgrun_store_get(struct bgrun_store *store, const char *id_or_prefix,
+		    bgrun_store_row_cb cb, void *data)
+{
+	char pattern[BGRUN_EVENT_ID_MAX + 2], suffix[BGRUN_EVENT_ID_MAX + 2];
+	char id[BGRUN_EVENT_ID_MAX + 1];
+	sqlite3_stmt *stmt;
+	int r, rc, matches = 0;
+	size_t n;
+	bool found;
+
+	if (store == NULL || id_or_prefix == NULL || cb == NULL)
+		return -EINVAL;
+	store->errmsg[0] = '\0';
+	n = strlen(id_or_prefix);
+	/* Only id characters: none of them means anything to GLOB. */
+	if (n == 0 || n > BGRUN_EVENT_ID_MAX ||
+	    strspn(id_or_prefix, "abcdefghijklmnopqrstuvwxyz"
+				 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n)
+		return bgrun__store_failf(store, -EINVAL,
+					  "'%.64s' is not an event id",
+					  id_or_prefix);
+	r = get_exact(store, id_or_prefix, cb, data, &found);
+	if (r != 0 || found)
+		return r;
+	(void)snprintf(pattern, sizeof(pattern), "%s*", id_or_prefix);
+	(void)snprintf(suffix, sizeof(suffix), "*%s", id_or_prefix);
+	r = bgrun__store_stmt(store, BGRUN__STMT_GET_PREFIX, &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_bind_text(stmt, 1, pattern, -1, SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_text(stmt, 2, suffix, -1, SQLITE_STATIC);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		if (matches++ == 0)
+			(void)snprintf(id, sizeof(id), "%s",
+				       bgrun__column_text(stmt, 0) ? bgrun__column_text(stmt, 0)
+							    : "");
+		rc = SQLITE_OK;
+	}
+	if (rc != SQLITE_DONE && rc != SQLITE_OK)
+		r = bgrun__store_fail(store, rc, "looking up an event id");
+	bgrun__release_stmt(stmt);
+	if (r < 0)
+		return r;
+	if (matches == 0)
+		return bgrun__store_failf(store, -ENOENT, "no event %s",
+					  id_or_prefix);
+	if (matches > 1)
+		return bgrun__store_failf(store, -EEXIST,
+					  "event id part %s is ambiguous",
+					  id_or_prefix);
+	r = get_exact(store, id, cb, data, &found);
+	if (r == 0 && !found) /* deleted meanwhile */
+		return bgrun__store_failf(store, -ENOENT, "no event %s",
+					  id_or_prefix);
+	return r;
+}

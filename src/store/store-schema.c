@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/* store-schema.c: the store's schema: what a file holds, migrations, WAL mode, connection settings. */
+
+
+#include "store-internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+/*
+ * Schema migrations: step i takes user_version i to i + 1, in one
+ * transaction. Never edit a step once released: add one. Version 1 is the
+ * first table; version 2 added the supervisor's start time, the options,
+ * the resource use and the indexes of the queries.
+ */
+static const char *const migrations[BGRUN__STORE_VERSION] = {
+	/* 0 -> 1 */
+	"CREATE TABLE events ("
+	"id TEXT PRIMARY KEY NOT NULL, "
+	"event TEXT NOT NULL, source TEXT, host TEXT, uid INTEGER, "
+	"user TEXT, boot_id TEXT, pid INTEGER, supervisor_pid INTEGER, "
+	"argv TEXT, display TEXT, cwd TEXT, tag TEXT, "
+	"start_ns INTEGER, end_ns INTEGER, duration_ns INTEGER, "
+	"exit_code INTEGER, signal INTEGER, core_dumped INTEGER, "
+	"result TEXT, stdout_path TEXT, stderr_path TEXT, message TEXT, "
+	"recorded_ns INTEGER NOT NULL, "
+	"time_ns INTEGER GENERATED ALWAYS AS "
+	"(coalesce(start_ns, recorded_ns)) VIRTUAL"
+	") STRICT;"
+	"PRAGMA application_id = 1650946677;" /* BGRUN__STORE_APP_ID */
+	"PRAGMA user_version = 1;",
+
+	/* 1 -> 2 */
+	"ALTER TABLE events ADD COLUMN supervisor_start INTEGER;"
+	"ALTER TABLE events ADD COLUMN options TEXT;"
+	"ALTER TABLE events ADD COLUMN user_cpu_ns INTEGER;"
+	"ALTER TABLE events ADD COLUMN sys_cpu_ns INTEGER;"
+	"ALTER TABLE events ADD COLUMN max_rss_kb INTEGER;"
+	"ALTER TABLE events ADD COLUMN minor_faults INTEGER;"
+	"ALTER TABLE events ADD COLUMN major_faults INTEGER;"
+	"ALTER TABLE events ADD COLUMN in_blocks INTEGER;"
+	"ALTER TABLE events ADD COLUMN out_blocks INTEGER;"
+	"ALTER TABLE events ADD COLUMN vol_ctxsw INTEGER;"
+	"ALTER TABLE events ADD COLUMN invol_ctxsw INTEGER;"
+	"CREATE INDEX events_time ON events(time_ns);"
+	/*
+	 * Most rows are successes and nobody looks them up by result: they
+	 * stay out of this index, which spares every such write an index
+	 * page. Queries spell out the term `result != 'success'` (see
+	 * store-query.c) so that SQLite can prove the index usable.
+	 */
+	"CREATE INDEX events_result ON events(result, time_ns) "
+	"WHERE result != 'success';"
+	"CREATE INDEX events_tag ON events(tag, time_ns) "
+	"WHERE tag IS NOT NULL;"
+	"CREATE INDEX events_source_event ON events(source, event, time_ns);"
+	"CREATE INDEX events_cwd ON events(cwd, time_ns);"
+	"PRAGMA user_version = 2;",
+};
+
+/* The first column of the first row of sql, an integer. */
+static int query_int(struct bgrun_store *store, const char *sql,
+		     int64_t *ret_value)
+{
+	sqlite3_stmt *stmt = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(store->db, sql, -1, &stmt, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		*ret_value = sqlite3_column_int64(stmt, 0);
+	(void)sqlite3_finalize(stmt);
+	if (rc == SQLITE_ROW)
+		return 0;
+	if ((rc & 0xff) == SQLITE_NOTADB)
+		return bgrun__store_failf(store, -EBADMSG,
+					  "%s: not an SQLite database",
+					  store->path);
+	return bgrun__store_failf(store, bgrun__sqlite_errno(store->db, rc),
+				  "%s: %s", store->path,
+				  sqlite3_errmsg(store->db));
+}
+
+int bgrun__store_identify(struct bgrun_store *store, int64_t *ret_version)
+{
+	int64_t app = 0, version = 0, objects = 0;
+	int r;
+
+	r = query_int(store, "PRAGMA application_id", &app);
+	if (r >= 0)
+		r = query_int(store, "PRAGMA user_version", &version);
+	if (r >= 0)
+		r = query_int(store, "SELECT count(*) FROM sqlite_schema",
+			      &objects);
+	if (r < 0)
+		return r;
+	if (app == 0 && version == 0 && objects == 0) {
+		*ret_version = 0;
+		return 0;
+	}
+	if (app != BGRUN__STORE_APP_ID)
+		return bgrun__store_failf(store, -EBADMSG,
+					  "%s: not a bgrun event store (an SQLite "
+					  "database with application_id 0x%08llx)",
+					  store->path,
+					  (unsigned long long)(uint32_t)app);
+	if (version > BGRUN__STORE_VERSION)
+		return bgrun__store_failf(store, -EPROTO,
+					  "%s: schema version %lld is newer "
+					  "than this bgrun's (%d)",
+					  store->path, (long long)version,
+					  BGRUN__STORE_VERSION);
+	*ret_version = version;
+	return 0;
+}
+
+static int exec_sql(struct bgrun_store *store, const char *sql,
+		    const char *what)
+{
+	int rc = sqlite3_exec(store->db, sql, NULL, NULL, NULL);
+
+	if (rc != SQLITE_OK)
+		return bgrun__store_failf(store,
+					  bgrun__sqlite_errno(store->db, rc),
+					  "%s: %s: %s", store->path, what,
+					  sqlite3_errmsg(store->db));
+	return 0;
+}
+
+/* Runs the missing migration steps. */
+static int migrate(struct bgrun_store *store, int64_t version)
+{
+	int r;
+
+	while (version < BGRUN__STORE_VERSION) {
+		r = exec_sql(store, "BEGIN IMMEDIATE", "migrating");
+		if (r < 0)
+			return r;
+		/* Another program may have done it meanwhile. */
+		r = bgrun__store_identify(store, &version);
+		if (r >= 0 && version < BGRUN__STORE_VERSION)
+			r = exec_sql(store, migrations[version],
+				     "migrating the schema");
+		if (r >= 0)
+			r = exec_sql(store, "COMMIT", "migrating");
+		if (r < 0) {
+			(void)sqlite3_exec(store->db, "ROLLBACK", NULL, NULL,
+					   NULL);
+			return r;
+		}
+		r = bgrun__store_identify(store, &version);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * WAL mode is a property of the file: set once. (Changing it takes an
+ * exclusive lock, so it is not asked for when already done. Where WAL is
+ * impossible SQLite keeps the old mode, which still works, slower.)
+ */
+static int ensure_wal(struct bgrun_store *store)
+{
+	sqlite3_stmt *stmt = NULL;
+	const unsigned char *mode;
+	bool wal = false;
+	int rc;
+
+	rc = sqlite3_prepare_v2(store->db, "PRAGMA journal_mode", -1, &stmt,
+				NULL);
+	if (rc == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
+		mode = sqlite3_column_text(stmt, 0);
+		wal = mode != NULL && strcmp((const char *)mode, "wal") == 0;
+	}
+	(void)sqlite3_finalize(stmt);
+	if (wal)
+		return 0;
+	return exec_sql(store, "PRAGMA journal_mode = WAL", "setting WAL mode");
+}
+
+int bgrun__store_setup(struct bgrun_store *store, int64_t version)
+{
+	int r;
+
+	r = ensure_wal(store);
+	if (r >= 0)
+		r = migrate(store, version);
+	if (r >= 0)
+		r = exec_sql(store, "PRAGMA synchronous = NORMAL; "
+			     "PRAGMA cache_size = " BGRUN__STORE_CACHE_KIB,
+			     "configuring");
+	if (r >= 0)
+		(void)sqlite3_wal_autocheckpoint(store->db,
+						 BGRUN__STORE_CHECKPOINT_PAGES);
+	return r;
+}

@@ -1,0 +1,543 @@
+/* SPDX-License-Identifier: MIT */
+/* store.c: the SQLite event store: paths, opening and closing, statements, errors, the write lock. */
+
+
+#include "store-internal.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define COLUMN_S(n) { #n, offsetof(struct bgrun_event, n), true },
+#define COLUMN_I(n) { #n, offsetof(struct bgrun_event, n), false },
+const struct bgrun__column bgrun__columns[] = {
+	BGRUN__EVENT_COLUMNS(COLUMN_S, COLUMN_I)
+};
+const size_t bgrun__n_columns =
+	sizeof(bgrun__columns) / sizeof(bgrun__columns[0]);
+
+#define SQL_PARAM(n) ", :" #n
+#define SQL_KEEP(n) ", " #n " = coalesce(excluded." #n ", " #n ")"
+
+static const char *const stmt_sql[BGRUN__N_STMTS] = {
+	[BGRUN__STMT_BEGIN] = "BEGIN IMMEDIATE",
+	[BGRUN__STMT_COMMIT] = "COMMIT",
+	[BGRUN__STMT_ROLLBACK] = "ROLLBACK",
+	[BGRUN__STMT_ARGV_DECODE] =
+		"SELECT type = 'object', "
+		"CASE WHEN type = 'object' THEN json_extract(value, '$.hex') "
+		"ELSE value END FROM json_each(?1) ORDER BY key",
+	[BGRUN__STMT_OPTIONS_CHECK] =
+		"SELECT CASE WHEN json_valid(?1) "
+		"THEN json_type(?1) = 'object' ELSE 0 END",
+	/* One NAME, VALUE pair of options_kv into the object ?1. */
+	[BGRUN__STMT_OPTIONS_ADD] = "SELECT json_patch(?1, json_object(?2, ?3))",
+	/*
+	 * The upsert: see bgrun_store_put() in bgrun.h for the rules. In DO
+	 * UPDATE, a bare column name is the stored value.
+	 */
+	[BGRUN__STMT_UPSERT] =
+		"INSERT INTO events(id, recorded_ns, argv, options"
+		BGRUN__EVENT_COLUMNS(BGRUN__SQL_NAME, BGRUN__SQL_NAME)
+		") VALUES(:id, :recorded_ns, :argv, json(:options)"
+		BGRUN__EVENT_COLUMNS(SQL_PARAM, SQL_PARAM)
+		") ON CONFLICT(id) DO UPDATE SET "
+		"argv = coalesce(excluded.argv, argv)"
+		", options = coalesce(excluded.options, options)"
+		BGRUN__EVENT_COLUMNS(SQL_KEEP, SQL_KEEP)
+		" WHERE result = 'running' OR (result = 'lost' AND "
+		"excluded.result NOT IN ('running', 'lost'))",
+	[BGRUN__STMT_JSON_LOST] = "SELECT json_set(?1, '$.result', 'lost')",
+	[BGRUN__STMT_GET_EXACT] = BGRUN__SQL_ROW " WHERE id = ?1",
+	/* ?1 'X*' uses the id index; ?2 '*X' has to scan the table. */
+	[BGRUN__STMT_GET_PREFIX] = "SELECT id FROM events WHERE id GLOB ?1 "
+				   "UNION SELECT id FROM events WHERE id GLOB ?2 "
+				   "LIMIT 2",
+	[BGRUN__STMT_RUNNING] =
+		"SELECT id, boot_id, supervisor_pid, supervisor_start "
+		"FROM events WHERE result = 'running' AND result != 'success'",
+	[BGRUN__STMT_MARK_LOST] =
+		"UPDATE events SET result = 'lost' "
+		"WHERE id = ?1 AND result = 'running'",
+	[BGRUN__STMT_PRUNE] =
+		"DELETE FROM events "
+		"WHERE time_ns < ?1 AND result IS NOT 'running'",
+};
+
+int bgrun__sqlite_errno(sqlite3 *db, int rc)
+{
+	int sys;
+
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_ROW:
+	case SQLITE_DONE:
+		return 0;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return -EACCES;
+	case SQLITE_NOTADB:
+	case SQLITE_CORRUPT:
+	case SQLITE_FORMAT:
+		return -EBADMSG;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_TOOBIG:
+		return -E2BIG;
+	case SQLITE_CONSTRAINT:
+	case SQLITE_MISMATCH:
+	case SQLITE_RANGE:
+		return -EINVAL;
+	case SQLITE_INTERRUPT:
+		return -EINTR;
+	case SQLITE_IOERR:
+	case SQLITE_CANTOPEN:
+		sys = db != NULL ? sqlite3_system_errno(db) : 0;
+		return sys > 0 ? -sys : -EIO;
+	}
+	return -EIO;
+}
+
+int bgrun__store_failf(struct bgrun_store *store, int error,
+		       const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(store->errmsg, sizeof(store->errmsg), fmt, ap);
+	va_end(ap);
+	return error;
+}
+
+int bgrun__store_fail(struct bgrun_store *store, int rc, const char *what)
+{
+	return bgrun__store_failf(store, bgrun__sqlite_errno(store->db, rc),
+				  "%s: %s", what,
+				  store->db != NULL ? sqlite3_errmsg(store->db)
+						    : sqlite3_errstr(rc));
+}
+
+const char *bgrun_store_errmsg(const struct bgrun_store *store)
+{
+	return store != NULL ? store->errmsg : "";
+}
+
+int bgrun__store_prepare(struct bgrun_store *store, const char *sql,
+			 sqlite3_stmt **ret_stmt)
+{
+	sqlite3_stmt *stmt = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v3(store->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+				&stmt, NULL);
+	if (rc != SQLITE_OK)
+		return bgrun__store_fail(store, rc, "preparing a statement");
+	*ret_stmt = stmt;
+	return 0;
+}
+
+int bgrun__store_stmt(struct bgrun_store *store, enum bgrun__stmt_id id,
+		      sqlite3_stmt **ret_stmt)
+{
+	int r;
+
+	if (store->stmts[id] == NULL) {
+		r = bgrun__store_prepare(store, stmt_sql[id],
+					 &store->stmts[id]);
+		if (r < 0)
+			return r;
+		/* store-write.c binds the plain columns by position. */
+		for (size_t i = 0; id == BGRUN__STMT_UPSERT &&
+				   i < bgrun__n_columns; i++)
+			assert(strcmp(sqlite3_bind_parameter_name(
+					      store->stmts[id],
+					      BGRUN__UPSERT_PLAIN + (int)i) + 1,
+				      bgrun__columns[i].name) == 0);
+	}
+	*ret_stmt = store->stmts[id];
+	return 0;
+}
+
+static int lock_file(struct bgrun_store *store)
+{
+	while (flock(store->lock_fd, LOCK_EX) < 0) {
+		if (errno != EINTR)
+			return bgrun__store_failf(store, -errno,
+						  "locking %s-lock: %s",
+						  store->path, strerror(errno));
+	}
+	store->locked = true;
+	return 0;
+}
+
+static void unlock_file(struct bgrun_store *store)
+{
+	if (store->locked)
+		(void)flock(store->lock_fd, LOCK_UN);
+	store->locked = false;
+}
+
+/* Runs a statement of the cache that returns no rows. */
+static int run_stmt(struct bgrun_store *store, enum bgrun__stmt_id id,
+		    const char *what)
+{
+	sqlite3_stmt *stmt;
+	int r, rc;
+
+	r = bgrun__store_stmt(store, id, &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(stmt);
+	(void)sqlite3_reset(stmt);
+	if (rc != SQLITE_DONE)
+		return bgrun__store_fail(store, rc, what);
+	return 0;
+}
+
+/*
+ * The flock comes first: among bgrun's writers only the lock holder ever
+ * asks SQLite for the write lock, so BEGIN IMMEDIATE does not wait (the
+ * busy timeout covers other programs), and no two of our transactions or
+ * checkpoints overlap.
+ */
+int bgrun__store_begin(struct bgrun_store *store)
+{
+	int r;
+
+	if (store->readonly)
+		return bgrun__store_failf(store, -EROFS,
+					  "%s: the store is open read-only",
+					  store->path);
+	r = lock_file(store);
+	if (r < 0)
+		return r;
+	r = run_stmt(store, BGRUN__STMT_BEGIN, "beginning a transaction");
+	if (r < 0)
+		unlock_file(store);
+	return r;
+}
+
+int bgrun__store_end(struct bgrun_store *store, int r)
+{
+	if (r >= 0) {
+		int c = run_stmt(store, BGRUN__STMT_COMMIT, "committing");
+
+		if (c < 0)
+			r = c;
+	}
+	if (r < 0 && !sqlite3_get_autocommit(store->db)) {
+		/* Keep the message of the failure, not of the rollback. */
+		char saved[sizeof(store->errmsg)];
+
+		memcpy(saved, store->errmsg, sizeof(saved));
+		(void)run_stmt(store, BGRUN__STMT_ROLLBACK, "rolling back");
+		memcpy(store->errmsg, saved, sizeof(saved));
+	}
+	unlock_file(store);
+	return r;
+}
+
+/* mkdir -p of the directories above path, each made 0700. */
+static int make_parents(struct bgrun_store *store)
+{
+	char *dir = strdup(store->path);
+	int r = 0;
+
+	if (dir == NULL)
+		return -ENOMEM;
+	for (char *p = strchr(dir + 1, '/'); p != NULL; p = strchr(p + 1, '/')) {
+		if (p[-1] == '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+			r = bgrun__store_failf(store, -errno,
+					       "%s: cannot create directory %s: %s",
+					       store->path, dir,
+					       strerror(errno));
+			break;
+		}
+		*p = '/';
+	}
+	free(dir);
+	return r;
+}
+
+/*
+ * Creates the file if missing, with mode 0600 (SQLite would use 0644).
+ * Without ret_fd an existing file is never opened: closing a descriptor of
+ * the database would drop every POSIX lock this process holds on it,
+ * including those of another connection's SQLite (fcntl locks belong to
+ * the process and the file, not to the descriptor).
+ */
+static int create_file(struct bgrun_store *store, const char *path, int *ret_fd)
+{
+	int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, fd;
+
+	if (ret_fd == NULL)
+		flags |= O_EXCL;
+	do
+		fd = open(path, flags, 0600);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0 && errno == EEXIST && ret_fd == NULL)
+		return 0;
+	if (fd < 0)
+		return bgrun__store_failf(store, -errno, "%s: %s", path,
+					  strerror(errno));
+	if (ret_fd != NULL)
+		*ret_fd = fd;
+	else
+		(void)close(fd);
+	return 0;
+}
+
+/* name: NULL for the path itself. */
+static int open_db(struct bgrun_store *store, const char *name, int flags)
+{
+	/* A path that SQLite could take for a URI is made plainly relative. */
+	bool uri_like = strncmp(store->path, "file:", 5) == 0;
+	char *relative = NULL;
+	int rc;
+
+	if (name == NULL && uri_like &&
+	    asprintf(&relative, "./%s", store->path) < 0)
+		return -ENOMEM;
+	if (name == NULL)
+		name = relative != NULL ? relative : store->path;
+	rc = sqlite3_open_v2(name, &store->db, flags | SQLITE_OPEN_NOMUTEX,
+			     NULL);
+	free(relative);
+	if (store->db == NULL)
+		return bgrun__store_failf(store, -ENOMEM, "%s: out of memory",
+					  store->path);
+	if (rc != SQLITE_OK)
+		return bgrun__store_failf(store,
+					  bgrun__sqlite_errno(store->db, rc),
+					  "%s: %s", store->path,
+					  sqlite3_errmsg(store->db));
+	(void)sqlite3_extended_result_codes(store->db, 1);
+	(void)sqlite3_busy_timeout(store->db, BGRUN__STORE_BUSY_MS);
+	(void)sqlite3_db_config(store->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0,
+				NULL);
+	(void)sqlite3_db_config(store->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+	return 0;
+}
+
+static bool wal_missing(struct bgrun_store *store)
+{
+	char *wal = NULL;
+	bool missing;
+
+	if (asprintf(&wal, "%s-wal", store->path) < 0)
+		return false;
+	missing = access(wal, F_OK) < 0 && errno == ENOENT;
+	free(wal);
+	return missing;
+}
+
+/*
+ * Even a reader of a WAL database makes SQLite create the -wal and -shm
+ * files; where it cannot (a directory the caller may not write: another
+ * user's log, a read-only mount) opening fails. Without a -wal file no
+ * writer is at work, so the file can then be read as immutable (no
+ * locks, no companion files) instead.
+ */
+static int reopen_immutable(struct bgrun_store *store, int64_t *ret_version)
+{
+	static const char plain[] = "abcdefghijklmnopqrstuvwxyz"
+				    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._~-";
+	char *abs = realpath(store->path, NULL), *uri = NULL, *o;
+	int r;
+
+	if (abs == NULL)
+		return bgrun__store_failf(store, -errno, "%s: %s", store->path,
+					  strerror(errno));
+	uri = malloc(3 * strlen(abs) + sizeof("file://?immutable=1"));
+	if (uri == NULL) {
+		free(abs);
+		return -ENOMEM;
+	}
+	o = uri + sprintf(uri, "file://");
+	for (const char *p = abs; *p != '\0'; p++) {
+		if (strchr(plain, *p) != NULL)
+			*o++ = *p;
+		else
+			o += sprintf(o, "%%%02X", (unsigned char)*p);
+	}
+	(void)strcpy(o, "?immutable=1");
+	free(abs);
+	(void)sqlite3_close_v2(store->db);
+	store->db = NULL;
+	r = open_db(store, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+	free(uri);
+	if (r >= 0)
+		r = bgrun__store_identify(store, ret_version);
+	return r;
+}
+
+static int open_readonly(struct bgrun_store *store)
+{
+	int64_t version;
+	struct stat st;
+	int r;
+
+	if (stat(store->path, &st) < 0)
+		return bgrun__store_failf(store, -errno, "%s: %s", store->path,
+					  errno == ENOENT
+						  ? "no such file (no events "
+						    "recorded yet)"
+						  : strerror(errno));
+	r = open_db(store, NULL, SQLITE_OPEN_READONLY);
+	if (r >= 0)
+		r = bgrun__store_identify(store, &version);
+	if (r == -EROFS && wal_missing(store))
+		r = reopen_immutable(store, &version);
+	if (r < 0)
+		return r;
+	if (version == 0)
+		return bgrun__store_failf(store, -ENOENT,
+					  "%s: empty database (no events "
+					  "recorded yet)", store->path);
+	if (version < BGRUN__STORE_VERSION)
+		return bgrun__store_failf(store, -EPROTO,
+					  "%s: schema version %lld is older "
+					  "than this bgrun's (%d); open it "
+					  "for writing once to upgrade it",
+					  store->path, (long long)version,
+					  BGRUN__STORE_VERSION);
+	return 0;
+}
+
+static int open_readwrite(struct bgrun_store *store)
+{
+	char *lock_path = NULL;
+	int64_t version;
+	int r;
+
+	r = make_parents(store);
+	if (r < 0)
+		return r;
+	r = create_file(store, store->path, NULL);
+	if (r < 0)
+		return r;
+	if (asprintf(&lock_path, "%s-lock", store->path) < 0)
+		return -ENOMEM;
+	r = create_file(store, lock_path, &store->lock_fd);
+	free(lock_path);
+	if (r < 0)
+		return r;
+	r = open_db(store, NULL, SQLITE_OPEN_READWRITE);
+	if (r < 0)
+		return r;
+	r = lock_file(store);
+	if (r < 0)
+		return r;
+	r = bgrun__store_identify(store, &version);
+	if (r >= 0)
+		r = bgrun__store_setup(store, version);
+	unlock_file(store);
+	return r;
+}
+
+int bgrun_store_open(const char *path, unsigned flags,
+		     struct bgrun_store **ret_store, char **ret_errmsg)
+{
+	struct bgrun_store *store;
+	int r;
+
+	if (ret_store == NULL)
+		return -EINVAL;
+	store = calloc(1, sizeof(*store));
+	if (store == NULL)
+		return -ENOMEM;
+	store->lock_fd = -1;
+	store->readonly = (flags & BGRUN_STORE_READONLY) != 0;
+	if (path == NULL || path[0] == '\0' || (flags & ~BGRUN_STORE_READONLY)) {
+		r = bgrun__store_failf(store, -EINVAL,
+				       "invalid store path or flags");
+		goto fail;
+	}
+	store->path = strdup(path);
+	if (store->path == NULL) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = store->readonly ? open_readonly(store) : open_readwrite(store);
+	if (r < 0)
+		goto fail;
+	*ret_store = store;
+	return 0;
+fail:
+	if (ret_errmsg != NULL)
+		*ret_errmsg = strdup(store->errmsg[0] != '\0'
+					     ? store->errmsg
+					     : bgrun_strerror(r));
+	bgrun_store_close(store);
+	return r;
+}
+
+int bgrun_store_open_scratch(struct bgrun_store **ret_store)
+{
+	struct bgrun_store *store = calloc(1, sizeof(*store));
+	int r;
+
+	if (store == NULL)
+		return -ENOMEM;
+	store->lock_fd = -1;
+	store->readonly = true; /* nothing to write to */
+	store->path = strdup(":memory:");
+	r = store->path != NULL
+		    ? open_db(store, ":memory:", SQLITE_OPEN_READWRITE)
+		    : -ENOMEM;
+	if (r < 0) {
+		bgrun_store_close(store);
+		return r;
+	}
+	*ret_store = store;
+	return 0;
+}
+
+void bgrun_store_close(struct bgrun_store *store)
+{
+	if (store == NULL)
+		return;
+	for (size_t i = 0; i < BGRUN__N_STMTS; i++)
+		(void)sqlite3_finalize(store->stmts[i]);
+	for (size_t i = 0; i < BGRUN__ARGV_CHUNK; i++)
+		(void)sqlite3_finalize(store->argv_stmts[i]);
+	if (store->filter_stmts != NULL)
+		for (size_t i = 0; i < BGRUN__N_FILTER_STMTS; i++)
+			(void)sqlite3_finalize(store->filter_stmts[i]);
+	free(store->filter_stmts);
+	if (store->db != NULL) {
+		/*
+		 * The last connection to close checkpoints the WAL and deletes
+		 * it: a write, so under the lock like every other. (Skipping
+		 * that, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, was measured: the
+		 * next process to open alone must then rebuild the WAL index
+		 * by reading the whole WAL, up to 16 MiB, which costs more CPU
+		 * than the checkpoint's fdatasyncs cost waiting.)
+		 */
+		if (store->lock_fd >= 0 && !store->locked)
+			(void)lock_file(store);
+		(void)sqlite3_close_v2(store->db);
+	}
+	unlock_file(store);
+	if (store->lock_fd >= 0)
+		(void)close(store->lock_fd);
+	free(store->path);
+	free(store);
+}
