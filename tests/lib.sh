@@ -65,16 +65,52 @@ expect_usage() {
 	eq "$1: nothing on stdout" "$OUT" ""
 }
 
-# check_not_linked DESC PROG REGEX: no library PROG needs (readelf's NEEDED
-# list, empty when it is static) matches REGEX; skipped without readelf.
+# check_not_linked DESC PROG LIB...: PROG contains no code of each LIB
+# (sqlite or libuv) and loads no copy of it. A static program has no
+# NEEDED list to read, so this reads its symbols: any symbol of the
+# library (sqlite3_*, uv_*), defined (linked in) or undefined (taken from
+# a shared library), in the symbol table or the dynamic one, fails it, as
+# does a NEEDED entry naming the library. A program without a symbol
+# table (stripped) cannot be judged and fails too.
 check_not_linked() {
-	local needed
-	if ! command -v readelf >/dev/null; then
-		echo "# readelf missing: $1: skipped"
+	local desc=$1 prog=$2 lib syms needed found=""
+	shift 2
+	if ! command -v nm >/dev/null || ! command -v readelf >/dev/null; then
+		fail "$desc (nm or readelf missing: binutils)"
 		return
 	fi
-	needed=$(readelf -d "$2" | awk '/NEEDED/ {print $NF}' | tr -d '[]')
-	check "$1" test -z "$(grep -E "$3" <<<"$needed")"
+	if ! syms=$(nm "$prog" 2>&1); then
+		fail "$desc (${syms%%$'\n'*})"
+		return
+	fi
+	# A stripped program has no symbol table, and nm says so.
+	if [[ $syms == *"no symbols"* ]]; then
+		fail "$desc (no symbol table in $prog: cannot tell)"
+		return
+	fi
+	syms+=$'\n'$(nm -D "$prog" 2>/dev/null)
+	needed=$(readelf -d "$prog" | awk '/NEEDED/ {print $NF}' | tr -d '[]')
+	for lib in "$@"; do
+		local sym_re lib_re hits
+		case $lib in
+		sqlite) sym_re='sqlite3_' lib_re='^libsqlite3' ;;
+		libuv) sym_re='uv_' lib_re='^libuv' ;;
+		*) fail "$desc (check_not_linked: unknown library $lib)"; return ;;
+		esac
+		# nm's last field is the name (defined: "ADDR T name",
+		# undefined: "U name"), maybe with a @VERSION.
+		hits=$(awk -v re="^$sym_re" '$NF ~ re {print $NF}' <<<"$syms" |
+			sort -u | head -3 | paste -sd ' ')
+		[ -n "$hits" ] && found+="; $lib symbols: $hits ..."
+		hits=$(grep -E "$lib_re" <<<"$needed" | paste -sd ' ')
+		[ -n "$hits" ] && found+="; $lib needed: $hits"
+	done
+	if [ -z "$found" ]; then
+		pass "$desc"
+	else
+		fail "$desc"
+		echo "#   $prog:${found#;}"
+	fi
 }
 
 # wait_for FILE: polls for FILE, up to 10 seconds.
