@@ -16,15 +16,15 @@
 #include <time.h>
 #include <unistd.h>
 
-struct test_case {
-	const char *name;
-	void (*fn)(void);
+#define UNIT(name) { #name, test_##name },
+#define STORE(name)
+#define SINK(name)
+static const struct t_case cases[] = {
+#include "cases.def"
 };
-
-#define TEST_ENTRY(name) { #name, test_##name },
-static const struct test_case cases[] = { TEST_CASES(TEST_ENTRY) };
-#undef TEST_ENTRY
-#define N_CASES (sizeof(cases) / sizeof(cases[0]))
+#undef UNIT
+#undef STORE
+#undef SINK
 
 /*
  * What the atexit handler undoes, whether the case passed or failed:
@@ -65,16 +65,6 @@ void test_kill_at_exit(pid_t pid)
 	if (n_kill_pids < (int)(sizeof(kill_pids) / sizeof(kill_pids[0])))
 		kill_pids[n_kill_pids++] = pid;
 	(void)pthread_mutex_unlock(&cleanup_lock);
-}
-
-void test_fail_str(const char *file, int line, const char *expr_a,
-		   const char *expr_b, const char *a, const char *b)
-{
-	char qa[512], qb[512];
-
-	t_quote(qa, sizeof(qa), a);
-	t_quote(qb, sizeof(qb), b);
-	t_fail(file, line, "%s == %s (%s vs %s)", expr_a, expr_b, qa, qb);
 }
 
 void *test_malloc(size_t size)
@@ -394,65 +384,30 @@ void test_warmup(void)
 	test_wait_reaped();
 }
 
-/* Checks `run-tests --check-list NAME...` against the case table. */
-static int check_list(int argc, char **argv)
+/* What a case needs before it runs: clean-up at exit, our own path. */
+static void before_case(void)
 {
-	int bad = 0;
-
-	for (size_t i = 0; i < N_CASES; i++) {
-		bool found = false;
-
-		for (int j = 2; j < argc; j++)
-			found = found || strcmp(argv[j], cases[i].name) == 0;
-		if (!found) {
-			fprintf(stderr, "case %s is missing from unit_cases "
-				"in tests/meson.build\n", cases[i].name);
-			bad = 1;
-		}
-	}
-	for (int j = 2; j < argc; j++) {
-		bool found = false;
-
-		for (size_t i = 0; i < N_CASES; i++)
-			found = found || strcmp(argv[j], cases[i].name) == 0;
-		if (!found) {
-			fprintf(stderr, "unit_cases lists %s, which is no "
-				"case\n", argv[j]);
-			bad = 1;
-		}
-	}
-	return bad;
+	if (atexit(cleanup) != 0)
+		FAIL("atexit failed");
+	(void)test_self();
 }
 
 int main(int argc, char **argv)
 {
+	static const char usage[] =
+		"usage: run-tests CASE | --list | helper MODE ARGS...";
+
 	/*
 	 * _exit: the helper has nothing to flush, and skipping atexit work
 	 * (LeakSanitizer's check in sanitizer builds) keeps it cheap.
 	 */
 	if (argc >= 2 && strcmp(argv[1], "helper") == 0)
 		_exit(helper_main(argc, argv));
-	if (argc == 2 && strcmp(argv[1], "--list") == 0) {
-		for (size_t i = 0; i < N_CASES; i++)
-			printf("%s\n", cases[i].name);
-		return 0;
-	}
-	if (argc >= 2 && strcmp(argv[1], "--check-list") == 0)
-		return check_list(argc, argv);
-	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: run-tests CASE | --list | "
-			"--check-list CASE... | helper MODE ARGS...\n");
+	if (argc > 2) {
+		fprintf(stderr, "%s\n", usage);
 		return 2;
 	}
-	for (size_t i = 0; i < N_CASES; i++) {
-		if (strcmp(argv[1], cases[i].name) != 0)
-			continue;
-		if (atexit(cleanup) != 0)
-			FAIL("atexit failed");
-		(void)test_self();
-		cases[i].fn();
-		return 0; /* cleanup() runs at exit */
-	}
-	fprintf(stderr, "run-tests: no case named %s (see --list)\n", argv[1]);
-	return 1;
+	return t_cases_main("run-tests", usage, cases,
+			    sizeof(cases) / sizeof(cases[0]), argc, argv,
+			    before_case);
 }

@@ -50,7 +50,7 @@ void case_client_daemon(void)
 	sink = sink_open(BGRUN_SINK_TRY, db, sock);
 	ASSERT_EQ(put(sink, &ev, 0), BGRUN_SINK_VIA_DAEMON);
 	ASSERT(t_db_has(db, ev.id)); /* acked: committed already */
-	ASSERT_STR(bgrun_sink_errmsg(sink), "");
+	ASSERT_STR_EQ_NULL(bgrun_sink_errmsg(sink), "");
 	for (int i = 0; i < 100; i++)
 		t_event(&batch[i], i);
 	ASSERT_EQ(bgrun_sink_put_batch(sink, batch, 100), BGRUN_SINK_VIA_DAEMON);

@@ -374,52 +374,32 @@ int t_count_files(const char *dir, const char *suffix)
 	return n;
 }
 
+#define UNIT(name)
+#define STORE(name)
+#define SINK(name) { #name, case_##name },
 static const struct t_case cases[] = {
-	T_CASE(wire_roundtrip),
-	T_CASE(wire_reject),
-	T_CASE(wire_prefixes),
-	T_CASE(daemon_bad_frames),
-	T_CASE(daemon_other_uid),
-	T_CASE(daemon_activation),
-	T_CASE(daemon_socket_rules),
-	T_CASE(daemon_limits),
-	T_CASE(daemon_backpressure),
-	T_CASE(daemon_detach),
-	T_CASE(client_daemon),
-	T_CASE(client_fallback),
-	T_CASE(client_spool_replay),
-	T_CASE(client_auto_start),
-	T_CASE(sigterm_drain),
-	T_CASE(kill9_restart),
+#include "cases.def"
 };
+#undef UNIT
+#undef STORE
+#undef SINK
 
 int main(int argc, char **argv)
 {
-	size_t n = sizeof(cases) / sizeof(cases[0]);
+	static const char usage[] = "usage: sink-tests CASE LOGSINK | --list";
 
 	main_pid = getpid();
 	(void)atexit(cleanup);
 	(void)signal(SIGPIPE, SIG_IGN);
-	if (argc == 2 && strcmp(argv[1], "--list") == 0) {
-		for (size_t i = 0; i < n; i++)
-			printf("%s\n", cases[i].name);
-		return 0;
-	}
-	if (argc < 3) {
-		fprintf(stderr, "usage: sink-tests CASE LOGSINK | --list\n");
+	if (argc == 2 && strcmp(argv[1], "--list") != 0) {
+		fprintf(stderr, "%s\n", usage);
 		return 2;
 	}
-	t_logsink = argv[2];
+	t_logsink = argc >= 3 ? argv[2] : NULL;
 	/* The environment must not steer the sink under test. */
 	(void)unsetenv("BGRUN_SINK");
 	(void)unsetenv("BGRUN_SOCKET");
 	(void)unsetenv("BGRUN_DB");
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			cases[i].fn();
-			return 0;
-		}
-	}
-	fprintf(stderr, "no such case: %s\n", argv[1]);
-	return 2;
+	return t_cases_main("sink-tests", usage, cases,
+			    sizeof(cases) / sizeof(cases[0]), argc, argv, NULL);
 }

@@ -111,7 +111,7 @@ void case_wire_roundtrip(void)
 	ASSERT_OK(bgrun_wire_decode(b.data, size, &m, NULL));
 	ASSERT_EQ(m.type, BGRUN_WIRE_EVENT);
 	ASSERT_EQ(m.seq, 0xfffffffe);
-	ASSERT_STR(m.ev.id, ev.id);
+	ASSERT_STR_EQ_NULL(m.ev.id, ev.id);
 	for (size_t i = 0; i < bgrun_wire_n_fields; i++) {
 		const struct bgrun_wire_field *f = &bgrun_wire_fields[i];
 		const char *a = (const char *)&ev + f->offset;
@@ -130,12 +130,12 @@ void case_wire_roundtrip(void)
 
 			memcpy(&x, a, sizeof(x));
 			memcpy(&y, z, sizeof(y));
-			ASSERT_STR(y, x);
+			ASSERT_STR_EQ_NULL(y, x);
 		}
 	}
 	for (size_t i = 0; i < 5; i++) {
-		ASSERT_STR(m.ev.argv[i], argv[i]);
-		ASSERT_STR(m.ev.options_kv[i], argv[i]);
+		ASSERT_STR_EQ_NULL(m.ev.argv[i], argv[i]);
+		ASSERT_STR_EQ_NULL(m.ev.options_kv[i], argv[i]);
 	}
 	bgrun_wire_msg_release(&m);
 
@@ -194,7 +194,7 @@ void case_wire_roundtrip(void)
 		ASSERT_OK(bgrun_wire_decode(b.data + off, size, &m, NULL));
 		ASSERT(m.type == BGRUN_WIRE_ERROR && m.seq == 43 &&
 		       m.code == BGRUN_WIRE_E_INVALID);
-		ASSERT_STR(m.text, "bad"); /* one line only */
+		ASSERT_STR_EQ_NULL(m.text, "bad"); /* one line only */
 		bgrun_wire_msg_release(&m);
 		off += size;
 		ASSERT_EQ(bgrun_wire_frame_size(b.data + off, b.len - off, BGRUN_WIRE_MAX_FRAME, &size), 1);
@@ -202,7 +202,7 @@ void case_wire_roundtrip(void)
 		ASSERT(m.type == BGRUN_WIRE_HELLO && m.hello.version == 1 &&
 		       m.hello.pid == 1234 && m.hello.db_dev == 5 &&
 		       m.hello.db_ino == 6);
-		ASSERT_STR(m.hello.db_path, "/x/events.db");
+		ASSERT_STR_EQ_NULL(m.hello.db_path, "/x/events.db");
 		bgrun_wire_msg_release(&m);
 		ASSERT_EQ(off + size, b.len);
 	}
@@ -216,7 +216,7 @@ void case_wire_roundtrip(void)
 		h_str(&h, 999, "from the future");
 		h_int(&h, 64, 1); /* an ACK's tag, meaningless in an EVENT */
 		ASSERT_OK(bgrun_wire_decode(h_end(&h), h.len, &m, NULL));
-		ASSERT_STR(m.ev.event, "commandfinish");
+		ASSERT_STR_EQ_NULL(m.ev.event, "commandfinish");
 		bgrun_wire_msg_release(&m);
 	}
 }

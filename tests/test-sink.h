@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* test-sink.h: sink-tests' runner, assertions and helpers (daemons, raw connections, counting rows). */
+/* test-sink.h: sink-tests' runner, cases and helpers (daemons, raw connections, counting rows). */
 
 #ifndef BGRUN_TEST_SINK_H
 #define BGRUN_TEST_SINK_H
 
 #include "bgrun.h"
-#include "tlib.h"
+#include "test.h"
 #include "bgrun/wire.h"
 
 #include <stdbool.h>
@@ -14,18 +14,8 @@
 #include <string.h>
 #include <sys/types.h>
 
-
 /* The logsink program under test (argv[2]). */
 extern const char *t_logsink;
-
-#define ASSERT_STR(a, b) \
-	do { \
-		const char *a_ = (a), *b_ = (b); \
-		if ((a_ == NULL) != (b_ == NULL) || \
-		    (a_ != NULL && strcmp(a_, b_) != 0)) \
-			FAIL("%s == %s ('%s' vs '%s')", #a, #b, \
-			     a_ ? a_ : "(null)", b_ ? b_ : "(null)"); \
-	} while (0)
 
 /* A new directory under /tmp (short: socket paths must fit), removed at exit. */
 const char *t_tmpdir(void);
@@ -78,24 +68,13 @@ int t_count_files(const char *dir, const char *suffix);
 /* Polls t_count_files until it is want or timeout_ms passes. */
 int t_wait_files(const char *dir, const char *suffix, int want, int timeout_ms);
 
-/* Cases of test-sink-wire.c. */
-void case_wire_roundtrip(void);
-void case_wire_reject(void);
-void case_wire_prefixes(void);
-/* Cases of test-sink-daemon.c. */
-void case_daemon_bad_frames(void);
-void case_daemon_other_uid(void);
-void case_daemon_activation(void);
-void case_daemon_socket_rules(void);
-void case_daemon_limits(void);
-void case_daemon_backpressure(void);
-void case_daemon_detach(void);
-/* Cases of test-sink-client.c. */
-void case_client_daemon(void);
-void case_client_fallback(void);
-void case_client_spool_replay(void);
-void case_client_auto_start(void);
-void case_sigterm_drain(void);
-void case_kill9_restart(void);
+/* The cases: the SINK lines of tests/cases.def. */
+#define UNIT(name)
+#define STORE(name)
+#define SINK(name) void case_##name(void);
+#include "cases.def"
+#undef UNIT
+#undef STORE
+#undef SINK
 
 #endif /* BGRUN_TEST_SINK_H */

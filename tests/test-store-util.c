@@ -385,39 +385,24 @@ static int writer_main(const char *db, int n)
 	return 0;
 }
 
+static void before_case(void)
+{
+	(void)atexit(cleanup);
+}
+
 int t_main(int argc, char **argv, const struct t_case *cases, size_t n)
 {
+	static const char usage[] =
+		"usage: store-tests CASE | --list | writer DB N | exit";
+
 	if (argc >= 2 && strcmp(argv[1], "exit") == 0)
 		return 0;
 	if (argc == 4 && strcmp(argv[1], "writer") == 0)
 		return writer_main(argv[2], atoi(argv[3]));
-	if (argc == 2 && strcmp(argv[1], "--list") == 0) {
-		for (size_t i = 0; i < n; i++)
-			printf("%s\n", cases[i].name);
-		return 0;
-	}
-	/* --check-list NAME...: the names meson runs are exactly ours. */
-	if (argc >= 2 && strcmp(argv[1], "--check-list") == 0) {
-		bool ok = (size_t)(argc - 2) == n;
-
-		for (size_t i = 0; ok && i < n; i++)
-			ok = strcmp(argv[2 + i], cases[i].name) == 0;
-		if (!ok)
-			fprintf(stderr, "store_cases in tests/meson.build "
-					"differs from `store-tests --list`\n");
-		return ok ? 0 : 1;
-	}
-	if (argc != 2) {
-		fprintf(stderr, "usage: store-tests CASE | --list\n");
+	if (argc > 2) {
+		fprintf(stderr, "%s\n", usage);
 		return 2;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(argv[1], cases[i].name) == 0) {
-			(void)atexit(cleanup);
-			cases[i].fn();
-			return 0;
-		}
-	}
-	fprintf(stderr, "store-tests: no case '%s'\n", argv[1]);
-	return 2;
+	return t_cases_main("store-tests", usage, cases, n, argc, argv,
+			    before_case);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test-store.c: store-tests' case list, and the cases for events and opening stores. */
+/* test-store.c: store-tests' main, and the cases for events and opening stores. */
 
 #include "test-store.h"
 
@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static void case_event_init(void)
+void case_event_init(void)
 {
 	struct bgrun_event a, b;
 	struct utsname u;
@@ -90,7 +90,7 @@ static void case_event_init(void)
 	ASSERT_EQ(a.signal, BGRUN_NULL);
 }
 
-static void case_proc_starttime(void)
+void case_proc_starttime(void)
 {
 	struct bgrun_status st;
 	int64_t own = bgrun_proc_starttime(getpid()), dead;
@@ -103,7 +103,7 @@ static void case_proc_starttime(void)
 	ASSERT_EQ(bgrun_proc_starttime(pid), BGRUN_NULL);
 }
 
-static void case_display(void)
+void case_display(void)
 {
 	static const struct {
 		const char *argv[6];
@@ -129,7 +129,7 @@ static void case_display(void)
 	ASSERT_EQ(bgrun_argv_display(NULL, &d), -EINVAL);
 }
 
-static void case_default_path(void)
+void case_default_path(void)
 {
 	char *p;
 
@@ -154,7 +154,7 @@ static void case_default_path(void)
 	ASSERT(p == NULL);
 }
 
-static void case_open_creates(void)
+void case_open_creates(void)
 {
 	char *dir = t_tmpdir(), *sub = t_path(dir, "a"), *db, *lock;
 	struct bgrun_store *s;
@@ -199,7 +199,7 @@ static void case_open_creates(void)
 	free(sub);
 }
 
-static void case_open_readonly_missing(void)
+void case_open_readonly_missing(void)
 {
 	char *dir = t_tmpdir(), *db = t_path(dir, "events.db");
 	char *nested = t_printf("%s/x/y/events.db", dir), *msg = NULL;
@@ -246,7 +246,7 @@ static int count_rows(void *data, const struct bgrun_event_row *row)
  * read-only mount) still reads it, and leaves nothing behind. As root,
  * the reading is done by a child that became nobody.
  */
-static void case_open_readonly_dir(void)
+void case_open_readonly_dir(void)
 {
 	char *dir = t_tmpdir(), *sub = t_path(dir, "d"), *db, *wal, *shm;
 	struct bgrun_query q = BGRUN_QUERY_INIT;
@@ -293,7 +293,7 @@ static void case_open_readonly_dir(void)
 	free(sub);
 }
 
-static void case_open_not_ours(void)
+void case_open_not_ours(void)
 {
 	static const char text[] = "this is not a database, not at all.\n";
 	char *dir = t_tmpdir(), *db, *msg = NULL, *back;
@@ -352,31 +352,15 @@ static void case_open_not_ours(void)
 
 int main(int argc, char **argv)
 {
+#define UNIT(name)
+#define STORE(name) { #name, case_##name },
+#define SINK(name)
 	static const struct t_case cases[] = {
-		T_CASE(event_init),
-		T_CASE(proc_starttime),
-		T_CASE(display),
-		T_CASE(default_path),
-		T_CASE(open_creates),
-		T_CASE(open_readonly_missing),
-		T_CASE(open_readonly_dir),
-		T_CASE(open_not_ours),
-		T_CASE(roundtrip),
-		T_CASE(json_row),
-		T_CASE(argv_bytes),
-		T_CASE(argv_lengths),
-		T_CASE(options_kv),
-		T_CASE(text_not_utf8),
-		T_CASE(invalid_events),
-		T_CASE(upsert),
-		T_CASE(lost),
-		T_CASE(migrate_v1),
-		T_CASE(query_filters),
-		T_CASE(get_prefix),
-		T_CASE(stats),
-		T_CASE(prune),
-		T_CASE(concurrent_writers),
+#include "cases.def"
 	};
+#undef UNIT
+#undef STORE
+#undef SINK
 
 	return t_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }

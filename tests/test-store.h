@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* test-store.h: store-tests' runner, assertions and helpers, shared by its case files. */
+/* test-store.h: store-tests' runner, cases and helpers, shared by its case files. */
 
 #ifndef BGRUN_TEST_STORE_H
 #define BGRUN_TEST_STORE_H
 
 #include "bgrun.h"
-#include "tlib.h"
+#include "test.h"
 
 #include <sqlite3.h>
 #include <stdbool.h>
@@ -14,48 +14,17 @@
 #include <string.h>
 #include <sys/types.h>
 
+/* store-tests' main: its helper modes (writer, exit), then the case. */
 int t_main(int argc, char **argv, const struct t_case *cases, size_t n);
 
-/* Cases defined in test-store-write.c. */
-void case_roundtrip(void);
-void case_json_row(void);
-void case_argv_bytes(void);
-void case_argv_lengths(void);
-void case_options_kv(void);
-void case_text_not_utf8(void);
-void case_invalid_events(void);
-void case_upsert(void);
-void case_lost(void);
-
-/* Cases defined in test-store-query.c. */
-void case_migrate_v1(void);
-void case_query_filters(void);
-void case_get_prefix(void);
-void case_stats(void);
-void case_prune(void);
-void case_concurrent_writers(void);
-
-/* Both NULL, or equal strings. */
-#define ASSERT_STR_EQ_NULL(a, b) \
-	do { \
-		const char *a_ = (a), *b_ = (b); \
-		if ((a_ == NULL) != (b_ == NULL) || \
-		    (a_ != NULL && strcmp(a_, b_) != 0)) \
-			t_fail_str(__FILE__, __LINE__, #a " == " #b, a_, b_); \
-	} while (0)
-#define ASSERT_STR_EQ(a, b) \
-	do { \
-		const char *s_ = (a); \
-		if (s_ == NULL) \
-			FAIL("%s is NULL", #a); \
-		ASSERT_STR_EQ_NULL(s_, b); \
-	} while (0)
-/* A libc call returning -1 with errno. */
-#define ASSERT_SYS(expr) \
-	do { \
-		if ((expr) == -1) \
-			FAIL("%s failed: %m", #expr); \
-	} while (0)
+/* The cases: the STORE lines of tests/cases.def. */
+#define UNIT(name)
+#define STORE(name) void case_##name(void);
+#define SINK(name)
+#include "cases.def"
+#undef UNIT
+#undef STORE
+#undef SINK
 
 /* Files and directories. */
 char *t_tmpdir(void); /* removed at exit */

@@ -1,110 +1,68 @@
 /* SPDX-License-Identifier: MIT */
-/* test.h: the unit test runner's case list, assertions and shared helpers. */
+/* test.h: the test programs' one assertion library (cases, one-line failures, assertions), and run-tests' helpers. */
 
 #ifndef BGRUN_TEST_H
 #define BGRUN_TEST_H
 
 #include "bgrun.h"
 #include "bgrun/test-control.h"
-#include "tcore.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 /*
- * Every case, in the order `run-tests --list` prints them. A case named N
- * is the function test_N(), defined in a tests/test-<area>.c file. Each
- * name must also appear in unit_cases in tests/meson.build (the meson test
- * "unit-list" checks that).
+ * EVERY TEST PROGRAM (test.c): run-tests, store-tests and sink-tests.
+ *
+ * A case is a function of no arguments that returns when it passed and
+ * exits through FAIL (1) or SKIP (77, as meson expects) when not. The
+ * cases of each program are listed once, in tests/cases.def.
  */
-#define TEST_CASES(X) \
-	/* test-exec.c */ \
-	X(argv_bytes) \
-	X(argv_relative_cwd) \
-	X(shell_plain) \
-	X(shell_args) \
-	X(path_child_env) \
-	X(path_default) \
-	X(path_relative_entry) \
-	X(exec_enoent) \
-	X(exec_eacces) \
-	X(exec_resolve) \
-	X(exec_enoexec) \
-	X(exec_e2big) \
-	/* test-env.c */ \
-	X(env_inherit) \
-	X(env_set_unset) \
-	X(env_exact) \
-	X(env_empty) \
-	X(env_invalid) \
-	X(opts_invalid) \
-	X(cwd_set) \
-	X(cwd_missing) \
-	X(detach_default) \
-	X(detach_off) \
-	X(new_pgroup) \
-	/* test-stdio.c */ \
-	X(stdin_null) \
-	X(stdin_bytes_small) \
-	X(stdin_bytes_large) \
-	X(stdin_bytes_no_block) \
-	X(stdin_fd_pipe) \
-	X(stdin_fd_file) \
-	X(stdin_file) \
-	X(stdout_null) \
-	X(stdout_file_truncate) \
-	X(stdout_file_append) \
-	X(stderr_file) \
-	X(stdout_fd_pipe) \
-	X(stderr_joined) \
-	/* test-stdfd.c */ \
-	X(stdio_swapped) \
-	X(stdio_rotated) \
-	X(stdio_inherit_cloexec) \
-	X(pass_fds) \
-	X(pass_fds_cycle) \
-	X(stdout_open_fail) \
-	X(stderr_open_fail) \
-	/* test-hygiene.c */ \
-	X(hygiene_fds) \
-	X(hygiene_signals) \
-	X(hygiene_signals_async) \
-	X(ensurestart_on) \
-	X(ensurestart_off_callback) \
-	X(ensurestart_off_handle) \
-	X(ensurestart_off_enoent) \
-	X(ensurestart_off_einval) \
-	X(spawn_flush) \
-	/* test-wait.c */ \
-	X(wait_exit_code) \
-	X(wait_signal_kill) \
-	X(wait_signal_segv) \
-	X(wait_times_rusage) \
-	X(wait_timeout) \
-	X(wait_twice) \
-	X(wait_failed_launch) \
-	X(reap_no_handle) \
-	X(reap_freed_handle) \
-	X(reap_freed_queued) \
-	/* test-threads.c */ \
-	X(threads_stress)
+struct t_case {
+	const char *name;
+	void (*fn)(void);
+};
 
-#define TEST_DECLARE(name) void test_##name(void);
-TEST_CASES(TEST_DECLARE)
-#undef TEST_DECLARE
+/*
+ * The runner's part of main(): `PROG --list` prints the names, `PROG CASE
+ * [ARGS...]` runs before() (if not NULL) and then the case. Returns the
+ * exit status: 0, or 2 with a one-line message for a usage error (usage
+ * is the "usage: ..." line) or an unknown case.
+ */
+int t_cases_main(const char *prog, const char *usage,
+		 const struct t_case *cases, size_t n, int argc, char **argv,
+		 void (*before)(void));
 
-/* helper.c: `run-tests helper MODE ARGS...`, the program the tests spawn. */
-int helper_main(int argc, char **argv);
-uint64_t test_fnv1a(const void *data, size_t len, uint64_t hash);
-#define TEST_FNV_INIT UINT64_C(0xcbf29ce484222325)
+/*
+ * Prints "FILE:LINE: PREFIX" and the message as one line on stderr, then
+ * exits with code (1: failed, 77: skipped). Thread-safe: the first
+ * thread to get here prints and exits, the others wait for that.
+ */
+__attribute__((noreturn, format(printf, 5, 0)))
+void t_vexit(int code, const char *file, int line, const char *prefix,
+	     const char *fmt, va_list ap);
 
-/* Failing (exit 1) and skipping (exit 77): tcore.h's, with a one-line reason. */
+/* Failing (exit 1) and skipping (exit 77) with a one-line reason. */
+__attribute__((noreturn, format(printf, 3, 4)))
+void t_fail(const char *file, int line, const char *fmt, ...);
+__attribute__((noreturn, format(printf, 3, 4)))
+void t_skip(const char *file, int line, const char *fmt, ...);
+/* Fails with "EXPR (A vs B)", both strings quoted by t_quote. */
 __attribute__((noreturn))
-void test_fail_str(const char *file, int line, const char *expr_a,
-		   const char *expr_b, const char *a, const char *b);
+void t_fail_str(const char *file, int line, const char *expr, const char *a,
+		const char *b);
+/* A bounded one-line rendering of s (C escapes, "(null)" for NULL). */
+void t_quote(char *buf, size_t size, const char *s);
+
+/* This program's path (/proc/self/exe). */
+const char *t_self(void);
+
+/* Removes a directory tree (best effort, for clean-up). */
+void t_rmtree(const char *dir);
 
 #define FAIL(...) t_fail(__FILE__, __LINE__, __VA_ARGS__)
 #define SKIP(...) t_skip(__FILE__, __LINE__, __VA_ARGS__)
@@ -124,14 +82,23 @@ void test_fail_str(const char *file, int line, const char *expr_a,
 	} while (0)
 #define ASSERT_EQ(a, b) ASSERT_INT(a, ==, b)
 
+/* Two equal strings, neither NULL. */
 #define ASSERT_STR_EQ(a, b) \
 	do { \
 		const char *a_ = (a), *b_ = (b); \
 		if (a_ == NULL || b_ == NULL || strcmp(a_, b_) != 0) \
-			test_fail_str(__FILE__, __LINE__, #a, #b, a_, b_); \
+			t_fail_str(__FILE__, __LINE__, #a " == " #b, a_, b_); \
+	} while (0)
+/* Both NULL, or two equal strings. */
+#define ASSERT_STR_EQ_NULL(a, b) \
+	do { \
+		const char *a_ = (a), *b_ = (b); \
+		if ((a_ == NULL) != (b_ == NULL) || \
+		    (a_ != NULL && strcmp(a_, b_) != 0)) \
+			t_fail_str(__FILE__, __LINE__, #a " == " #b, a_, b_); \
 	} while (0)
 
-/* A libbgrun call returning >= 0 or -errno. */
+/* A library call returning >= 0 or -errno. */
 #define ASSERT_OK(expr) \
 	do { \
 		int r_ = (int)(expr); \
@@ -146,6 +113,24 @@ void test_fail_str(const char *file, int line, const char *expr_a,
 		if ((expr) == -1) \
 			FAIL("%s failed: %m", #expr); \
 	} while (0)
+
+/*
+ * RUN-TESTS (run-tests.c, helper.c): the unit runner of the primitive.
+ * Its cases are the UNIT lines of tests/cases.def: a case named N is the
+ * function test_N(), defined in a tests/test-<area>.c file.
+ */
+#define UNIT(name) void test_##name(void);
+#define STORE(name)
+#define SINK(name)
+#include "cases.def"
+#undef UNIT
+#undef STORE
+#undef SINK
+
+/* helper.c: `run-tests helper MODE ARGS...`, the program the tests spawn. */
+int helper_main(int argc, char **argv);
+uint64_t test_fnv1a(const void *data, size_t len, uint64_t hash);
+#define TEST_FNV_INIT UINT64_C(0xcbf29ce484222325)
 
 /* Memory, failing the test when exhausted. */
 void *test_malloc(size_t size);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* tlib.c: what the test programs share: one-line failures, quoting, removing a tree. */
+/* test.c: the test programs' one assertion library: the case runner, one-line failures, quoting, removing a tree. */
 
-#include "tlib.h"
+#include "test.h"
 
 #include <ftw.h>
 #include <limits.h>
@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Only the first failing thread prints and exits. */
@@ -98,4 +99,29 @@ const char *t_self(void)
 		t_fail(__FILE__, __LINE__, "readlink /proc/self/exe: %m");
 	self[n] = '\0';
 	return self;
+}
+
+int t_cases_main(const char *prog, const char *usage,
+		 const struct t_case *cases, size_t n, int argc, char **argv,
+		 void (*before)(void))
+{
+	if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+		for (size_t i = 0; i < n; i++)
+			printf("%s\n", cases[i].name);
+		return 0;
+	}
+	if (argc < 2 || argv[1][0] == '-') {
+		fprintf(stderr, "%s\n", usage);
+		return 2;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(argv[1], cases[i].name) != 0)
+			continue;
+		if (before != NULL)
+			before();
+		cases[i].fn();
+		return 0;
+	}
+	fprintf(stderr, "%s: no case named %s (see --list)\n", prog, argv[1]);
+	return 2;
 }
