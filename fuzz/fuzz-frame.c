@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz-frame.c: libFuzzer target for the sink protocol's frame decoder (src/wire.c). */
+/* fuzz-frame.c: libFuzzer target for the sink protocol's frame decoder (src/event/wire-decode.c). */
 
 /*
  * The input is read as a stream of frames, as the daemon reads a
