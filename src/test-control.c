@@ -8,6 +8,7 @@
  */
 #include "bgrun/test-control.h"
 #include "clone/clone-internal.h"
+#include "event-fields.h"
 #include "sink/sink-internal.h"
 #include "spawn/spawn-internal.h"
 
@@ -76,6 +77,23 @@ static int bundle_list(const void *data, size_t len, FILE *out)
 	return r < 0 ? r : 0;
 }
 
+static int event_field(size_t i, const char **ret_name,
+		       const char **ret_column, const char **ret_sql)
+{
+#define FIELD(name, kind, column, sql, tag) { #name, #column, sql },
+	static const struct {
+		const char *name, *column, *sql;
+	} fields[] = { BGRUN__EVENT_FIELDS(FIELD) };
+#undef FIELD
+
+	if (i >= sizeof(fields) / sizeof(fields[0]))
+		return -ENOENT;
+	*ret_name = fields[i].name;
+	*ret_column = fields[i].column;
+	*ret_sql = fields[i].sql;
+	return 0;
+}
+
 int bgrun__test_control(int op, ...)
 {
 	va_list ap;
@@ -134,6 +152,15 @@ int bgrun__test_control(int op, ...)
 		FILE *out = va_arg(ap, FILE *);
 
 		r = bundle_list(data, len, out);
+		break;
+	}
+	case BGRUN__TEST_EVENT_FIELD: {
+		size_t i = va_arg(ap, size_t);
+		const char **name = va_arg(ap, const char **);
+		const char **column = va_arg(ap, const char **);
+		const char **sql = va_arg(ap, const char **);
+
+		r = event_field(i, name, column, sql);
 		break;
 	}
 	}

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define MS INT64_C(1000000)
@@ -89,6 +90,88 @@ void case_migrate_v1(void)
 	ASSERT_OK(t_open(db, BGRUN_STORE_READONLY, &s));
 	bgrun_store_close(s);
 	free(db);
+}
+
+/*
+ * Fails unless the events table of db has a column for each field of the
+ * event-field table (src/event-fields.h), declared as the table says, and
+ * no column besides those and the store's own (recorded_ns, time_ns): the
+ * schema's migrations are literal SQL, and this is what catches drift.
+ */
+static void check_columns(const char *db)
+{
+	sqlite3 *raw = t_sql_open(db);
+	const char *name, *column, *sql;
+	sqlite3_stmt *stmt = NULL;
+	size_t i;
+
+	ASSERT_EQ(sqlite3_prepare_v2(raw, "SELECT type, \"notnull\", pk "
+				     "FROM pragma_table_xinfo('events') "
+				     "WHERE name = ?1", -1, &stmt, NULL),
+		  SQLITE_OK);
+	for (i = 0; bgrun__test_control(BGRUN__TEST_EVENT_FIELD, i, &name,
+					&column, &sql) == 0; i++) {
+		const char *type;
+		size_t n;
+
+		(void)sqlite3_bind_text(stmt, 1, column, -1, SQLITE_STATIC);
+		if (sqlite3_step(stmt) != SQLITE_ROW)
+			FAIL("%s: no column %s for the field %s", db, column,
+			     name);
+		type = (const char *)sqlite3_column_text(stmt, 0);
+		n = strcspn(sql, " ");
+		if (type == NULL || strlen(type) != n ||
+		    strncmp(type, sql, n) != 0)
+			FAIL("%s: column %s is %s, the field table says %s",
+			     db, column, type ? type : "(none)", sql);
+		ASSERT_EQ(sqlite3_column_int(stmt, 1) != 0,
+			  strstr(sql, "NOT NULL") != NULL);
+		ASSERT_EQ(sqlite3_column_int(stmt, 2) != 0,
+			  strstr(sql, "PRIMARY KEY") != NULL);
+		(void)sqlite3_reset(stmt);
+	}
+	ASSERT_EQ(i, bgrun_wire_n_fields);
+	sqlite3_finalize(stmt);
+
+	ASSERT_EQ(sqlite3_prepare_v2(raw, "SELECT name FROM "
+				     "pragma_table_xinfo('events')", -1,
+				     &stmt, NULL), SQLITE_OK);
+	while (sqlite3_step(stmt) == SQLITE_ROW) {
+		const char *have = (const char *)sqlite3_column_text(stmt, 0);
+		bool known = strcmp(have, "recorded_ns") == 0 ||
+			     strcmp(have, "time_ns") == 0;
+
+		for (i = 0; !known &&
+			    bgrun__test_control(BGRUN__TEST_EVENT_FIELD, i,
+						&name, &column, &sql) == 0; i++)
+			known = strcmp(have, column) == 0;
+		if (!known)
+			FAIL("%s: column %s is in no field of the field table",
+			     db, have);
+	}
+	sqlite3_finalize(stmt);
+	sqlite3_close(raw);
+}
+
+void case_schema_columns(void)
+{
+	char *dir = t_tmpdir();
+	char *fresh = t_path(dir, "fresh.db"), *old = t_path(dir, "old.db");
+	struct bgrun_store *s = NULL;
+	sqlite3 *raw;
+
+	ASSERT_OK(t_open(fresh, 0, &s));
+	bgrun_store_close(s);
+	check_columns(fresh);
+
+	raw = t_sql_open_rw(old);
+	t_sql_exec(raw, v1_schema);
+	sqlite3_close(raw);
+	ASSERT_OK(t_open(old, 0, &s));
+	bgrun_store_close(s);
+	check_columns(old);
+	free(fresh);
+	free(old);
 }
 
 /* The message fields ("e0" ...) of the rows q selects, in order. */

@@ -45,6 +45,11 @@ enum bgrun__test_op {
 	 * size) and the error with its offset; returns the reader's
 	 * result. */
 	BGRUN__TEST_BUNDLE_LIST,
+	/* (size_t i, const char **ret_name, const char **ret_column, const
+	 * char **ret_sql): field i of the event-field table (src/event-
+	 * fields.h): its member, its column and the column's declaration;
+	 * -ENOENT past the last. */
+	BGRUN__TEST_EVENT_FIELD,
 };
 
 enum {

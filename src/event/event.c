@@ -3,12 +3,44 @@
 
 #include "bgrun/event.h"
 #include "common/common.h"
+#include "event-fields.h"
 #include "platform.h"
 
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/*
+ * The table of event-fields.h against struct bgrun_event, at compile
+ * time: a struct made from the table must have the same size, and each
+ * member the same offset and type, so that a member missing from the
+ * table, one out of the struct's order or one of another kind does not
+ * build. And each tag must be the field's position + 1, which the wire
+ * decoder relies on (and which makes a new field the struct's last).
+ */
+#define MIRROR_MEMBER(name, kind, column, sql, tag) \
+	BGRUN__FIELD_DECL(kind, name);
+struct event_mirror {
+	BGRUN__EVENT_FIELDS(MIRROR_MEMBER)
+};
+_Static_assert(sizeof(struct event_mirror) == sizeof(struct bgrun_event),
+	       "event-fields.h lists every member of struct bgrun_event");
+
+#define MIRROR_INDEX(name, kind, column, sql, tag) MIRROR_INDEX_##name,
+enum { BGRUN__EVENT_FIELDS(MIRROR_INDEX) };
+
+#define MIRROR_CHECK(name, kind, column, sql, tag) \
+	_Static_assert(offsetof(struct event_mirror, name) == \
+			       offsetof(struct bgrun_event, name), \
+		       "event-fields.h: " #name " is out of the struct's order"); \
+	_Static_assert(__builtin_types_compatible_p( \
+			       __typeof__(((struct event_mirror *)0)->name), \
+			       __typeof__(((struct bgrun_event *)0)->name)), \
+		       "event-fields.h: " #name " is not of kind " #kind); \
+	_Static_assert(tag == MIRROR_INDEX_##name + 1, \
+		       "event-fields.h: " #name "'s tag is not its position + 1");
+BGRUN__EVENT_FIELDS(MIRROR_CHECK)
 
 /*
  * A UUID v7 (RFC 9562): the Unix time in milliseconds in the first 48
@@ -43,15 +75,7 @@ void bgrun_event_init(struct bgrun_event *ev, const char *event,
 {
 	int64_t uid = bgrun__user_id();
 
-	memset(ev, 0, sizeof(*ev));
-	ev->uid = ev->pid = ev->supervisor_pid = ev->supervisor_start =
-		BGRUN_NULL;
-	ev->start_ns = ev->end_ns = ev->duration_ns = BGRUN_NULL;
-	ev->exit_code = ev->signal = ev->core_dumped = BGRUN_NULL;
-	ev->user_cpu_ns = ev->sys_cpu_ns = ev->max_rss_kb = BGRUN_NULL;
-	ev->minor_faults = ev->major_faults = BGRUN_NULL;
-	ev->in_blocks = ev->out_blocks = BGRUN_NULL;
-	ev->vol_ctxsw = ev->invol_ctxsw = BGRUN_NULL;
+	bgrun__event_clear(ev);
 	bgrun_event_new_id(ev->id);
 	ev->event = event;
 	ev->source = source;

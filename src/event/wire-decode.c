@@ -2,13 +2,11 @@
 /* wire-decode.c: the sink protocol's frames read back: lengths, fields, events, without trusting a byte. */
 
 #include "wire-internal.h"
+#include "event-fields.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define TAG_ID 1
-#define TAG_EVENT 2
 
 int bgrun_wire_frame_size(const uint8_t *buf, size_t len, size_t max_len,
 			   size_t *ret_size)
@@ -40,7 +38,7 @@ static int field_kind(unsigned type, unsigned tag)
 {
 	switch (type) {
 	case BGRUN_WIRE_EVENT:
-		if (tag >= 1 && tag <= bgrun_wire_n_fields)
+		if (tag >= 1 && tag <= BGRUN__N_EVENT_FIELDS)
 			return bgrun_wire_fields[tag - 1].kind;
 		return -1;
 	case BGRUN_WIRE_ACK:
@@ -164,8 +162,8 @@ static int check_fields(const uint8_t *frame, size_t size, unsigned type,
 				*why = "a text field holds a NUL byte";
 				return -EBADMSG;
 			}
-			if (type == BGRUN_WIRE_EVENT && t.tag == TAG_EVENT &&
-			    t.len == 0) {
+			if (type == BGRUN_WIRE_EVENT &&
+			    t.tag == BGRUN__TAG_event && t.len == 0) {
 				*why = "an empty event name";
 				return -EBADMSG;
 			}
@@ -188,7 +186,8 @@ static int check_fields(const uint8_t *frame, size_t size, unsigned type,
 		return r;
 	}
 #define SEEN(tag) ((seen[(tag) / 64] >> ((tag) % 64)) & 1)
-	if (type == BGRUN_WIRE_EVENT && (!SEEN(TAG_ID) || !SEEN(TAG_EVENT))) {
+	if (type == BGRUN_WIRE_EVENT &&
+	    (!SEEN(BGRUN__TAG_id) || !SEEN(BGRUN__TAG_event))) {
 		*why = "an event needs an id and an event name";
 		return -EBADMSG;
 	}

@@ -2,54 +2,23 @@
 /* wire.c: the sink protocol's frames written: the field table, the encoders, the error names. */
 
 #include "wire-internal.h"
+#include "event-fields.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define F(tag, kind, name) \
-	{ tag, BGRUN_WIRE_##kind, #name, offsetof(struct bgrun_event, name) }
-
-/* Index i holds tag i + 1: the decoder relies on it. */
+/*
+ * Made from the table in event-fields.h, in its order: index i holds tag
+ * i + 1 (event.c checks it at compile time), which the decoder relies on.
+ */
+#define WIRE_FIELD(name, kind, column, sql, tag) \
+	{ tag, BGRUN__FIELD_WIRE(kind), #name, \
+	  offsetof(struct bgrun_event, name) },
 const struct bgrun_wire_field bgrun_wire_fields[] = {
-	F(1, ID, id),
-	F(2, STR, event),
-	F(3, STR, source),
-	F(4, STR, host),
-	F(5, INT, uid),
-	F(6, STR, user),
-	F(7, STR, boot_id),
-	F(8, INT, pid),
-	F(9, INT, supervisor_pid),
-	F(10, INT, supervisor_start),
-	F(11, ARGV, argv),
-	F(12, STR, display),
-	F(13, STR, cwd),
-	F(14, STR, tag),
-	F(15, INT, start_ns),
-	F(16, INT, end_ns),
-	F(17, INT, duration_ns),
-	F(18, INT, exit_code),
-	F(19, INT, signal),
-	F(20, INT, core_dumped),
-	F(21, STR, result),
-	F(22, INT, user_cpu_ns),
-	F(23, INT, sys_cpu_ns),
-	F(24, INT, max_rss_kb),
-	F(25, INT, minor_faults),
-	F(26, INT, major_faults),
-	F(27, INT, in_blocks),
-	F(28, INT, out_blocks),
-	F(29, INT, vol_ctxsw),
-	F(30, INT, invol_ctxsw),
-	F(31, STR, stdout_path),
-	F(32, STR, stderr_path),
-	F(33, STR, message),
-	F(34, STR, options_json),
-	F(35, ARGV, options_kv),
+	BGRUN__EVENT_FIELDS(WIRE_FIELD)
 };
-const size_t bgrun_wire_n_fields =
-	sizeof(bgrun_wire_fields) / sizeof(bgrun_wire_fields[0]);
+const size_t bgrun_wire_n_fields = BGRUN__N_EVENT_FIELDS;
 
 const struct bgrun_wire_field *bgrun_wire_field_by_name(const char *name)
 {
@@ -79,11 +48,7 @@ const char *const **bgrun__wire_argv_at(struct bgrun_event *ev,
 
 void bgrun_wire_event_clear(struct bgrun_event *ev)
 {
-	memset(ev, 0, sizeof(*ev));
-	for (size_t i = 0; i < bgrun_wire_n_fields; i++)
-		if (bgrun_wire_fields[i].kind == BGRUN_WIRE_INT)
-			*bgrun__wire_int_at(ev, &bgrun_wire_fields[i]) =
-				BGRUN_NULL;
+	bgrun__event_clear(ev);
 }
 
 bool bgrun_event_id_valid(const char *id, size_t n)

@@ -8,6 +8,7 @@
 #include "bgrun/sink.h"
 #include "bgrun/wire.h"
 #include "common/common.h"
+#include "event-fields.h"
 #include "platform.h"
 
 #include <sqlite3.h>
@@ -40,23 +41,18 @@
 #define BGRUN__STORE_CACHE_KIB "-4096"
 
 /*
- * The plain columns of the events table, each named like its field in
- * struct bgrun_event: S for text, I for integers. The columns that are
- * not plain (id, recorded_ns, time_ns, argv, options) are handled by
- * hand. Every statement lists these in this order, so that a column's
- * position is known (see BGRUN__COL_FIRST_* in the .c files).
+ * The plain columns of the events table are the text and int fields of
+ * event-fields.h, each named like its member of struct bgrun_event. The
+ * others (id, argv, options, and the store's own recorded_ns and
+ * time_ns) are handled by hand. Every statement lists the plain columns
+ * in the table's order, so that a column's position is known:
+ * BGRUN__ROW_PLAIN and BGRUN__UPSERT_PLAIN are where they start.
  */
-#define BGRUN__EVENT_COLUMNS(S, I) \
-	S(event) S(source) S(host) I(uid) S(user) S(boot_id) I(pid) \
-	I(supervisor_pid) I(supervisor_start) S(display) S(cwd) S(tag) \
-	I(start_ns) I(end_ns) I(duration_ns) I(exit_code) I(signal) \
-	I(core_dumped) S(result) I(user_cpu_ns) I(sys_cpu_ns) I(max_rss_kb) \
-	I(minor_faults) I(major_faults) I(in_blocks) I(out_blocks) \
-	I(vol_ctxsw) I(invol_ctxsw) S(stdout_path) S(stderr_path) S(message)
-
-/* Pieces of SQL made from the column list. */
-#define BGRUN__SQL_NAME(n) ", " #n
-#define BGRUN__SQL_JSON(n) ", '" #n "', " #n
+/* Pieces of SQL made from the plain columns, for BGRUN__EVENT_FIELDS(). */
+#define BGRUN__SQL_NAME(name, kind, column, sql, tag) \
+	BGRUN__IF_PLAIN(kind, ", " #column)
+#define BGRUN__SQL_JSON(name, kind, column, sql, tag) \
+	BGRUN__IF_PLAIN(kind, ", '" #column "', " #column)
 
 /*
  * A row as read back: id, recorded_ns, time_ns, argv, options, then the
@@ -64,22 +60,23 @@
  */
 #define BGRUN__SQL_ROW \
 	"SELECT id, recorded_ns, time_ns, argv, options" \
-	BGRUN__EVENT_COLUMNS(BGRUN__SQL_NAME, BGRUN__SQL_NAME) \
+	BGRUN__EVENT_FIELDS(BGRUN__SQL_NAME) \
 	", json_object('id', id" \
-	BGRUN__EVENT_COLUMNS(BGRUN__SQL_JSON, BGRUN__SQL_JSON) \
+	BGRUN__EVENT_FIELDS(BGRUN__SQL_JSON) \
 	", 'argv', json(argv), 'options', json(options)" \
 	", 'recorded_ns', recorded_ns, 'time_ns', time_ns) FROM events"
 #define BGRUN__ROW_PLAIN 5
+#define BGRUN__ROW_JSON (BGRUN__ROW_PLAIN + BGRUN__N_COLUMNS)
 /* The upsert's parameters: :id, :recorded_ns, :argv, :options, then these. */
 #define BGRUN__UPSERT_PLAIN 5
 
+/* The plain columns, BGRUN__N_COLUMNS of them (store.c). */
 struct bgrun__column {
 	const char *name;
 	size_t offset;  /* in struct bgrun_event */
 	bool text;      /* const char * (true) or int64_t (false) */
 };
 extern const struct bgrun__column bgrun__columns[];
-extern const size_t bgrun__n_columns;
 
 /* Statements kept prepared for the life of the store. */
 enum bgrun__stmt_id {
@@ -186,10 +183,6 @@ static inline void bgrun__release_stmt(sqlite3_stmt *stmt)
 /* store-write.c: lost rows, for mark_lost and prune (in a transaction). */
 int bgrun__store_mark_lost_locked(struct bgrun_store *store,
 				  int64_t *ret_count);
-
-#define BGRUN__COUNT_COLUMN(n) +1
-enum { BGRUN__N_COLUMNS = 0 BGRUN__EVENT_COLUMNS(BGRUN__COUNT_COLUMN,
-						  BGRUN__COUNT_COLUMN) };
 
 /*
  * An event made ready for the upsert: checked, its JSON and display made,

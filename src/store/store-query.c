@@ -10,10 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define COUNT_COLUMN(n) +1
-enum { N_COLUMNS = 0 BGRUN__EVENT_COLUMNS(COUNT_COLUMN, COUNT_COLUMN) };
-#define ROW_JSON (BGRUN__ROW_PLAIN + N_COLUMNS)
-
 /*
  * The filters of struct bgrun_query, each a fixed piece of SQL with a
  * named parameter. A statement is made for each combination in use (so
@@ -334,7 +330,7 @@ static int emit_row(struct bgrun_store *store, sqlite3_stmt *stmt,
 	row.time_ns = bgrun__column_int(stmt, 2);
 	argv_json = bgrun__column_text(stmt, 3);
 	ev->options_json = bgrun__column_text(stmt, 4);
-	for (size_t i = 0; i < N_COLUMNS; i++) {
+	for (size_t i = 0; i < BGRUN__N_COLUMNS; i++) {
 		char *field = (char *)ev + bgrun__columns[i].offset;
 		int col = BGRUN__ROW_PLAIN + (int)i;
 
@@ -348,7 +344,7 @@ static int emit_row(struct bgrun_store *store, sqlite3_stmt *stmt,
 			memcpy(field, &v, sizeof(v));
 		}
 	}
-	row.json = bgrun__column_text(stmt, ROW_JSON);
+	row.json = bgrun__column_text(stmt, BGRUN__ROW_JSON);
 	row.stored_result = ev->result;
 	ev->result = bgrun__reported_result(ev->result, ev->boot_id,
 				     ev->supervisor_pid, ev->supervisor_start);

@@ -12,15 +12,13 @@
 #include <string.h>
 #include <time.h>
 
-#define N_COLUMNS BGRUN__N_COLUMNS
-
 void bgrun__prepared_release(struct bgrun_store_prepared *p)
 {
 	free(p->argv_json);
 	free(p->options_json);
 	free(p->display);
 	if (p->text != NULL)
-		for (size_t i = 0; i < N_COLUMNS; i++)
+		for (size_t i = 0; i < BGRUN__N_COLUMNS; i++)
 			free(p->text[i]);
 	free(p->text);
 	memset(p, 0, sizeof(*p));
@@ -300,7 +298,7 @@ int bgrun__event_prepare(struct bgrun_store *store,
 		    bgrun_argv_display(ev->argv, &p->display) < 0)
 			return -ENOMEM;
 	}
-	for (size_t i = 0; i < N_COLUMNS; i++) {
+	for (size_t i = 0; i < BGRUN__N_COLUMNS; i++) {
 		const char *s;
 		char *copy = NULL;
 
@@ -316,7 +314,8 @@ int bgrun__event_prepare(struct bgrun_store *store,
 			continue; /* valid as it is */
 		/* Rare: the table of copies is made for the first one. */
 		if (p->text == NULL &&
-		    (p->text = calloc(N_COLUMNS, sizeof(*p->text))) == NULL) {
+		    (p->text = calloc(BGRUN__N_COLUMNS,
+				      sizeof(*p->text))) == NULL) {
 			free(copy);
 			return -ENOMEM;
 		}
@@ -353,7 +352,7 @@ static int write_event(struct bgrun_store *store,
 			     ? sqlite3_bind_text(stmt, 4, ev->options_json, -1,
 						 SQLITE_STATIC)
 			     : sqlite3_bind_null(stmt, 4);
-	for (size_t i = 0; i < N_COLUMNS && rc == SQLITE_OK; i++) {
+	for (size_t i = 0; i < BGRUN__N_COLUMNS && rc == SQLITE_OK; i++) {
 		const struct bgrun__column *c = &bgrun__columns[i];
 		const char *base = (const char *)ev + c->offset, *s;
 		int param = BGRUN__UPSERT_PLAIN + (int)i;

@@ -15,16 +15,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define COLUMN_S(n) { #n, offsetof(struct bgrun_event, n), true },
-#define COLUMN_I(n) { #n, offsetof(struct bgrun_event, n), false },
-const struct bgrun__column bgrun__columns[] = {
-	BGRUN__EVENT_COLUMNS(COLUMN_S, COLUMN_I)
+#define COLUMN(name, kind, column, sql, tag) \
+	BGRUN__IF_PLAIN(kind, { #column, offsetof(struct bgrun_event, name), \
+				BGRUN__FIELD_TEXT(kind) },)
+const struct bgrun__column bgrun__columns[BGRUN__N_COLUMNS] = {
+	BGRUN__EVENT_FIELDS(COLUMN)
 };
-const size_t bgrun__n_columns =
-	sizeof(bgrun__columns) / sizeof(bgrun__columns[0]);
 
-#define SQL_PARAM(n) ", :" #n
-#define SQL_KEEP(n) ", " #n " = coalesce(excluded." #n ", " #n ")"
+#define SQL_PARAM(name, kind, column, sql, tag) \
+	BGRUN__IF_PLAIN(kind, ", :" #column)
+#define SQL_KEEP(name, kind, column, sql, tag) \
+	BGRUN__IF_PLAIN(kind, ", " #column " = coalesce(excluded." #column \
+			", " #column ")")
 
 static const char *const stmt_sql[BGRUN__N_STMTS] = {
 	[BGRUN__STMT_BEGIN] = "BEGIN IMMEDIATE",
@@ -45,13 +47,13 @@ static const char *const stmt_sql[BGRUN__N_STMTS] = {
 	 */
 	[BGRUN__STMT_UPSERT] =
 		"INSERT INTO events(id, recorded_ns, argv, options"
-		BGRUN__EVENT_COLUMNS(BGRUN__SQL_NAME, BGRUN__SQL_NAME)
+		BGRUN__EVENT_FIELDS(BGRUN__SQL_NAME)
 		") VALUES(:id, :recorded_ns, :argv, json(:options)"
-		BGRUN__EVENT_COLUMNS(SQL_PARAM, SQL_PARAM)
+		BGRUN__EVENT_FIELDS(SQL_PARAM)
 		") ON CONFLICT(id) DO UPDATE SET "
 		"argv = coalesce(excluded.argv, argv)"
 		", options = coalesce(excluded.options, options)"
-		BGRUN__EVENT_COLUMNS(SQL_KEEP, SQL_KEEP)
+		BGRUN__EVENT_FIELDS(SQL_KEEP)
 		" WHERE result = 'running' OR (result = 'lost' AND "
 		"excluded.result NOT IN ('running', 'lost'))",
 	[BGRUN__STMT_JSON_LOST] = "SELECT json_set(?1, '$.result', 'lost')",
@@ -162,7 +164,7 @@ int bgrun__store_stmt(struct bgrun_store *store, enum bgrun__stmt_id id,
 			return r;
 		/* store-write.c binds the plain columns by position. */
 		for (size_t i = 0; id == BGRUN__STMT_UPSERT &&
-				   i < bgrun__n_columns; i++)
+				   i < BGRUN__N_COLUMNS; i++)
 			assert(strcmp(sqlite3_bind_parameter_name(
 					      store->stmts[id],
 					      BGRUN__UPSERT_PLAIN + (int)i) + 1,
