@@ -149,7 +149,9 @@ BGRUN_EXTERN int64_t bgrun_proc_starttime(bgrun_pid_t pid);
 /*
  * The display string of argv, as described at struct bgrun_event.display:
  * *ret_display is malloc'd (the caller frees it). -ENOMEM, -EINVAL (argv
- * NULL).
+ * NULL). It is here because it defines that field (the store makes a
+ * missing display with it); a program may call it to show a command the
+ * same way.
  */
 BGRUN_EXTERN int bgrun_argv_display(const char *const *argv, char **ret_display);
 

@@ -14,6 +14,9 @@ extern "C" {
  * Parses a duration: a decimal number with an optional unit, ns, us, ms,
  * s (the default), m, h or d ("1.5s", "250ms", "10m", "3d"). -EINVAL for
  * anything else, including negative values; -ERANGE past about 292 years.
+ * A command-line convenience (bgrun's --timeout and --kill-after,
+ * logsink's --since and --older-than), not part of the primitive: no
+ * other call of the library takes such text.
  */
 BGRUN_EXTERN int bgrun_parse_duration(const char *text, int64_t *ret_ns);
 

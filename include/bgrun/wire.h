@@ -67,7 +67,10 @@ enum {
 	BGRUN_WIRE_T_DB_INO = 72,   /* HELLO: int, its st_ino */
 };
 
-/* One field of an EVENT: tags 1..35, each a member of struct bgrun_event. */
+/*
+ * One field of an EVENT: each member of struct bgrun_event, in its order;
+ * bgrun_wire_fields[i] has tag i + 1 (1 to 35 in this version).
+ */
 struct bgrun_wire_field {
 	uint16_t tag;
 	uint8_t kind;      /* enum bgrun_wire_kind */
