@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* event-fields.h: the one table of the fields of struct bgrun_event, from which the wire table, the store's columns, event init and the counts are made. */
+/* event-fields.h: the one table of struct bgrun_event's fields: the wire table, the store's columns, event init and the counts come from it. */
 
 #ifndef BGRUN_EVENT_FIELDS_H
 #define BGRUN_EVENT_FIELDS_H

@@ -30,16 +30,23 @@ _Static_assert(sizeof(struct event_mirror) == sizeof(struct bgrun_event),
 #define MIRROR_INDEX(name, kind, column, sql, tag) MIRROR_INDEX_##name,
 enum { BGRUN__EVENT_FIELDS(MIRROR_INDEX) };
 
-#define MIRROR_CHECK(name, kind, column, sql, tag) \
-	_Static_assert(offsetof(struct event_mirror, name) == \
-			       offsetof(struct bgrun_event, name), \
-		       "event-fields.h: " #name " is out of the struct's order"); \
+/* gcc and clang compare the types; other compilers the offsets alone. */
+#if defined(__GNUC__)
+#define MIRROR_TYPE_CHECK(name, kind) \
 	_Static_assert(__builtin_types_compatible_p( \
 			       __typeof__(((struct event_mirror *)0)->name), \
 			       __typeof__(((struct bgrun_event *)0)->name)), \
-		       "event-fields.h: " #name " is not of kind " #kind); \
+		       "event-fields.h: " #name " is not of kind " #kind);
+#else
+#define MIRROR_TYPE_CHECK(name, kind)
+#endif
+#define MIRROR_CHECK(name, kind, column, sql, tag) \
+	_Static_assert(offsetof(struct event_mirror, name) == \
+			       offsetof(struct bgrun_event, name), \
+		       "event-fields.h: " #name " out of the struct's order"); \
+	MIRROR_TYPE_CHECK(name, kind) \
 	_Static_assert(tag == MIRROR_INDEX_##name + 1, \
-		       "event-fields.h: " #name "'s tag is not its position + 1");
+		       "event-fields.h: " #name "'s tag is not its place + 1");
 BGRUN__EVENT_FIELDS(MIRROR_CHECK)
 
 /*
