@@ -70,13 +70,13 @@
 /* The upsert's parameters: :id, :recorded_ns, :argv, :options, then these. */
 #define BGRUN__UPSERT_PLAIN 5
 
-/* The plain columns, BGRUN__N_COLUMNS of them (store.c). */
+/* The plain columns, in the table's order (store.c). */
 struct bgrun__column {
 	const char *name;
 	size_t offset;  /* in struct bgrun_event */
 	bool text;      /* const char * (true) or int64_t (false) */
 };
-extern const struct bgrun__column bgrun__columns[];
+extern const struct bgrun__column bgrun__columns[BGRUN__N_COLUMNS];
 
 /* Statements kept prepared for the life of the store. */
 enum bgrun__stmt_id {
