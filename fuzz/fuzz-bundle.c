@@ -54,7 +54,7 @@ static void encode(const char *name, size_t len)
 	if (bgrun__decodedir(name, len, &path, &path_len) < 0)
 		return;
 	for (int dot = 0; dot < 2; dot++) {
-		if (bgrun__store_encode(path, path_len, dot, &enc, &enc_len) < 0)
+		if (bgrun__hgpath_encode(path, path_len, dot, &enc, &enc_len) < 0)
 			continue;
 		if (dot)
 			check_encoded(enc, enc_len);

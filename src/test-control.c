@@ -25,9 +25,9 @@ static int store_path(int how, const char *p, size_t n, char **ret,
 	case BGRUN__TEST_PATH_DECODEDIR:
 		return bgrun__decodedir(p, n, ret, ret_len);
 	case BGRUN__TEST_PATH_HYBRID:
-		return bgrun__store_encode(p, n, true, ret, ret_len);
+		return bgrun__hgpath_encode(p, n, true, ret, ret_len);
 	case BGRUN__TEST_PATH_HYBRID_NODOT:
-		return bgrun__store_encode(p, n, false, ret, ret_len);
+		return bgrun__hgpath_encode(p, n, false, ret, ret_len);
 	}
 	return -EINVAL;
 }

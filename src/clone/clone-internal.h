@@ -33,8 +33,8 @@ int bgrun__decodedir(const char *path, size_t len, char **ret, size_t *ret_len);
  * (capitals as _x, reserved bytes as ~xx, Windows names, trailing dots and
  * spaces), or, when that is longer than 120 bytes, the dh/ hashed form.
  */
-int bgrun__store_encode(const char *path, size_t len, bool dotencode,
-			char **ret, size_t *ret_len);
+int bgrun__hgpath_encode(const char *path, size_t len, bool dotencode,
+			 char **ret, size_t *ret_len);
 
 /*
  * bundle.c: a streaming reader of stream clone bundles v1.

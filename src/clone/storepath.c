@@ -330,8 +330,8 @@ static int hashencode(const char *de, size_t len, bool dotencode,
 	return sb_finish(&res, ret, ret_len);
 }
 
-int bgrun__store_encode(const char *path, size_t len, bool dotencode,
-			char **ret, size_t *ret_len)
+int bgrun__hgpath_encode(const char *path, size_t len, bool dotencode,
+			 char **ret, size_t *ret_len)
 {
 	struct sbuf ef = { 0 }, res = { 0 };
 	char *de = NULL;

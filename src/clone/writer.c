@@ -304,7 +304,7 @@ int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 		if (r < 0)
 			goto oom;
 	}
-	r = bgrun__store_encode(path, len, w->dotencode, &enc, &enc_len);
+	r = bgrun__hgpath_encode(path, len, w->dotencode, &enc, &enc_len);
 	if (r < 0)
 		goto oom;
 	slash = memrchr(enc, '/', enc_len);
