@@ -13,6 +13,15 @@ Usage:
   clone-fixtures.py setreq IN OUT REQS  IN with its requirements replaced
   clone-fixtures.py encode HELPER       compare clone-helper's store path
                                         encoding with Mercurial's own
+  clone-fixtures.py bad2 GOOD OUTDIR    the same for a stream bundle v2
+                                        (hg bundle -t 'none-v2;stream=v2')
+  clone-fixtures.py reframe IN OUT HOW  the v2 bundle IN written again:
+                                        HOW is a frame size, and may add
+                                        ",param" (an advisory stream
+                                        parameter), ",before" / ",after"
+                                        (advisory parts), ",interrupt" (an
+                                        advisory out-of-band part)
+  clone-fixtures.py setreq2 IN OUT REQS the v2 bundle IN with REQS
 Everything is deterministic (fixed seeds), so failures reproduce.
 """
 
@@ -279,6 +288,335 @@ def encode(helper):
     sys.exit(1 if bad else 0)
 
 
+# --- stream bundles v2 (bundle2) -----------------------------------------
+
+def i32(n):
+    return struct.pack('>i', n)
+
+
+def uvarint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7f
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def part_header(ptype, mandatory=(), advisory=()):
+    h = bytearray([len(ptype)]) + ptype + struct.pack('>I', 0)
+    h += bytes([len(mandatory), len(advisory)])
+    for k, v in list(mandatory) + list(advisory):
+        h += bytes([len(k), len(v)])
+    for k, v in list(mandatory) + list(advisory):
+        h += k + v
+    return bytes(h)
+
+
+def frames(payload, size):
+    out = bytearray()
+    for i in range(0, len(payload), size):
+        out += i32(len(payload[i:i + size])) + payload[i:i + size]
+    return bytes(out)
+
+
+def parse2(data):
+    """(stream params, requirements, [(src, name, data)]) of a v2 bundle."""
+    assert data[:4] == b'HG20', data[:4]
+    pos = 4
+    (n,) = struct.unpack('>i', data[pos:pos + 4])
+    params = data[pos + 4:pos + 4 + n]
+    pos += 4 + n
+    (hs,) = struct.unpack('>i', data[pos:pos + 4])
+    h = data[pos + 4:pos + 4 + hs]
+    pos += 4 + hs
+    t = h[1:1 + h[0]]
+    assert t.lower() == b'stream2', t
+    at = 1 + h[0] + 4
+    nm, na = h[at], h[at + 1]
+    at += 2
+    sizes = [(h[at + 2 * i], h[at + 2 * i + 1]) for i in range(nm + na)]
+    at += 2 * (nm + na)
+    kv = {}
+    for kl, vl in sizes:
+        kv[h[at:at + kl]] = h[at + kl:at + kl + vl]
+        at += kl + vl
+    payload = bytearray()
+    while True:
+        (fs,) = struct.unpack('>i', data[pos:pos + 4])
+        pos += 4
+        if fs == 0:
+            break
+        payload += data[pos:pos + fs]
+        pos += fs
+    assert data[pos:] == i32(0), 'more than one part'
+    from urllib.parse import unquote_to_bytes
+    reqs = unquote_to_bytes(kv[b'requirements'])
+    ents = []
+    p = 0
+    for _ in range(int(kv[b'filecount'])):
+        src = payload[p:p + 1]
+        p += 1
+        vals = []
+        for _ in range(2):
+            v = shift = 0
+            while True:
+                c = payload[p]
+                p += 1
+                v |= (c & 0x7f) << shift
+                shift += 7
+                if not c & 0x80:
+                    break
+            vals.append(v)
+        name = bytes(payload[p:p + vals[0]])
+        p += vals[0]
+        ents.append((src, name, bytes(payload[p:p + vals[1]])))
+        p += vals[1]
+    assert p == len(payload)
+    return params, reqs, ents
+
+
+def entry2(src, name, d, name_len=None, data_len=None):
+    return (src + uvarint(len(name) if name_len is None else name_len) +
+            uvarint(len(d) if data_len is None else data_len) + name + d)
+
+
+class Bundle2:
+    """A v2 bundle being built, with the offsets the reader reports."""
+
+    def __init__(self, reqs, ents, files=None, nbytes=None, frame=32768,
+                 sparams=b'', before=b'', after=b'', tail=i32(0),
+                 extra_params=(), payload_extra=b'', drop=(),
+                 raw_entries=None, interrupt_at=None, interrupt=b''):
+        from urllib.parse import quote_from_bytes
+        if files is None:
+            files = len(ents)
+        if nbytes is None:
+            nbytes = sum(len(d) for _, _, d in ents)
+        out = bytearray(b'HG20' + i32(len(sparams)) + sparams)
+        out += before
+        if not isinstance(files, bytes):
+            files = b'%d' % files
+        params = [(b'bytecount', b'%d' % nbytes), (b'filecount', files),
+                  (b'requirements', quote_from_bytes(reqs, safe='').encode())]
+        params = [kv for kv in params if kv[0] not in drop]
+        params += list(extra_params)
+        self.part_offset = len(out)
+        h = part_header(b'STREAM2', params)
+        # Where each parameter's value is.
+        at = len(out) + 4 + 1 + 7 + 4 + 2 + 2 * len(params)
+        self.value_offset = {}
+        for k, v in params:
+            self.value_offset[k] = at + len(k)
+            at += len(k) + len(v)
+        out += i32(len(h)) + h
+        payload = bytearray()
+        self.entry_pos = []
+        for e in (raw_entries if raw_entries is not None else
+                  [entry2(*e) for e in ents]):
+            self.entry_pos.append(len(payload))
+            payload += e
+        self.payload_end = len(payload)
+        payload += payload_extra
+        self.data_start = len(out)
+        self.frame = frame
+        body = frames(bytes(payload), frame)
+        if interrupt_at is not None:
+            # An out-of-band part between two frames.
+            k = interrupt_at
+            cut = k * (frame + 4)
+            self.interrupt_offset = len(out) + cut
+            body = body[:cut] + i32(-1) + interrupt + body[cut:]
+            self.shift_from, self.shift = k * frame, 4 + len(interrupt)
+        else:
+            self.shift_from, self.shift = None, 0
+        out += body
+        self.end_payload = len(out)
+        out += i32(0) + after
+        self.end_parts = len(out)
+        out += tail
+        self.blob = bytes(out)
+
+    def raw(self, p):
+        """The bundle offset of payload position p."""
+        f = self.frame
+        r = self.data_start + (p // f) * (f + 4) + 4 + p % f
+        if self.shift_from is not None and p >= self.shift_from:
+            r += self.shift
+        return r
+
+    def entry(self, i):
+        return self.raw(self.entry_pos[i])
+
+
+def advisory_part(ptype=b'output', payload=b'hello'):
+    h = part_header(ptype, advisory=[(b'in-reply-to', b'0')])
+    return i32(len(h)) + h + (frames(payload, 3) if payload else b'') + i32(0)
+
+
+def bad2(good, outdir):
+    with open(good, 'rb') as f:
+        data = f.read()
+    sp, reqs, ents = parse2(data)
+    assert len(ents) >= 3
+    os.makedirs(outdir, exist_ok=True)
+    cases = []
+    F = 100  # small frames: entries span them
+    last = len(ents) - 1
+    B = sum(len(d) for _, _, d in ents)
+
+    def mk(**kw):
+        kw.setdefault('frame', F)
+        return Bundle2(reqs, ents, **kw)
+
+    def case(name, blob, keyword, off_file, off_pipe=None, kw_pipe=None):
+        write(os.path.join(outdir, name + '.hg'), blob)
+        cases.append((name, keyword, off_file, kw_pipe or keyword,
+                      off_file if off_pipe is None else off_pipe))
+
+    g = mk()
+    T = len(g.blob)
+    case('v2-trunc-params', b'HG20\0\0', 'ends in the stream parameters size', 6)
+    case('v2-negative-params', b'HG20' + i32(-3), 'out of range', 4)
+    for c in (b'ZS', b'GZ', b'BZ'):
+        case('v2-compressed-' + c.decode(), b'HG20' + i32(14) + b'Compression=' + c
+             + data[8:], 'compressed bundle2 container (Compression=%s)' % c.decode(), 8)
+    case('v2-mandatory-sparam', mk(sparams=b'Foo=1').blob,
+         "unsupported mandatory stream parameter 'Foo'", 8)
+    case('v2-sparam-digit', mk(sparams=b'1x').blob, 'not starting with a letter', 8)
+    case('v2-no-stream2', b'HG20' + i32(0) + i32(0), 'no stream2 part', 8)
+    cg = part_header(b'CHANGEGROUP', [(b'version', b'02')])
+    case('v2-changegroup', b'HG20' + i32(0) + i32(len(cg)) + cg + i32(0) + i32(0),
+         'changegroup part', 8)
+    foo = part_header(b'FOO')
+    case('v2-mandatory-part', b'HG20' + i32(0) + i32(len(foo)) + foo + i32(0)
+         + data[8:], "unsupported mandatory part 'foo'", 8)
+    case('v2-negative-part-header', b'HG20' + i32(0) + i32(-5),
+         'negative part header size', 8)
+    short = b'\x07STREAM2\0\0'
+    case('v2-part-header-short', b'HG20' + i32(0) + i32(len(short)) + short,
+         'too short', 8 + 4 + 8)
+    b = mk(drop=(b'requirements',))
+    case('v2-missing-param', b.blob, 'without its requirements parameter', 8)
+    b = mk(files=b'1x')
+    case('v2-bad-count', b.blob, 'invalid byte 0x78 in its filecount',
+         b.value_offset[b'filecount'] + 1)
+    b = mk(extra_params=[(b'frobnicate', b'1')])
+    case('v2-mandatory-part-param', b.blob,
+         "unsupported mandatory parameter 'frobnicate'", b.value_offset[b'frobnicate'] - 10)
+    cut = g.part_offset + 9
+    case('v2-trunc-part-header', g.blob[:cut], 'ends in a part header', cut)
+    cut = g.entry(0) + 10
+    case('v2-trunc-data', g.blob[:cut], 'byte count', g.value_offset[b'bytecount'],
+         cut, 'truncated bundle: it ends')
+    case('v2-trunc-end', g.blob[:T - 4], 'ends in a part header size', T - 4)
+    case('v2-trunc-payload-end', g.blob[:T - 8], 'ends in the size of a payload frame', T - 8)
+    b = mk(nbytes=B + 1000)
+    case('v2-bytecount-high', b.blob, 'byte count', b.value_offset[b'bytecount'])
+    b = mk(nbytes=B - 1)
+    case('v2-bytecount-low', b.blob, 'byte count leaves', b.entry(last))
+    b = mk(files=len(ents) + 1)
+    case('v2-filecount-high', b.blob, 'files announced', b.end_payload + 4)
+    b = mk(files=1 << 40)
+    case('v2-filecount-huge', b.blob, 'false file count', b.value_offset[b'filecount'],
+         b.end_payload + 4, 'files announced')
+    b = mk(files=len(ents) - 1)
+    case('v2-filecount-low', b.blob, 'after the last', b.entry(last))
+    b = mk(payload_extra=b'junk')
+    case('v2-trailing-payload', b.blob, 'after the last', b.raw(b.payload_end))
+    case('v2-trailing-data', g.blob + b'junk', 'after the end of the bundle2', T)
+    b = mk(after=i32(len(foo)) + foo)
+    case('v2-mandatory-part-after', b.blob, "mandatory part 'foo'", b.end_payload + 4)
+    # A frame of negative size: the third frame header.
+    nf = bytearray(g.blob)
+    fo = g.data_start + 2 * (F + 4)
+    nf[fo:fo + 4] = i32(-2)
+    case('v2-negative-frame', bytes(nf), 'negative payload frame size -2', fo)
+    ab = part_header(b'error:abort', [(b'message', b'boom: disk on fire')])
+    b = mk(interrupt_at=2, interrupt=i32(len(ab)) + ab + i32(0))
+    case('v2-interrupt-abort', b.blob,
+         "producer failed while writing it (error:abort): boom: disk on fire",
+         b.interrupt_offset)
+
+    def renamed(case_name, src, newname, keyword, extra=0, **kw):
+        e = list(ents)
+        e[last] = (src, newname, e[last][2])
+        b = Bundle2(reqs, e, frame=F, **kw)
+        case('v2-name-' + case_name, b.blob, keyword, b.entry(last) + extra)
+
+    renamed('absolute', b's', b'/tmp/escape.i', 'absolute')
+    renamed('dotdot', b's', b'data/../../escape.i', "'..' component")
+    renamed('dot', b's', b'data/./x.i', "'.' component")
+    renamed('newline', b's', b'data/a\nb.i', 'newline')
+    renamed('empty-component', b's', b'data//x.i', 'empty component')
+    renamed('requires', b's', b'requires', 'keeps itself')
+    renamed('nul', b's', b'data/a\0b.i', 'NUL byte')
+    renamed('empty', b's', b'', 'empty entry name')
+    renamed('cache-hgrc', b'c', b'hgrc', 'cache entry name')
+    renamed('cache-escape', b'c', b'../hgrc', 'cache entry name')
+    renamed('cache-dir', b'c', b'branch2/x', 'cache entry name')
+    renamed('source', b'x', ents[last][1], 'invalid entry source byte 0x78')
+    raw = [entry2(*e) for e in ents]
+    raw[last] = b's' + b'\xff' * 10 + b'\x01' + b'x'
+    b = Bundle2(reqs, ents, frame=F, raw_entries=raw)
+    case('v2-uvarint-huge', b.blob, 'name length too large', b.entry(last) + 1)
+    raw = [entry2(*e) for e in ents]
+    raw[last] = entry2(b's', ents[last][1], ents[last][2], name_len=9000)
+    b = Bundle2(reqs, ents, frame=F, raw_entries=raw)
+    case('v2-name-too-long', b.blob, 'longer than', b.entry(last))
+    raw = [entry2(*e) for e in ents]
+    raw[last] = entry2(*ents[last], data_len=len(ents[last][2]) + 1000)
+    b = Bundle2(reqs, ents, frame=F, raw_entries=raw)
+    case('v2-entry-too-large', b.blob, 'larger than', b.entry(last))
+    dup = ents + [ents[0]]
+    b = Bundle2(reqs, dup, frame=F)
+    case('v2-duplicate', b.blob, 'collides', b.entry(len(dup) - 1))
+    cdup = ents + [(b'c', b'branch2-immutable', b'x'), (b'c', b'branch2-immutable', b'y')]
+    b = Bundle2(reqs, cdup, frame=F)
+    case('v2-cache-duplicate', b.blob, 'collides', b.entry(len(cdup) - 1))
+    conflict = ents + [(b's', b'data/plainfile', b'x'), (b's', b'data/plainfile/sub.i', b'y')]
+    b = Bundle2(reqs, conflict, frame=F)
+    case('v2-file-dir-conflict', b.blob, 'needs a directory', b.entry(len(conflict) - 1))
+    b = Bundle2(reqs + b',exp-revlogv2.2', ents, frame=F)
+    case('v2-req-unsupported', b.blob, 'unsupported requirements: exp-revlogv2.2',
+         b.value_offset[b'requirements'])
+    b = Bundle2(reqs + b',\x01', ents, frame=F)
+    case('v2-req-bad-byte', b.blob, 'invalid byte 0x01 in the requirements',
+         b.value_offset[b'requirements'])
+    b = Bundle2(b'generaldelta', ents, frame=F)
+    case('v2-req-no-revlogv1', b.blob, 'revlogv1 missing', b.value_offset[b'requirements'])
+    with open(os.path.join(outdir, 'cases.tsv'), 'w') as f:
+        for c in cases:
+            f.write('%s\t%s\t%d\t%s\t%d\n' % c)
+
+
+def reframe(inp, out, how):
+    with open(inp, 'rb') as f:
+        sp, reqs, ents = parse2(f.read())
+    opts = how.split(',')
+    kw = {'frame': int(opts[0])}
+    if 'param' in opts:
+        kw['sparams'] = b'someday=maybe'
+    if 'before' in opts:
+        kw['before'] = advisory_part(b'output', b'before the stream')
+    if 'after' in opts:
+        kw['after'] = advisory_part(b'x-note', b'')
+    if 'interrupt' in opts:
+        oob = advisory_part(b'output', b'remote: working')
+        kw['interrupt_at'] = 1
+        kw['interrupt'] = oob
+    write(out, Bundle2(reqs, ents, **kw).blob)
+
+
+def setreq2(inp, out, reqs):
+    with open(inp, 'rb') as f:
+        sp, old, ents = parse2(f.read())
+    write(out, Bundle2(reqs.encode(), ents).blob)
+
+
 def main():
     a = sys.argv[1:]
     if len(a) == 3 and a[0] == 'tree':
@@ -289,6 +627,12 @@ def main():
         setreq(a[1], a[2], a[3])
     elif len(a) == 2 and a[0] == 'encode':
         encode(a[1])
+    elif len(a) == 3 and a[0] == 'bad2':
+        bad2(a[1], a[2])
+    elif len(a) == 4 and a[0] == 'reframe':
+        reframe(a[1], a[2], a[3])
+    elif len(a) == 4 and a[0] == 'setreq2':
+        setreq2(a[1], a[2], a[3])
     else:
         sys.exit(__doc__)
 

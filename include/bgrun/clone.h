@@ -104,6 +104,7 @@ struct bgrun_clone_result {
 	uint64_t bytes;         /* bytes written */
 	uint64_t bundle_files;  /* entries in the bundle */
 	uint64_t bundle_bytes;
+	unsigned int bundle_version; /* 1 (HGS1) or 2 (HG20, stream2) */
 	int64_t duration_ns;    /* CLOCK_MONOTONIC, the whole call */
 	unsigned int close_threads; /* background closers used (0: none) */
 	size_t chunk_size;

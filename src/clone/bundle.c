@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bundle.c: the reader of stream clone bundles v1: header, entries, their bytes, and every way they can lie. */
+/* bundle.c: the reader of stream clone bundles v1: header, entries, their bytes, and every way they can lie (v2 in bundle2.c). */
 
 /*
  * Format (mercurial/streamclone.py, generatebundlev1 and generatev1):
@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* The smallest entry: a one-byte name, NUL, one digit, newline. */
@@ -90,7 +91,14 @@ static int fail_errno(struct bgrun__bundle *b, int error)
 /* The bundle offset of the next unread byte. */
 static uint64_t here(const struct bgrun__bundle *b)
 {
+	if (b->framed)
+		return bgrun__bundle2_here(b);
 	return b->pos - (b->tail - b->head);
+}
+
+uint64_t bgrun__bundle_here(const struct bgrun__bundle *b)
+{
+	return here(b);
 }
 
 /* Bytes of a sized bundle after offset off. */
@@ -130,9 +138,10 @@ void bgrun__bundle_open_mem(struct bgrun__bundle *b, const void *data,
 			    size_t len)
 {
 	*b = (struct bgrun__bundle){ .fd = -1, .sized = true, .size = len };
+	b->mem = data;
 	b->buf = (unsigned char *)data;
 	b->cap = b->tail = len;
-	b->pos = len;
+	b->pos = b->raw_pos = len;
 	b->eof = true;
 }
 
@@ -140,6 +149,7 @@ void bgrun__bundle_close(struct bgrun__bundle *b)
 {
 	if (b->own_buf)
 		free(b->buf);
+	bgrun__bundle2_close(b);
 	free(b->requirements);
 	free(b->name);
 	b->buf = NULL;
@@ -152,29 +162,28 @@ static bool canceled(const struct bgrun__bundle *b)
 	return b->cancel != NULL && *b->cancel;
 }
 
-/*
- * Makes at least need unread bytes available (need <= cap), fewer only at
- * the end of the bundle. Returns the number available or -errno.
- */
-static ssize_t fill(struct bgrun__bundle *b, size_t need)
+ssize_t bgrun__bundle_raw_readv(struct bgrun__bundle *b,
+				const struct iovec *iov, int n)
 {
-	if (need > b->cap)
-		need = b->cap;
-	while (b->tail - b->head < need && !b->eof) {
-		ssize_t n;
+	for (;;) {
+		ssize_t got;
 
-		if (b->head == b->tail) {
-			b->head = b->tail = 0;
-		} else if (b->cap - b->head < need) {
-			memmove(b->buf, b->buf + b->head, b->tail - b->head);
-			b->tail -= b->head;
-			b->head = 0;
-		}
 		if (canceled(b))
 			return bgrun__bundle_error(b, -ECANCELED, "interrupted");
-		if (b->seekable) {
-			n = pread(b->fd, b->buf + b->tail, b->cap - b->tail,
-				  (off_t)(b->base + b->pos));
+		if (b->fd < 0) {
+			size_t left = b->size - b->raw_pos;
+
+			got = 0;
+			for (int i = 0; i < n && left > 0; i++) {
+				size_t k = iov[i].iov_len < left ? iov[i].iov_len
+								 : left;
+
+				memcpy(iov[i].iov_base, b->mem + b->raw_pos + got, k);
+				got += (ssize_t)k;
+				left -= k;
+			}
+		} else if (b->seekable) {
+			got = preadv(b->fd, iov, n, (off_t)(b->base + b->raw_pos));
 		} else {
 			/*
 			 * A signal that sets the cancel flag just before a
@@ -189,18 +198,53 @@ static ssize_t fill(struct bgrun__bundle *b, size_t need)
 				if (k == 0 || (k < 0 && errno == EINTR))
 					continue;
 			}
-			n = read(b->fd, b->buf + b->tail, b->cap - b->tail);
+			got = readv(b->fd, iov, n);
 		}
-		if (n < 0 && errno == EINTR)
+		if (got < 0 && errno == EINTR)
 			continue; /* the flag is looked at first */
-		if (n < 0)
+		if (got < 0)
 			return fail_errno(b, errno);
+		b->raw_pos += (uint64_t)got;
+		return got;
+	}
+}
+
+/*
+ * Makes at least need unread bytes available (need <= cap), fewer only at
+ * the end of the bundle. Returns the number available or -errno.
+ */
+static ssize_t fill(struct bgrun__bundle *b, size_t need)
+{
+	if (b->framed)
+		return bgrun__bundle2_fill(b, need);
+	if (need > b->cap)
+		need = b->cap;
+	while (b->tail - b->head < need && !b->eof) {
+		struct iovec iov;
+		ssize_t n;
+
+		if (b->head == b->tail) {
+			b->head = b->tail = 0;
+		} else if (b->cap - b->head < need) {
+			memmove(b->buf, b->buf + b->head, b->tail - b->head);
+			b->tail -= b->head;
+			b->head = 0;
+		}
+		iov = (struct iovec){ b->buf + b->tail, b->cap - b->tail };
+		n = bgrun__bundle_raw_readv(b, &iov, 1);
+		if (n < 0)
+			return n;
 		if (n == 0)
 			b->eof = true;
 		b->tail += (size_t)n;
 		b->pos += (uint64_t)n;
 	}
 	return (ssize_t)(b->tail - b->head);
+}
+
+ssize_t bgrun__bundle_fill(struct bgrun__bundle *b, size_t need)
+{
+	return fill(b, need);
 }
 
 /* Copies up to n bytes to dst; returns how many (short at the end) or -errno. */
@@ -222,6 +266,11 @@ static ssize_t take(struct bgrun__bundle *b, void *dst, size_t n)
 		got += k;
 	}
 	return (ssize_t)got;
+}
+
+ssize_t bgrun__bundle_take(struct bgrun__bundle *b, void *dst, size_t n)
+{
+	return take(b, dst, n);
 }
 
 static uint64_t be64(const unsigned char *p)
@@ -270,17 +319,26 @@ int bgrun__bundle_header(struct bgrun__bundle *b)
 	ssize_t got;
 	int r;
 
+	got = fill(b, 4);
+	if (got < 0)
+		return (int)got;
+	if (got >= 4 && memcmp(b->buf + b->head, "HG20", 4) == 0) {
+		b->version = 2;
+		return bgrun__bundle2_header(b);
+	}
+	b->version = 1;
+	b->req_offset = 24;
 	got = take(b, h, sizeof(h));
 	if (got < 0)
 		return (int)got;
 	if (got >= 4 && memcmp(h, "HGS1", 4) != 0) {
 		bgrun__quote(magic, sizeof(magic), (const char *)h, 4);
-		if (memcmp(h, "HG10", 4) == 0 || memcmp(h, "HG20", 4) == 0)
+		if (memcmp(h, "HG10", 4) == 0)
 			return bgrun__bundle_fail(b, 0,
-				"not a stream clone bundle v1: '%s' is a changegroup bundle's magic",
+				"not a stream clone bundle: '%s' is a changegroup bundle v1's magic",
 				magic);
 		return bgrun__bundle_fail(b, 0,
-			"not a stream clone bundle v1: bad magic '%s' (expected 'HGS1')",
+			"not a stream clone bundle: bad magic '%s' (expected 'HGS1' or 'HG20')",
 			magic);
 	}
 	if (got < 4)
@@ -343,7 +401,7 @@ static int name_fail(struct bgrun__bundle *b, uint64_t off, const char *what)
 }
 
 /* Checks an entry name; returns 0 or the -EBADMSG of bgrun__bundle_fail. */
-static int check_name(struct bgrun__bundle *b, uint64_t off)
+int bgrun__bundle_check_name(struct bgrun__bundle *b, uint64_t off)
 {
 	const char *name = b->name, *p, *end = b->name + b->name_len;
 
@@ -378,9 +436,28 @@ static int check_name(struct bgrun__bundle *b, uint64_t off)
 	return 0;
 }
 
+int bgrun__bundle_name_room(struct bgrun__bundle *b, size_t len)
+{
+	size_t cap = b->name_cap ? b->name_cap : 256;
+	char *p;
+
+	if (len + 1 <= b->name_cap)
+		return 0;
+	while (cap < len + 1)
+		cap *= 2;
+	p = realloc(b->name, cap);
+	if (p == NULL)
+		return fail_errno(b, ENOMEM);
+	b->name = p;
+	b->name_cap = cap;
+	return 0;
+}
+
 /* Reads the name up to its NUL into b->name. */
 static int read_name(struct bgrun__bundle *b, uint64_t off)
 {
+	int r;
+
 	b->name_len = 0;
 	for (;;) {
 		ssize_t avail = fill(b, 1);
@@ -404,18 +481,9 @@ static int read_name(struct bgrun__bundle *b, uint64_t off)
 			return bgrun__bundle_fail(b, off,
 				"entry name longer than %d bytes",
 				BGRUN__BUNDLE_NAME_MAX);
-		if (b->name_len + n + 1 > b->name_cap) {
-			size_t cap = b->name_cap ? b->name_cap : 256;
-			char *p;
-
-			while (cap < b->name_len + n + 1)
-				cap *= 2;
-			p = realloc(b->name, cap);
-			if (p == NULL)
-				return fail_errno(b, ENOMEM);
-			b->name = p;
-			b->name_cap = cap;
-		}
+		r = bgrun__bundle_name_room(b, b->name_len + n);
+		if (r < 0)
+			return r;
 		memcpy(b->name + b->name_len, start, n);
 		b->name_len += n;
 		b->name[b->name_len] = '\0';
@@ -493,6 +561,8 @@ int bgrun__bundle_next(struct bgrun__bundle *b, struct bgrun__entry *ret)
 	assert(b->entry_left == 0);
 	if (canceled(b))
 		return bgrun__bundle_error(b, -ECANCELED, "interrupted");
+	if (b->version == 2)
+		return bgrun__bundle2_next(b, ret);
 	if (b->files_seen == b->file_count) {
 		avail = fill(b, 1);
 		if (avail < 0)
@@ -515,7 +585,7 @@ int bgrun__bundle_next(struct bgrun__bundle *b, struct bgrun__entry *ret)
 	r = read_size(b, &size);
 	if (r < 0)
 		return r;
-	r = check_name(b, off);
+	r = bgrun__bundle_check_name(b, off);
 	if (r < 0)
 		return r;
 	left = b->byte_count - b->bytes_seen;
@@ -575,12 +645,14 @@ int bgrun__bundle_data(struct bgrun__bundle *b, size_t max,
 int bgrun__bundle_take_direct(struct bgrun__bundle *b, uint64_t *ret_fd_off,
 			      uint64_t *ret_len)
 {
-	if (!b->seekable || b->head != b->tail || b->entry_left == 0)
+	if (!b->seekable || b->framed || b->head != b->tail ||
+	    b->entry_left == 0)
 		return -EAGAIN;
 	/* bgrun__bundle_next checked that the entry fits in the file. */
 	*ret_fd_off = b->base + b->pos;
 	*ret_len = b->entry_left;
 	b->pos += b->entry_left;
+	b->raw_pos += b->entry_left;
 	b->entry_left = 0;
 	return 0;
 }

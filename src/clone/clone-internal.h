@@ -37,7 +37,8 @@ int bgrun__hgpath_encode(const char *path, size_t len, bool dotencode,
 			 char **ret, size_t *ret_len);
 
 /*
- * bundle.c: a streaming reader of stream clone bundles v1.
+ * bundle.c: a streaming reader of stream clone bundles, v1 (HGS1) and v2
+ * (HG20 with a stream2 part: bundle2.c).
  *
  * The bundle comes from a descriptor (a regular file is read with pread,
  * so that copy_file_range can take an entry's bytes straight from it, and
@@ -45,25 +46,52 @@ int bgrun__hgpath_encode(const char *path, size_t len, bool dotencode,
  * (the fuzz target). Every format error is -EBADMSG with a one-line
  * message and the bundle offset it concerns in err/err_offset; a read
  * error is -errno with a message; a set cancel flag gives -ECANCELED.
+ *
+ * Offsets are those of the bundle's bytes. In a v1 bundle the entries are
+ * the bundle's bytes; in a v2 bundle they are the stream2 part's payload,
+ * cut into frames: buf then holds the payload without the frame headers
+ * (so that an entry's bytes stay contiguous), rbuf the raw bytes of the
+ * container, and segs maps a payload position back to its bundle offset.
  */
 #define BGRUN__BUNDLE_NAME_MAX 8192 /* longest entry name accepted */
 
+/* A run of payload bytes that is contiguous in the bundle too. */
+struct bgrun__bundle_seg {
+	uint64_t pos; /* payload position of its first byte */
+	uint64_t raw; /* its bundle offset */
+};
+
 struct bgrun__bundle {
 	int fd;               /* borrowed; -1 for a bundle in memory */
+	const unsigned char *mem; /* the bundle in memory (fd -1) */
 	bool seekable;        /* a regular file: read with pread */
 	bool sized;           /* size is known (a regular file, or memory) */
 	uint64_t base;        /* the descriptor's offset of bundle byte 0 */
 	uint64_t size;        /* bytes in the bundle, when sized */
-	uint64_t pos;         /* bundle offset of the byte after buf[tail] */
+	uint64_t raw_pos;     /* bundle offset of the next byte read from the source */
+	uint64_t pos;         /* position of the byte after buf[tail] (v1: = raw_pos) */
 	unsigned char *buf;
 	size_t cap, head, tail; /* unread bytes are buf[head..tail) */
 	bool own_buf, eof;
 	const volatile sig_atomic_t *cancel;
 
 	/* The header. */
+	unsigned int version; /* 1 or 2 */
 	uint64_t file_count, byte_count;
-	char *requirements;   /* as in the bundle: comma-separated */
+	char *requirements;   /* comma-separated (v2: unquoted) */
+	uint64_t req_offset;  /* where the bundle states them */
 	uint64_t data_start;  /* offset of the first entry */
+
+	/* v2 (bundle2.c): the container's raw bytes, the payload framing. */
+	bool framed;          /* buf holds the stream2 payload */
+	bool payload_end;     /* its end-of-payload frame was read */
+	bool stream_end;      /* the container's end-of-stream marker too */
+	unsigned char *rbuf;
+	size_t rcap, rhead, rtail; /* unread raw bytes are rbuf[rhead..rtail) */
+	uint32_t frame_left;  /* bytes of the current frame not yet in buf */
+	struct bgrun__bundle_seg *segs;
+	size_t nsegs, segs_cap;
+	uint64_t count_offset[2]; /* where filecount and bytecount are stated */
 
 	/* Progress through the entries. */
 	uint64_t files_seen, bytes_seen;
@@ -83,7 +111,8 @@ struct bgrun__entry {
 	const char *name; /* borrowed from the reader until the next call */
 	size_t name_len;
 	uint64_t size;
-	uint64_t offset;  /* where the entry's "name\0size\n" starts */
+	uint64_t offset;  /* where the entry's "name\0size\n" (v2: source byte) starts */
+	bool cache;       /* v2: a cache file (.hg/cache/NAME), not a store file */
 };
 
 /* Reads from fd (borrowed) with a buffer of bufsize bytes. */
@@ -128,6 +157,36 @@ __attribute__((format(printf, 3, 4)))
 int bgrun__bundle_error(struct bgrun__bundle *b, int error,
 			const char *fmt, ...);
 /*
+ * Between bundle.c and bundle2.c. fill makes at least need unread bytes
+ * available in buf (fewer only at the end) and returns how many or -errno;
+ * take copies up to n bytes out (short only at the end); here is the
+ * bundle offset of the next unread byte of buf; raw_readv reads from the
+ * source at raw_pos (0 at its end); check_name applies the rules of a
+ * store entry's name (in b->name) and returns 0 or -EBADMSG.
+ */
+ssize_t bgrun__bundle_fill(struct bgrun__bundle *b, size_t need);
+ssize_t bgrun__bundle_take(struct bgrun__bundle *b, void *dst, size_t n);
+uint64_t bgrun__bundle_here(const struct bgrun__bundle *b);
+struct iovec;
+ssize_t bgrun__bundle_raw_readv(struct bgrun__bundle *b,
+				const struct iovec *iov, int n);
+int bgrun__bundle_check_name(struct bgrun__bundle *b, uint64_t off);
+/* Grows b->name to hold len bytes and a NUL: 0 or -ENOMEM (with message). */
+int bgrun__bundle_name_room(struct bgrun__bundle *b, size_t len);
+
+/*
+ * bundle2.c: the v2 side, called by bundle.c's functions of the same
+ * purpose once the magic says "HG20": the container's stream parameters
+ * and parts up to the stream2 part's parameters; its entries; the
+ * payload's frames (fill); the parts and end-of-stream marker after it.
+ */
+int bgrun__bundle2_header(struct bgrun__bundle *b);
+int bgrun__bundle2_next(struct bgrun__bundle *b, struct bgrun__entry *ret);
+ssize_t bgrun__bundle2_fill(struct bgrun__bundle *b, size_t need);
+uint64_t bgrun__bundle2_here(const struct bgrun__bundle *b);
+void bgrun__bundle2_close(struct bgrun__bundle *b);
+
+/*
  * Writes s (len bytes) into out (size bytes) for a message: printable
  * ASCII as is, anything else as \xNN, cut with "..." when too long.
  */
@@ -168,6 +227,8 @@ int bgrun__closer_finish(struct bgrun__closer *c);
  */
 struct bgrun__writer {
 	int store_fd;       /* borrowed: the new .hg/store */
+	int hg_fd;          /* borrowed: the new .hg (for cache entries) */
+	int cache_fd;       /* .hg/cache, made at the first cache entry */
 	int dir_fd;         /* the directory of the last file (cache) */
 	char *dir;          /* its encoded path relative to the store */
 	size_t dir_len;
@@ -179,6 +240,7 @@ struct bgrun__writer {
 	char *fncache;      /* the fncache file's text */
 	size_t fncache_len, fncache_cap;
 	uint64_t files, bytes; /* written so far */
+	uint64_t cache_files; /* of which in .hg/cache */
 	uint64_t skipped;   /* entries read but not written (nodemaps) */
 	/* Called after each chunk written (may be NULL). */
 	void (*progress)(void *data);

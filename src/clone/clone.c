@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* clone.c: bgrun_clone(): a stream clone bundle v1 into a new repository, built aside and renamed into place. */
+/* clone.c: bgrun_clone(): a stream clone bundle (v1 or v2) into a new repository, built aside and renamed into place. */
 
 #include "clone-internal.h"
 
@@ -130,12 +130,13 @@ static int requirements(struct job *j)
 	}
 	if (unsupported[0] != '\0')
 		return job_fail(j, -EPROTONOSUPPORT,
-			"%s: offset 24: unsupported requirements: %s",
-			j->bundle_name, unsupported);
+			"%s: offset %llu: unsupported requirements: %s",
+			j->bundle_name, (unsigned long long)j->b.req_offset,
+			unsupported);
 	if (!revlogv1)
 		return job_fail(j, -EPROTONOSUPPORT,
-			"%s: offset 24: requirement revlogv1 missing (only revlog v1 stores are supported)",
-			j->bundle_name);
+			"%s: offset %llu: requirement revlogv1 missing (only revlog v1 stores are supported)",
+			j->bundle_name, (unsigned long long)j->b.req_offset);
 	qsort(j->reqs, j->n_reqs, sizeof(j->reqs[0]), cmp_str);
 	return 0;
 }
@@ -339,6 +340,7 @@ static int apply(struct job *j, unsigned int *ret_threads)
 		*ret_threads = threads;
 	}
 	bgrun__writer_init(&j->w, j->store_fd);
+	j->w.hg_fd = j->hg_fd;
 	j->w.chunk = o->chunk_size ? o->chunk_size : BGRUN_CLONE_CHUNK_DEFAULT;
 	j->w.copy_range = o->copy_file_range;
 	j->w.closer = closer;
@@ -455,6 +457,7 @@ int bgrun_clone(const struct bgrun_clone_opts *opts,
 			.bytes = j.w.bytes,
 			.bundle_files = j.b.file_count,
 			.bundle_bytes = j.b.byte_count,
+			.bundle_version = j.b.version,
 			.duration_ns = mono_ns() - start,
 			.close_threads = threads,
 			.chunk_size = chunk,

@@ -44,6 +44,8 @@ void bgrun__writer_init(struct bgrun__writer *w, int store_fd)
 {
 	*w = (struct bgrun__writer){
 		.store_fd = store_fd,
+		.hg_fd = -1,
+		.cache_fd = -1,
 		.dir_fd = -1,
 		.chunk = BGRUN_CLONE_CHUNK_DEFAULT,
 		.dotencode = true,
@@ -54,7 +56,9 @@ void bgrun__writer_release(struct bgrun__writer *w)
 {
 	if (w->dir_fd >= 0)
 		(void)close(w->dir_fd);
-	w->dir_fd = -1;
+	if (w->cache_fd >= 0)
+		(void)close(w->cache_fd);
+	w->dir_fd = w->cache_fd = -1;
 	free(w->dir);
 	free(w->fncache);
 	w->dir = w->fncache = NULL;
@@ -154,7 +158,9 @@ static int open_dir(struct bgrun__writer *w, struct bgrun__bundle *b,
 		return 0;
 	if (w->dir_fd >= 0)
 		(void)close(w->dir_fd);
-	w->dir_fd = -1;
+	if (w->cache_fd >= 0)
+		(void)close(w->cache_fd);
+	w->dir_fd = w->cache_fd = -1;
 	free(w->dir);
 	w->dir = NULL;
 	if (dir_len > 0) {
@@ -283,6 +289,73 @@ static int write_data(struct bgrun__writer *w, struct bgrun__bundle *b,
 	}
 }
 
+/* Closes the file just written (fd, consumed): in the pool or here. */
+static int close_written(struct bgrun__writer *w, struct bgrun__bundle *b,
+			 const struct bgrun__entry *e, int fd)
+{
+	char q[256];
+	int r;
+
+	if (w->closer != NULL) {
+		r = bgrun__closer_submit(w->closer, fd);
+		if (r < 0)
+			r = bgrun__bundle_error(b, r,
+				"cannot close a file written: %s", strerror(-r));
+		return r;
+	}
+	r = (w->close_fn != NULL ? w->close_fn(fd) : close(fd)) < 0 &&
+			    errno != EINTR ? -errno : 0;
+	if (r < 0) {
+		bgrun__quote(q, sizeof(q), e->name, e->name_len);
+		r = bgrun__bundle_error(b, r, "cannot close %s: %s", q,
+					strerror(-r));
+	}
+	return r;
+}
+
+/*
+ * A cache entry (v2): .hg/cache/NAME, the name as it is (the cache vfs
+ * does not encode it; the reader lets through only the single-component
+ * names a stream clone carries).
+ */
+static int put_cache(struct bgrun__writer *w, struct bgrun__bundle *b,
+		     const struct bgrun__entry *e)
+{
+	char q[256];
+	int fd, r;
+
+	if (w->cache_fd < 0) {
+		if (mkdirat(w->hg_fd, "cache", 0777) < 0 && errno != EEXIST)
+			return bgrun__bundle_error(b, -errno,
+				"cannot create .hg/cache: %s", strerror(errno));
+		w->cache_fd = openat(w->hg_fd, "cache", O_RDONLY | O_DIRECTORY |
+							O_NOFOLLOW | O_CLOEXEC);
+		if (w->cache_fd < 0)
+			return bgrun__bundle_error(b, -errno,
+				"cannot open .hg/cache: %s", strerror(errno));
+	}
+	bgrun__quote(q, sizeof(q), e->name, e->name_len);
+	fd = openat(w->cache_fd, e->name,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0 && errno == EEXIST)
+		return bgrun__bundle_fail(b, e->offset,
+			"cache entry %s collides with an earlier entry", q);
+	if (fd < 0)
+		return bgrun__bundle_error(b, -errno,
+			"cannot create .hg/cache/%s: %s", q, strerror(errno));
+	r = write_data(w, b, fd, false);
+	if (r < 0) {
+		(void)close(fd);
+		return r;
+	}
+	r = close_written(w, b, e, fd);
+	if (r == 0) {
+		w->files++;
+		w->cache_files++;
+	}
+	return r;
+}
+
 int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 		      const struct bgrun__entry *e)
 {
@@ -290,6 +363,8 @@ int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 	size_t len, enc_len, dir_len;
 	int fd = -1, r;
 
+	if (e->cache)
+		return put_cache(w, b, e);
 	r = bgrun__decodedir(e->name, e->name_len, &path, &len);
 	if (r < 0)
 		goto oom;
@@ -333,20 +408,7 @@ int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 		(void)close(fd);
 		goto out;
 	}
-	if (w->closer != NULL) {
-		r = bgrun__closer_submit(w->closer, fd);
-		if (r < 0)
-			r = bgrun__bundle_error(b, r,
-				"cannot close a file written: %s", strerror(-r));
-	} else {
-		r = (w->close_fn != NULL ? w->close_fn(fd) : close(fd)) < 0 &&
-				    errno != EINTR ? -errno : 0;
-		if (r < 0) {
-			bgrun__quote(q, sizeof(q), e->name, e->name_len);
-			r = bgrun__bundle_error(b, r, "cannot close %s: %s", q,
-						strerror(-r));
-		}
-	}
+	r = close_written(w, b, e, fd);
 	if (r == 0)
 		w->files++;
 	goto out;
