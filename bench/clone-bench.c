@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* clone-bench.c: bgrun clone against tar x and hg debugapplystreamclonebundle on the same bundle; closer and chunk-size effects. */
+/* clone-bench.c: bgrun clone against tar x and hg debugapplystreamclonebundle on the same bundle; closer and chunk-size effects; v2 against v1. */
 
 /*
  * Usage: clone-bench [--files N[,N...]] [--runs R] [--dir DIR] [--dest DIR]
@@ -24,7 +24,10 @@
  * The table gives the median and best of the runs, files/s and MB/s (of
  * the bundle's file bytes), the ratio to `tar x` and how many times
  * faster than hg. Targets: bgrun clone <= 1.2 x tar, >= 4 x faster than
- * hg debugapplystreamclonebundle (into a fresh `hg init`, init untimed).
+ * hg debugapplystreamclonebundle (into a fresh `hg init`, init untimed),
+ * and the stream bundle v2 of the same repository (DIR/repo-N/bundle2.hg,
+ * made from the repository when missing) applied in <= 1.1 x the time of
+ * the v1 bundle.
  * --csv writes one line per run: files,method,run,seconds.
  */
 
@@ -86,11 +89,14 @@ static const struct method methods[] = {
 	  { "hg", "-R", "%D", "debugapplystreamclonebundle", "%B" }, .hg_init = true },
 	{ "1 ms closes: synchronous", { NULL }, .slow = true, .threads = 0 },
 	{ "1 ms closes: 4 closer threads", { NULL }, .slow = true, .threads = 4 },
+	{ "bgrun clone of the stream bundle v2",
+	  { "%G", "clone", "--no-log", "-q", "%V", "%D" } },
 };
 #define N_METHODS (sizeof(methods) / sizeof(methods[0]))
 #define M_DEFAULT 0
 #define M_TAR 8
 #define M_HG 9
+#define M_V2 12
 
 struct ctx {
 	const char *bgrun, *gen, *dir, *dest_dir, *csv_path;
@@ -98,7 +104,7 @@ struct ctx {
 	const char *sizes[MAX_SIZES]; /* N, or N:large */
 	int n_sizes, runs;
 	bool keep;         /* --keep-until-end */
-	char bundle[PATH_MAX], tar[PATH_MAX], db[PATH_MAX];
+	char bundle[PATH_MAX], bundle2[PATH_MAX], tar[PATH_MAX], db[PATH_MAX];
 	char top[PATH_MAX - 64];  /* where the runs write: DEST/dest-N */
 	char dest[PATH_MAX];      /* this run's: top/RUN-METHOD */
 	uint64_t bytes, files;
@@ -163,6 +169,7 @@ static int prepare(struct ctx *x, long n, bool large)
 	(void)snprintf(repo, sizeof(repo), "%s/repo-%ld%s", x->dir, n,
 		       large ? "-large" : "");
 	(void)snprintf(x->bundle, sizeof(x->bundle), "%s/bundle.hg", repo);
+	(void)snprintf(x->bundle2, sizeof(x->bundle2), "%s/bundle2.hg", repo);
 	(void)snprintf(x->tar, sizeof(x->tar), "%s/store.tar", repo);
 	(void)snprintf(x->top, sizeof(x->top), "%s/dest-%ld%s",
 		       x->dest_dir != NULL ? x->dest_dir : x->dir, n,
@@ -175,6 +182,16 @@ static int prepare(struct ctx *x, long n, bool large)
 
 		fprintf(stderr, "clone-bench: generating %s (hg commits %ld files)...\n",
 			repo, n);
+		if (run(argv, true) < 0)
+			return -1;
+	}
+	if (stat(x->bundle2, &st) < 0) {
+		/* Data generated before v2 bundles were measured. */
+		char r[PATH_MAX];
+		const char *argv[] = { "hg", "-R", r, "bundle", "-q", "-a", "-t",
+				       "none-v2;stream=v2", x->bundle2, NULL };
+
+		(void)snprintf(r, sizeof(r), "%s/repo", repo);
 		if (run(argv, true) < 0)
 			return -1;
 	}
@@ -211,6 +228,7 @@ static void method_argv(const struct ctx *x, const struct method *m,
 		argv[i] = a == NULL ? NULL :
 			  strcmp(a, "%G") == 0 ? x->bgrun :
 			  strcmp(a, "%B") == 0 ? x->bundle :
+			  strcmp(a, "%V") == 0 ? x->bundle2 :
 			  strcmp(a, "%T") == 0 ? x->tar :
 			  strcmp(a, "%D") == 0 ? x->dest :
 			  strcmp(a, "%E") == 0 ? x->db : a;
@@ -358,6 +376,9 @@ static int bench_size(struct ctx *x, const char *spec)
 	       (double)med[M_DEFAULT] <= 1.2 * (double)med[M_TAR] ? "met" : "NOT met",
 	       (double)med[M_HG] / (double)med[M_DEFAULT],
 	       (double)med[M_HG] >= 4.0 * (double)med[M_DEFAULT] ? "met" : "NOT met");
+	printf("         the v2 bundle in %.2f x the time of the v1 bundle (<= 1.1: %s)\n",
+	       (double)med[M_V2] / (double)med[M_DEFAULT],
+	       (double)med[M_V2] <= 1.1 * (double)med[M_DEFAULT] ? "met" : "NOT met");
 	fflush(stdout);
 	remove_tree(x->top);
 	return 0;

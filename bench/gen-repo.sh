@@ -3,7 +3,8 @@
 # gen-repo.sh: make a Mercurial repository of N files with the real hg, its stream clone bundle, and a tar of the same store files.
 # Usage: bench/gen-repo.sh N OUTDIR [source|large]
 # Writes OUTDIR/repo (3 revisions: all N files, then 10% changed, then 1%
-# changed plus 1% added), OUTDIR/bundle.hg (hg debugcreatestreamclonebundle)
+# changed plus 1% added), OUTDIR/bundle.hg (hg debugcreatestreamclonebundle),
+# OUTDIR/bundle2.hg (the stream bundle v2: hg bundle -t 'none-v2;stream=v2')
 # and OUTDIR/store.tar (the store files that bundle carries, under their
 # store names, as a clone has them: what `tar x` is measured on). Files are
 # source-like text of 200 B to 16 KiB, 50 to a directory, some names and
@@ -83,6 +84,7 @@ for rev in 0 1 2; do
 	hg -R "$out/repo" commit -q -m "rev $rev" -d "$rev 0"
 done
 hg -R "$out/repo" debugcreatestreamclonebundle "$out/bundle.hg" >/dev/null
+hg -R "$out/repo" bundle -q -a -t 'none-v2;stream=v2' "$out/bundle2.hg"
 
 # The same store files as a clone has them (applied by hg itself), tarred.
 hg init "$out/ref"

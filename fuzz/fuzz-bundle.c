@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz-bundle.c: libFuzzer target for the stream clone bundle reader and the store path encoding. */
+/* fuzz-bundle.c: libFuzzer target for the stream clone bundle reader (v1 and v2) and the store path encoding. */
 
 /*
  * Each input is read twice, from memory in one piece and from a memfd
  * through a 512-byte buffer (the path of a regular-file bundle: pread,
- * refills, compaction), and both readings must agree on every entry and on
- * the error and its offset. Every accepted name must encode to a relative
+ * refills, compaction; for a v2 bundle the payload's frames cut
+ * differently), and both readings must agree on every entry and on the
+ * error and its offset. Every accepted name must encode to a relative
  * store path of printable ASCII ("~xx" escapes) without an empty, "." or ".." component:
  * the property that keeps a clone inside its directory.
  */

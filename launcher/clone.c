@@ -44,8 +44,9 @@ static const struct option longopts[] = {
 
 static const char usage_text[] =
 	"Usage: bgrun clone [OPTION]... BUNDLE DEST\n"
-	"Apply a Mercurial stream clone bundle v1 (hg debugcreatestreamclonebundle)\n"
-	"to a new repository DEST, as 'hg clone --stream -U' would make it.\n"
+	"Apply a Mercurial stream clone bundle to a new repository DEST, as\n"
+	"'hg clone --stream -U' would make it: v1 (hg debugcreatestreamclonebundle)\n"
+	"or v2 (hg bundle -a -t 'none-v2;stream=v2', what clonebundles serve).\n"
 	"BUNDLE '-' is standard input. DEST must not exist or be empty; it appears\n"
 	"complete or not at all.\n"
 	"\n"
@@ -434,8 +435,8 @@ int clone_main(int argc, char **argv)
 	(void)snprintf(summary, sizeof(summary), "%" PRIu64 " files, %s in %.2f s",
 		       res.files, size, (double)res.duration_ns / 1e9);
 	if (cc.verbose)
-		cli_msg("clone: requirements %s; %zu-byte chunks%s; %u closer threads",
-			res.requirements, res.chunk_size,
+		cli_msg("clone: stream bundle v%u; requirements %s; %zu-byte chunks%s; %u closer threads",
+			res.bundle_version, res.requirements, res.chunk_size,
 			cc.opts.copy_file_range ? ", copy_file_range" : "",
 			res.close_threads);
 	record(&cc, id, start_real, res.duration_ns, true, summary, &res,

@@ -34,9 +34,9 @@ fi
 ninja -C "$builddir" fuzz/fuzz-bundle fuzz/fuzz-frame >/dev/null ||
 	{ echo "fuzz: build failed"; summary 0 1 0; }
 
-# Seeds: bundles of small real repositories (every kind of name the
-# store encodes, two revisions, zlib and zstd), and every broken variant
-# the clone tests use.
+# Seeds: bundles v1 and v2 of small real repositories (every kind of name
+# the store encodes, two revisions, zlib and zstd), v2 ones framed
+# otherwise, and every broken variant the clone tests use.
 seeds=$builddir/fuzz-seeds
 corpus=$builddir/fuzz-corpus
 artifacts=$builddir/fuzz-artifacts
@@ -57,8 +57,16 @@ for kind in zstd zlib; do
 	hg -R "$work/$kind" "${cfg[@]}" debugcreatestreamclonebundle \
 		"$seeds/$kind.hg" >/dev/null ||
 		{ echo "fuzz: hg could not make a bundle"; summary 0 1 0; }
+	hg -R "$work/$kind" "${cfg[@]}" bundle -q -a -t 'none-v2;stream=v2' \
+		"$seeds/$kind-v2.hg" ||
+		{ echo "fuzz: hg could not make a v2 bundle"; summary 0 1 0; }
 done
 python3 tests/clone-fixtures.py bad "$seeds/zstd.hg" "$work/bad"
+python3 tests/clone-fixtures.py bad2 "$seeds/zstd-v2.hg" "$work/bad"
+for how in 1,interrupt 100,param,before,after; do
+	python3 tests/clone-fixtures.py reframe "$seeds/zstd-v2.hg" \
+		"$seeds/zstd-v2-$how.hg" "$how"
+done
 cp "$work"/bad/*.hg "$seeds/"
 echo "fuzz: $(ls "$seeds" | wc -l) seeds, running for $secs s"
 

@@ -16,8 +16,10 @@ extern "C" {
 #endif
 
 /*
- * A stream clone bundle v1 is what `hg debugcreatestreamclonebundle`
- * writes (Mercurial's streamclone.generatebundlev1):
+ * bgrun_clone() applies a Mercurial stream clone bundle, either version:
+ *
+ * v1, what `hg debugcreatestreamclonebundle` writes (Mercurial's
+ * streamclone.generatebundlev1):
  *
  *   "HGS1" "UN" u64 files u64 bytes u16 n  requirements (n bytes, ending
  *   in NUL)  then per file: name "\0" size "\n" and size bytes
@@ -25,14 +27,34 @@ extern "C" {
  * (integers big-endian; names are store paths with only store.encodedir
  * applied; the sizes add up to bytes).
  *
- * bgrun_clone() turns one into a new repository at dest, as
- * `hg clone --stream -U` would make it: .hg/requires and
- * .hg/store/requires for the bundle's requirements combined with those of
- * a new repository (share-safe, store, fncache, dotencode), each file
- * under its store name (store._pathencode: capitals, reserved bytes and
- * Windows names escaped, over-long paths hashed into dh/), and the
- * fncache. The repository has no working directory checkout (like
- * `clone -U`); `hg update` makes one.
+ * v2, what `hg bundle -a -t 'none-v2;stream=v2'` writes and clonebundles
+ * servers serve (bundle2.py, streamclone.generatev2): a bundle2 container
+ * ("HG20", stream parameters, parts, each with a header of mandatory and
+ * advisory parameters and a payload cut into frames of up to 32 KiB) with
+ * one "stream2" part, whose parameters give filecount, bytecount and the
+ * requirements, and whose payload holds per file: a source byte ('s' the
+ * store, 'c' .hg/cache), uvarint name length, uvarint size, the store path
+ * and its bytes. Cache files (branch caches, tags caches, rev-branch
+ * cache) go to .hg/cache. A compressed container (Compression=BZ, GZ or
+ * ZS, e.g. from `hg bundle -t zstd-v2;stream=v2`) is refused
+ * (-EPROTONOSUPPORT): Mercurial writes stream bundles uncompressed.
+ * Out-of-band parts in the payload are honoured as Mercurial does: an
+ * error part fails the clone with its message, an advisory one is
+ * skipped; advisory parts around the stream2 part are skipped. Mercurial
+ * 6.3 writes no stream v3 (asked for 'stream=v3-exp' it writes a
+ * changegroup bundle, which is refused as not a stream clone).
+ *
+ * The result is a new repository at dest, as `hg clone --stream -U`
+ * would make it: .hg/requires and .hg/store/requires for the bundle's
+ * requirements combined with those of a new repository (share-safe,
+ * store, fncache, dotencode), each file under its store name
+ * (store._pathencode: capitals, reserved bytes and Windows names escaped,
+ * over-long paths hashed into dh/), and the fncache. The repository has
+ * no working directory checkout (like `clone -U`); `hg update` makes one.
+ * Every requirement Mercurial 6.3 accepts in a stream clone is applied,
+ * except its experimental, unstable formats (exp-revlogv2.2,
+ * exp-changelog-v2, exp-copies-sidedata-changeset), which are refused
+ * with the reason (bgrun_clone_supported_requirement tells).
  *
  * It is built in a temporary directory beside dest (".NAME.clone-XXXXXX")
  * and renamed to dest at the end, so dest appears complete or not at all,
@@ -42,7 +64,8 @@ extern "C" {
 
 /* Progress, passed to the progress callback. */
 struct bgrun_clone_progress {
-	uint64_t files_total, bytes_total; /* from the bundle's header */
+	uint64_t files_total, bytes_total; /* from the bundle's header (v2:
+					    * the stream2 part's parameters) */
 	uint64_t files_done, bytes_done;   /* entries (and bytes) done */
 };
 
@@ -100,7 +123,8 @@ struct bgrun_clone_opts {
 
 /* What a clone did. */
 struct bgrun_clone_result {
-	uint64_t files;         /* files written (skipped nodemaps excluded) */
+	uint64_t files;         /* files written, cache files included
+				 * (skipped nodemaps excluded) */
 	uint64_t bytes;         /* bytes written */
 	uint64_t bundle_files;  /* entries in the bundle */
 	uint64_t bundle_bytes;
@@ -117,8 +141,12 @@ struct bgrun_clone_result {
  * *ret_result (optional). Errors:
  *   -EBADMSG          the bundle is malformed or lies (truncated, bad
  *                     magic, counts that do not add up, a bad name, an
- *                     entry larger than what remains...)
- *   -EPROTONOSUPPORT  a compression or a requirement not supported
+ *                     entry larger than what remains, a bundle2 part
+ *                     header that does not add up, a frame cut short,
+ *                     an error part from the bundle's producer...)
+ *   -EPROTONOSUPPORT  a compression, a requirement, a mandatory bundle2
+ *                     stream parameter, part or part parameter not
+ *                     supported
  *   -ENOTEMPTY        dest exists and is not an empty directory
  *   -ECANCELED        *opts->cancel was set
  *   -EINVAL           invalid options

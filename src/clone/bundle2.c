@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/uio.h>
 
 /*
@@ -719,6 +720,7 @@ int bgrun__bundle2_header(struct bgrun__bundle *b)
 	p = malloc(sizeof(*p));
 	if (p == NULL)
 		return oom(b);
+	p->hdr = NULL;
 	for (;;) {
 		free(p->hdr);
 		r = read_part(b, p);

@@ -2,10 +2,11 @@
 /* writer.c: writes a bundle's entries under .hg/store with their store names, and collects the fncache. */
 
 /*
- * Each entry is written as Mercurial's consumev1 writes it through the
- * store vfs: the name is decodedir'd, the file lands at its encoded store
- * name (storepath.c), and a data/ or meta/ path is added to the fncache
- * (encodedir'd again, one per line). The bytes go out in large writes
+ * Each entry is written as Mercurial's consumev1 (or consumev2) writes it
+ * through the store vfs: the name is decodedir'd (v1 only: v2 names are
+ * not encodedir'd), the file lands at its encoded store name
+ * (storepath.c), and a data/ or meta/ path is added to the fncache
+ * (encodedir'd, one per line). The bytes go out in large writes
  * straight from the reader's buffer (no copy), or with copy_file_range
  * from a regular-file bundle; every byte is written, so files are dense.
  * Files are created O_EXCL: two entries for one store file are an error,
@@ -69,7 +70,8 @@ void bgrun__writer_release(struct bgrun__writer *w)
  * (00changelog.n, 00manifest-1a2b.nd, ...): Mercurial's
  * nodemap.post_stream_cleanup deletes them after a stream clone into a
  * repository without the persistent-nodemap requirement, as ours is, so
- * they are read and not written.
+ * they are read and not written (a bundle of an older Mercurial may list
+ * that requirement: clone.c drops it).
  */
 static bool is_root_nodemap(const char *p, size_t len)
 {
@@ -365,7 +367,17 @@ int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 
 	if (e->cache)
 		return put_cache(w, b, e);
-	r = bgrun__decodedir(e->name, e->name_len, &path, &len);
+	/*
+	 * A v1 name went through store.encodedir (generatev1 does it); a v2
+	 * name is the store path itself (_emit2 sends what the walk gives).
+	 */
+	if (b->version == 2) {
+		path = strndup(e->name, e->name_len);
+		len = e->name_len;
+		r = path != NULL ? 0 : -ENOMEM;
+	} else {
+		r = bgrun__decodedir(e->name, e->name_len, &path, &len);
+	}
 	if (r < 0)
 		goto oom;
 	if (is_root_nodemap(path, len)) {
