@@ -212,6 +212,21 @@ mini() {
 	hg -R "$r" "$@" commit -q -m two -d '1 0'
 	hg -R "$r" "$@" debugcreatestreamclonebundle "$TMP/$r.hg" >/dev/null
 }
+# same_as_hg_v1 BUNDLE DIR DESC: DIR holds what hg makes of BUNDLE
+# (but requires: debugapplystreamclonebundle keeps the repository's own,
+# where `hg clone --stream` takes the bundle's, as the clone does).
+same_as_hg_v1() {
+	rm -rf "$TMP/hgref1"
+	hg init "$TMP/hgref1"
+	hg -R "$TMP/hgref1" debugapplystreamclonebundle "$1" >/dev/null
+	check "$3: same store files and bytes as hg's" \
+		diff -r -x fncache -x 'undo*' -x phaseroots -x requires \
+		"$TMP/hgref1/.hg/store" "$2/.hg/store"
+	eq "$3: same fncache entries as hg's" \
+		"$(sort "$2/.hg/store/fncache" | md5sum)" \
+		"$(sort "$TMP/hgref1/.hg/store/fncache" | md5sum)"
+	check "$3: hg verify" hg -q -R "$2" verify
+}
 mini zlib --config format.revlog-compression=zlib
 run "$TMP/zlib.hg" zlib-clone
 eq "zlib bundle: exit 0" "$RC" 0
@@ -245,13 +260,49 @@ check "nodemap bundle: nodemaps dropped, as hg's post_stream_cleanup does" \
 check "nodemap bundle: hg verify" hg -q -R nodemap-clone verify
 eq "nodemap bundle: hg log" "$(hg -R nodemap-clone log -T '{node}\n')" \
 	"$(hg -R nodemap "${NM[@]}" log -T '{node}\n')"
+# A bundle that requires persistent-nodemap (older hg wrote that): applied
+# without it, nodemaps dropped, as hg's debugapplystreamclonebundle does.
+python3 "$FIX" setreq "$TMP/nodemap.hg" "$TMP/nmreq.hg" \
+	"generaldelta,persistent-nodemap,revlog-compression-zstd,revlogv1,sparserevlog"
+run "$TMP/nmreq.hg" nmreq-clone
+eq "persistent-nodemap required: exit 0" "$RC" 0
+check "persistent-nodemap required: the nodemaps dropped" \
+	test ! -e nmreq-clone/.hg/store/00changelog.n
+eq "persistent-nodemap required: the requirement dropped" \
+	"$(grep -c persistent-nodemap nmreq-clone/.hg/store/requires)" 0
+same_as_hg_v1 "$TMP/nmreq.hg" nmreq-clone "persistent-nodemap required"
 mini small
 python3 "$FIX" setreq "$TMP/small.hg" "$TMP/v2.hg" "generaldelta,revlogv1,exp-revlogv2.2,narrowhg-experimental"
 run "$TMP/v2.hg" v2-clone
 eq "unsupported requirements: exit 1" "$RC" 1
 eq "unsupported requirements: message" "$ERR" \
-	"bgrun: clone: $TMP/v2.hg: offset 24: unsupported requirements: exp-revlogv2.2, narrowhg-experimental"
+	"bgrun: clone: $TMP/v2.hg: offset 24: unsupported requirements: exp-revlogv2.2 (the experimental revlog v2, unstable: docket files naming data files), narrowhg-experimental"
 check "unsupported requirements: no DEST" test ! -e v2-clone
+python3 "$FIX" setreq "$TMP/small.hg" "$TMP/cl2.hg" "generaldelta,revlogv1,exp-changelog-v2,exp-copies-sidedata-changeset"
+run "$TMP/cl2.hg" cl2-clone
+eq "changelog v2: refused, saying why" "$ERR" \
+	"bgrun: clone: $TMP/cl2.hg: offset 24: unsupported requirements: exp-changelog-v2 (the experimental changelog v2, a format hg 6.3 enables only as 'enable-unstable-format-and-corrupt-my-data'), exp-copies-sidedata-changeset (copies kept in changeset sidedata, which lives in the experimental changelog v2)"
+
+# A file name with a backslash (legal here): hg stores data/dir~5c....
+hg init bs
+mkdir bs/dir
+echo x >'bs/dir/back\slash.txt'
+hg -R bs commit -q -A -m bs -d '0 0'
+hg -R bs debugcreatestreamclonebundle "$TMP/bs.hg" >/dev/null
+run "$TMP/bs.hg" bs-clone
+eq "a backslash in a file name: exit 0" "$RC" 0
+check "a backslash in a file name: stored as hg does" \
+	test -f 'bs-clone/.hg/store/data/dir/back~5cslash.txt.i'
+same_as_hg_v1 "$TMP/bs.hg" bs-clone "a backslash in a file name"
+eq "a backslash in a file name: hg files" "$(cd bs-clone && hg files -r tip)" 'dir/back\slash.txt'
+# The archived phase (format.exp-archived-phase): applied, as hg does.
+mini archived --config format.exp-archived-phase=yes
+check "archived: the bundle requires exp-archived-phase" \
+	grep -aq exp-archived-phase "$TMP/archived.hg"
+run "$TMP/archived.hg" archived-clone
+eq "archived: exit 0" "$RC" 0
+check "archived: the requirement kept" grep -qx exp-archived-phase archived-clone/.hg/store/requires
+same_as_hg_v1 "$TMP/archived.hg" archived-clone "archived"
 
 # --- bad input ----------------------------------------------------------------
 python3 "$FIX" bad "$TMP/small.hg" "$TMP/bad"

@@ -413,8 +413,6 @@ int bgrun__bundle_check_name(struct bgrun__bundle *b, uint64_t off)
 		return name_fail(b, off, "entry name contains a newline");
 	if (memchr(name, '\r', b->name_len) != NULL)
 		return name_fail(b, off, "entry name contains a carriage return");
-	if (memchr(name, '\\', b->name_len) != NULL)
-		return name_fail(b, off, "entry name contains a backslash");
 	for (p = name; p <= end;) {
 		const char *slash = memchr(p, '/', (size_t)(end - p));
 		size_t n = (size_t)((slash != NULL ? slash : end) - p);

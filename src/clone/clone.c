@@ -31,14 +31,38 @@ static const char *const new_repo_requirements[] = {
 };
 
 /*
- * What may come in a bundle: formats of revlog bytes we only copy, and
- * flags whose meaning lies outside the files a v1 bundle carries. Store
- * layout names are accepted too: they describe what we write anyway.
+ * Requirements a bundle may carry: every one Mercurial 6.3 applies in a
+ * stream clone (localrepo._basesupported, plus the zstd compression) is
+ * either applied (why: NULL) or refused with the reason. Applied: formats
+ * of revlog bytes we only copy, flags whose meaning lies in the files the
+ * bundle carries (phases, bookmarks in the store), and the store layout
+ * names, which describe what we write anyway.
  */
-static const char *const supported[] = {
-	"bookmarksinstore", "dotencode", "fncache", "generaldelta",
-	"internal-phase-2", "revlog-compression-zstd", "revlogv1",
-	"sparserevlog", "store", "treemanifest",
+static const struct {
+	const char *name;
+	const char *why; /* NULL: supported */
+} requirement_table[] = {
+	{ "bookmarksinstore", NULL },
+	{ "dotencode", NULL },
+	{ "exp-archived-phase", NULL },
+	{ "fncache", NULL },
+	{ "generaldelta", NULL },
+	{ "internal-phase-2", NULL },
+	{ "persistent-nodemap", NULL }, /* accepted, not kept: see below */
+	{ "revlog-compression-zstd", NULL },
+	{ "revlogv1", NULL },
+	{ "share-safe", NULL },
+	{ "sparserevlog", NULL },
+	{ "store", NULL },
+	{ "treemanifest", NULL },
+	{ "exp-changelog-v2",
+	  "the experimental changelog v2, a format hg 6.3 enables only as 'enable-unstable-format-and-corrupt-my-data'" },
+	{ "exp-copies-sidedata-changeset",
+	  "copies kept in changeset sidedata, which lives in the experimental changelog v2" },
+	{ "exp-revlogv2.2",
+	  "the experimental revlog v2, unstable: docket files naming data files" },
+	{ "shared", "a share's store is another repository's" },
+	{ "relshared", "a share's store is another repository's" },
 };
 
 /* requirements.WORKING_DIR_REQUIREMENTS that we may write. */
@@ -47,12 +71,21 @@ static bool working_dir_requirement(const char *name)
 	return strcmp(name, "share-safe") == 0;
 }
 
+/* The table's entry for name, or -1. */
+static int requirement_index(const char *name)
+{
+	for (size_t i = 0;
+	     i < sizeof(requirement_table) / sizeof(requirement_table[0]); i++)
+		if (strcmp(name, requirement_table[i].name) == 0)
+			return (int)i;
+	return -1;
+}
+
 int bgrun_clone_supported_requirement(const char *name)
 {
-	for (size_t i = 0; i < sizeof(supported) / sizeof(supported[0]); i++)
-		if (strcmp(name, supported[i]) == 0)
-			return 1;
-	return 0;
+	int i = requirement_index(name);
+
+	return i >= 0 && requirement_table[i].why == NULL;
 }
 
 /* The state of one clone. */
@@ -106,7 +139,7 @@ static int cmp_str(const void *a, const void *b)
 static int requirements(struct job *j)
 {
 	char *list = j->b.requirements, *save = NULL, *r;
-	char unsupported[256] = "";
+	char unsupported[1024] = "";
 	bool revlogv1 = false;
 
 	for (size_t i = 0; i < 4; i++)
@@ -117,11 +150,25 @@ static int requirements(struct job *j)
 
 		if (!bgrun_clone_supported_requirement(r)) {
 			size_t n = strlen(unsupported);
+			int k = requirement_index(r);
 
 			(void)snprintf(unsupported + n, sizeof(unsupported) - n,
-				       "%s%s", n ? ", " : "", r);
+				       "%s%s%s%s%s", n ? ", " : "", r,
+				       k >= 0 ? " (" : "",
+				       k >= 0 ? requirement_table[k].why : "",
+				       k >= 0 ? ")" : "");
 			continue;
 		}
+		/*
+		 * A nodemap is a cache of the revlog's index: older bundles
+		 * list the requirement, but nothing in their revlogs needs
+		 * it, and a repository that has it cannot be opened by a
+		 * Mercurial without the Rust extensions (Debian's) unless
+		 * configured for the slow path. Dropped, with the nodemaps,
+		 * as `hg debugapplystreamclonebundle` does.
+		 */
+		if (strcmp(r, "persistent-nodemap") == 0)
+			continue;
 		revlogv1 |= strcmp(r, "revlogv1") == 0;
 		for (size_t i = 0; i < j->n_reqs; i++)
 			dup |= strcmp(j->reqs[i], r) == 0;
