@@ -3,6 +3,9 @@
 
 #include "clone-cli.h"
 #include "bgrun.h"
+#ifdef BGRUN_HAVE_CURL
+#include "clone-http.h"
+#endif
 
 #include <errno.h>
 #include <getopt.h>
@@ -25,6 +28,7 @@ enum {
 	OPT_CONFIG,
 	OPT_DB,
 	OPT_NO_LOG,
+	OPT_TIMEOUT,
 };
 
 static const struct option longopts[] = {
@@ -38,15 +42,18 @@ static const struct option longopts[] = {
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "db", required_argument, NULL, OPT_DB },
 	{ "no-log", no_argument, NULL, OPT_NO_LOG },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 static const char usage_text[] =
-	"Usage: bgrun clone [OPTION]... BUNDLE DEST\n"
+	"Usage: bgrun clone [OPTION]... BUNDLE|URL DEST\n"
 	"Apply a Mercurial stream clone bundle to a new repository DEST, as\n"
 	"'hg clone --stream -U' would make it: v1 (hg debugcreatestreamclonebundle)\n"
 	"or v2 (hg bundle -a -t 'none-v2;stream=v2', what clonebundles serve).\n"
+	"URL, http:// or https://, is a Mercurial server: a bundle2 stream clone\n"
+	"is asked of it and applied while it downloads; DEST/.hg/hgrc names it.\n"
 	"BUNDLE '-' is standard input. DEST must not exist or be empty; it appears\n"
 	"complete or not at all.\n"
 	"\n"
@@ -63,6 +70,7 @@ static const char usage_text[] =
 	"                          after success, fail-clone[.NAME] after a failure\n"
 	"      --db=PATH           the event log (default as for bgrun)\n"
 	"      --no-log            record nothing; hooks are launched unsupervised\n"
+	"      --timeout=SECONDS   URL: give up after SECONDS without data (default 60)\n"
 	"  -h, --help              display this help and exit\n"
 	"\n"
 	"Hooks run detached, with no terminal (stdio on /dev/null), through bgrun's\n"
@@ -77,6 +85,7 @@ static const char usage_text[] =
 struct clone_cli {
 	const char *bundle, *dest, *db;
 	bool verbose, quiet, log;
+	long timeout;      /* URL: seconds without data before giving up */
 	struct hooks hooks;
 	unsigned int n_cli_hooks;
 	struct bgrun_clone_opts opts;
@@ -194,6 +203,7 @@ static void parse(struct clone_cli *cc, int argc, char **argv)
 
 	cc->opts = (struct bgrun_clone_opts)BGRUN_CLONE_OPTS_INIT;
 	cc->log = true;
+	cc->timeout = 60;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+vqh", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -239,6 +249,11 @@ static void parse(struct clone_cli *cc, int argc, char **argv)
 			break;
 		case OPT_NO_LOG:
 			cc->log = false;
+			break;
+		case OPT_TIMEOUT:
+			cc->timeout = (long)parse_count(optarg, "timeout", 86400);
+			if (cc->timeout == 0)
+				usage_error("--timeout must be at least 1", NULL);
 			break;
 		case 'h':
 			(void)fputs(usage_text, stdout);
@@ -381,6 +396,10 @@ int clone_main(int argc, char **argv)
 	char id[BGRUN_EVENT_ID_MAX + 1], summary[256], size[32];
 	char *errmsg = NULL, *dest_abs = NULL;
 	struct hook_env env = { .n = 0 };
+#ifdef BGRUN_HAVE_CURL
+	struct clone_http *http = NULL;
+	int http_fd = -1;
+#endif
 	int64_t start_real;
 	int r, status;
 
@@ -409,7 +428,42 @@ int clone_main(int argc, char **argv)
 	bgrun_event_new_id(id);
 	start_real = real_ns();
 	cc.start_ns = mono_ns();
-	r = bgrun_clone(&cc.opts, &res, &errmsg);
+	r = 0;
+	if (strncmp(cc.bundle, "http://", 7) == 0 ||
+	    strncmp(cc.bundle, "https://", 8) == 0) {
+#ifdef BGRUN_HAVE_CURL
+		r = clone_http_start(cc.bundle, cc.timeout, &http_fd, &http,
+				     &errmsg);
+		cc.opts.bundle_fd = http_fd;
+#else
+		r = -EPROTONOSUPPORT;
+		if (asprintf(&errmsg, "%s: cloning from a server needs libcurl (this bgrun was built without it)",
+			     cc.bundle) < 0)
+			errmsg = NULL;
+#endif
+	}
+	if (r >= 0)
+		r = bgrun_clone(&cc.opts, &res, &errmsg);
+#ifdef BGRUN_HAVE_CURL
+	if (http != NULL) {
+		char *herr = NULL;
+
+		/*
+		 * A transfer that failed (timeout, HTTP error, not a bundle)
+		 * explains a clone that failed on a cut bundle better.
+		 */
+		if (clone_http_finish(http, http_fd, &herr) < 0 && r < 0 &&
+		    herr != NULL) {
+			free(errmsg);
+			errmsg = herr;
+			herr = NULL;
+		}
+		free(herr);
+		if (r >= 0 && (r = clone_http_write_hgrc(cc.dest, cc.bundle)) < 0 &&
+		    asprintf(&errmsg, "%s/.hg/hgrc: %s", cc.dest, strerror(-r)) < 0)
+			errmsg = NULL;
+	}
+#endif
 	if (cc.tty && cc.shown)
 		(void)fputs("\r\033[K", stderr);
 

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(gcc libc6-dev musl-tools meson ninja-build pkg-config libuv1-dev
-	  libsqlite3-dev sqlite3 mercurial gnuplot-nox)
+	  libsqlite3-dev sqlite3 mercurial gnuplot-nox libcurl4-openssl-dev)
 scripts/install-packages.sh "${packages[@]}"
 
 builddir="${1:-build}"

@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: MIT */
+/* clone-http.c: `bgrun clone http://...`: a stream clone from a Mercurial server over its HTTP wire protocol (libcurl), fed to bgrun_clone through a pipe while it downloads. */
+
+/*
+ * What `hg clone --stream` asks of a server, through wireprotov1 over
+ * HTTP (httppeer.py):
+ *
+ *   GET URL?cmd=capabilities   the server's capabilities: space-separated,
+ *                              bundle2=... (urlquoted lines) among them;
+ *                              a bundle2 stream clone needs stream=v2 there
+ *   GET URL?cmd=getbundle      arguments form-encoded in X-HgArg-N headers:
+ *                              bundlecaps=HG20,bundle2=<our caps>, cg=0,
+ *                              common=<null node>, stream=1; X-HgProto-1
+ *                              says we take the 0.2 media type, uncompressed
+ *
+ * The answer (application/mercurial-0.2: one byte, the length of the
+ * compression engine's name, the name, "none" as asked, then the bundle)
+ * is a bundle2 with one stream2 part: what bgrun_clone reads. A thread
+ * runs the transfer and writes the bundle into a pipe; bgrun_clone reads
+ * the other end on the calling thread, so the network and the disk
+ * overlap and nothing is stored on the side.
+ *
+ * Not done: the clonebundles manifest, the legacy stream_out command
+ * (servers without bundle2 streams), bookmarks and phases of a
+ * non-publishing server (a publishing server's changesets are all public,
+ * which is what a clone without phase data shows).
+ */
+
+#include "clone-http.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CAPS_MAX (1 << 20)
+
+struct clone_http {
+	char *base;            /* the URL without a trailing '/' or query */
+	long timeout;          /* seconds without data */
+	pthread_t thread;
+	bool started;
+	int pipe_w;            /* written by the thread, closed by it */
+	char err[512];         /* the transfer's error, if any */
+	/* The transfer's state. */
+	long status;
+	char content_type[128];
+	unsigned char engine[256];
+	size_t engine_len, engine_want; /* engine_want: 0 until the length byte */
+	bool engine_checked;
+	bool canceled;         /* the reading side went away */
+};
+
+static void set_err(struct clone_http *h, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void set_err(struct clone_http *h, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (h->err[0] != '\0')
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(h->err, sizeof(h->err), fmt, ap);
+	va_end(ap);
+}
+
+/* The settings both requests share: redirects, timeouts, ~/.netrc. */
+static void common_opts(const struct clone_http *h, CURL *c)
+{
+	(void)curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+	(void)curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+	(void)curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, h->timeout);
+	/* A server that sends nothing for that long has stalled. */
+	(void)curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	(void)curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->timeout);
+	(void)curl_easy_setopt(c, CURLOPT_NETRC, (long)CURL_NETRC_OPTIONAL);
+	(void)curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	(void)curl_easy_setopt(c, CURLOPT_USERAGENT, "mercurial/proto-1.0 (bgrun clone)");
+}
+
+struct membuf {
+	char *p;
+	size_t len;
+};
+
+static size_t mem_write(char *data, size_t size, size_t n, void *arg)
+{
+	struct membuf *m = arg;
+	size_t k = size * n;
+	char *p;
+
+	if (m->len + k > CAPS_MAX)
+		return 0;
+	p = realloc(m->p, m->len + k + 1);
+	if (p == NULL)
+		return 0;
+	memcpy(p + m->len, data, k);
+	m->p = p;
+	m->len += k;
+	m->p[m->len] = '\0';
+	return k;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decodes s in place. */
+static void unquote(char *s)
+{
+	char *o = s;
+
+	for (; *s != '\0'; s++) {
+		int hi, lo;
+
+		if (s[0] == '%' && (hi = hexval(s[1])) >= 0 &&
+		    (lo = hexval(s[2])) >= 0) {
+			*o++ = (char)(hi << 4 | lo);
+			s += 2;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* Whether the capabilities offer a bundle2 stream clone v2. */
+static bool offers_stream_v2(char *caps)
+{
+	char *save = NULL, *tok;
+
+	for (tok = strtok_r(caps, " \n", &save); tok != NULL;
+	     tok = strtok_r(NULL, " \n", &save)) {
+		char *line, *lsave = NULL;
+
+		if (strncmp(tok, "bundle2=", 8) != 0)
+			continue;
+		unquote(tok + 8);
+		for (line = strtok_r(tok + 8, "\n", &lsave); line != NULL;
+		     line = strtok_r(NULL, "\n", &lsave)) {
+			char *v, *vsave = NULL;
+
+			if (strncmp(line, "stream=", 7) != 0)
+				continue;
+			for (v = strtok_r(line + 7, ",", &vsave); v != NULL;
+			     v = strtok_r(NULL, ",", &vsave)) {
+				unquote(v);
+				if (strcmp(v, "v2") == 0)
+					return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* A request's failure as one line: curl's reason, or the HTTP status. */
+static int request_error(struct clone_http *h, const char *what, CURLcode rc,
+			 long status, const char *body)
+{
+	if (rc == CURLE_HTTP_RETURNED_ERROR)
+		set_err(h, "%s: %s: HTTP %ld", h->base, what, status);
+	else if (rc != CURLE_OK)
+		set_err(h, "%s: %s: %s", h->base, what, curl_easy_strerror(rc));
+	else if (body != NULL && body[0] != '\0')
+		set_err(h, "%s: %s: HTTP %ld: %.200s", h->base, what, status, body);
+	else
+		set_err(h, "%s: %s: HTTP %ld", h->base, what, status);
+	return -EPROTO;
+}
+
+static int capabilities(struct clone_http *h)
+{
+	struct membuf m = { NULL, 0 };
+	char url[4096];
+	CURL *c = curl_easy_init();
+	CURLcode rc;
+	long status = 0;
+	int r = 0;
+
+	if (c == NULL) {
+		set_err(h, "%s: cannot start libcurl", h->base);
+		return -ENOMEM;
+	}
+	(void)snprintf(url, sizeof(url), "%s?cmd=capabilities", h->base);
+	(void)curl_easy_setopt(c, CURLOPT_URL, url);
+	(void)curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, mem_write);
+	(void)curl_easy_setopt(c, CURLOPT_WRITEDATA, &m);
+	common_opts(h, c);
+	rc = curl_easy_perform(c);
+	(void)curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	if (rc != CURLE_OK || status != 200) {
+		if (m.p != NULL) {
+			char *nl = strchr(m.p, '\n');
+
+			if (nl != NULL)
+				*nl = '\0';
+		}
+		r = request_error(h, "capabilities", rc, status, NULL);
+	} else if (m.p == NULL || strstr(m.p, "unbundle") == NULL) {
+		set_err(h, "%s: not a Mercurial server (its capabilities are not Mercurial's)",
+			h->base);
+		r = -EPROTO;
+	} else if (!offers_stream_v2(m.p)) {
+		set_err(h, "%s: the server offers no bundle2 stream clone (stream=v2 in its bundle2 capabilities; the legacy stream_out is not supported)",
+			h->base);
+		r = -EPROTONOSUPPORT;
+	}
+	free(m.p);
+	curl_easy_cleanup(c);
+	return r;
+}
+
+static size_t header_cb(char *data, size_t size, size_t n, void *arg)
+{
+	struct clone_http *h = arg;
+	size_t k = size * n;
+
+	if (k > 13 && strncasecmp(data, "content-type:", 13) == 0) {
+		size_t i = 13, j = 0;
+
+		while (i < k && data[i] == ' ')
+			i++;
+		while (i < k && data[i] != '\r' && data[i] != '\n' &&
+		       j + 1 < sizeof(h->content_type))
+			h->content_type[j++] = data[i++];
+		h->content_type[j] = '\0';
+	}
+	return k;
+}
+
+/* Writes all of data to the pipe; false when the reader is gone. */
+static bool pipe_write(struct clone_http *h, const char *data, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(h->pipe_w, data, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			h->canceled = true;
+			return false;
+		}
+		data += w;
+		len -= (size_t)w;
+	}
+	return true;
+}
+
+static size_t body_cb(char *data, size_t size, size_t n, void *arg)
+{
+	struct clone_http *h = arg;
+	size_t k = size * n, used = 0;
+
+	if (!h->engine_checked) {
+		if (strncmp(h->content_type, "application/mercurial-0.2", 25) != 0) {
+			if (strncmp(h->content_type, "application/hg-error", 20) == 0)
+				set_err(h, "%s: getbundle: the server says: %.*s", h->base,
+					(int)(k > 200 ? 200 : k), data);
+			else
+				set_err(h, "%s: getbundle: not a Mercurial answer (content type '%s')",
+					h->base, h->content_type);
+			return 0;
+		}
+		/* The 0.2 media type: u8 n, n bytes of compression engine. */
+		while (used < k && !h->engine_checked) {
+			if (h->engine_want == 0) {
+				h->engine_want = (unsigned char)data[used++] + 1;
+				continue;
+			}
+			h->engine[h->engine_len++] = (unsigned char)data[used++];
+			if (h->engine_len + 1 == h->engine_want)
+				h->engine_checked = true;
+		}
+		if (h->engine_want == 1)
+			h->engine_checked = true;
+		if (!h->engine_checked)
+			return k;
+		if (h->engine_len != 4 || memcmp(h->engine, "none", 4) != 0) {
+			set_err(h, "%s: getbundle: the server compressed its answer with '%.*s' (asked: none)",
+				h->base, (int)h->engine_len, h->engine);
+			return 0;
+		}
+	}
+	if (used < k && !pipe_write(h, data + used, k - used))
+		return 0;
+	return k;
+}
+
+static void *transfer(void *arg)
+{
+	struct clone_http *h = arg;
+	char url[4096], hdr[4096];
+	struct curl_slist *hs = NULL;
+	CURL *c = curl_easy_init();
+	CURLcode rc;
+	long status = 0;
+
+	if (c == NULL) {
+		set_err(h, "%s: cannot start libcurl", h->base);
+		goto out;
+	}
+	(void)snprintf(url, sizeof(url), "%s?cmd=getbundle", h->base);
+	/*
+	 * The arguments, form-encoded: bundlecaps is "HG20,bundle2=" and our
+	 * bundle2 capabilities ("HG20\nstream=v2"), urlquoted, all of it
+	 * quoted again by the form encoding.
+	 */
+	(void)snprintf(hdr, sizeof(hdr), "X-HgArg-1: %s",
+		       "bundlecaps=HG20%2Cbundle2%3DHG20%250Astream%253Dv2"
+		       "&cg=0&common=0000000000000000000000000000000000000000"
+		       "&stream=1");
+	hs = curl_slist_append(hs, hdr);
+	hs = curl_slist_append(hs, "X-HgProto-1: 0.1 0.2 comp=none");
+	hs = curl_slist_append(hs, "Accept: application/mercurial-0.2");
+	(void)curl_easy_setopt(c, CURLOPT_URL, url);
+	(void)curl_easy_setopt(c, CURLOPT_HTTPHEADER, hs);
+	(void)curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
+	(void)curl_easy_setopt(c, CURLOPT_HEADERDATA, h);
+	(void)curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
+	(void)curl_easy_setopt(c, CURLOPT_WRITEDATA, h);
+	(void)curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+	common_opts(h, c);
+	rc = curl_easy_perform(c);
+	if (rc == CURLE_WRITE_ERROR && h->err[0] != '\0')
+		rc = CURLE_OK; /* body_cb said why */
+	(void)curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	if (rc != CURLE_OK && !h->canceled)
+		(void)request_error(h, "getbundle", rc, status, NULL);
+out:
+	curl_slist_free_all(hs);
+	if (c != NULL)
+		curl_easy_cleanup(c);
+	/* The end of the bundle, as the clone sees it. */
+	(void)close(h->pipe_w);
+	h->pipe_w = -1;
+	return NULL;
+}
+
+bool clone_http_is_url(const char *s)
+{
+	return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
+}
+
+int clone_http_start(const char *url, long timeout, int *ret_fd,
+		     struct clone_http **ret_h, char **ret_err)
+{
+	struct clone_http *h = calloc(1, sizeof(*h));
+	size_t len;
+	int p[2] = { -1, -1 }, r;
+
+	if (h == NULL)
+		return -ENOMEM;
+	h->pipe_w = -1;
+	h->timeout = timeout;
+	h->base = strdup(url);
+	if (h->base == NULL) {
+		free(h);
+		return -ENOMEM;
+	}
+	len = strlen(h->base);
+	while (len > 0 && h->base[len - 1] == '/')
+		h->base[--len] = '\0';
+	/* The transfer learns that the clone stopped reading from EPIPE. */
+	(void)signal(SIGPIPE, SIG_IGN);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+		set_err(h, "%s: cannot start libcurl", h->base);
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = capabilities(h);
+	if (r < 0)
+		goto fail;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		r = -errno;
+		set_err(h, "%s: %s", h->base, strerror(errno));
+		goto fail;
+	}
+	h->pipe_w = p[1];
+	r = -pthread_create(&h->thread, NULL, transfer, h);
+	if (r < 0) {
+		set_err(h, "%s: cannot start the transfer: %s", h->base,
+			strerror(-r));
+		(void)close(p[0]);
+		(void)close(p[1]);
+		goto fail;
+	}
+	h->started = true;
+	*ret_fd = p[0];
+	*ret_h = h;
+	return 0;
+fail:
+	if (ret_err != NULL)
+		*ret_err = strdup(h->err);
+	free(h->base);
+	free(h);
+	return r;
+}
+
+int clone_http_finish(struct clone_http *h, int fd, char **ret_err)
+{
+	int r = 0;
+
+	if (h == NULL)
+		return 0;
+	/* Whatever the clone left unread: the transfer stops on EPIPE. */
+	(void)close(fd);
+	if (h->started)
+		(void)pthread_join(h->thread, NULL);
+	if (h->err[0] != '\0') {
+		r = -EPROTO;
+		if (ret_err != NULL)
+			*ret_err = strdup(h->err);
+	}
+	free(h->base);
+	free(h);
+	return r;
+}
+
+int clone_http_write_hgrc(const char *dest, const char *url)
+{
+	char path[4096];
+	FILE *f;
+	int r = 0;
+
+	(void)snprintf(path, sizeof(path), "%s/.hg/hgrc", dest);
+	f = fopen(path, "wxe");
+	if (f == NULL)
+		return -errno;
+	/* The path `hg clone` writes (without its commented examples). */
+	if (fprintf(f, "[paths]\ndefault = %s\n", url) < 0)
+		r = -EIO;
+	if (fclose(f) != 0 && r == 0)
+		r = -errno;
+	return r;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* clone-http.h: the launcher's HTTP source for `bgrun clone URL DEST` (clone-http.c, built with libcurl). */
+
+#ifndef BGRUN_CLONE_HTTP_H
+#define BGRUN_CLONE_HTTP_H
+
+#include <stdbool.h>
+
+struct clone_http;
+
+/* Whether s is an http:// or https:// URL (then BUNDLE is a server). */
+bool clone_http_is_url(const char *s);
+/*
+ * Asks the server at url (borrowed) for its capabilities, then starts the
+ * stream clone's transfer on a thread (either gives up after timeout
+ * seconds without data): *ret_fd is the read end of a pipe
+ * carrying the stream bundle (give it to bgrun_clone as bundle_fd). On
+ * failure returns -errno and, if ret_err is not NULL, a malloc'd one-line
+ * message in *ret_err.
+ */
+int clone_http_start(const char *url, long timeout, int *ret_fd,
+		     struct clone_http **ret_h, char **ret_err);
+/*
+ * Closes fd (consumed), waits for the transfer, frees h. Returns 0, or
+ * -EPROTO with the transfer's error in *ret_err (malloc'd): the reason a
+ * clone that failed on a cut bundle failed. Accepts NULL.
+ */
+int clone_http_finish(struct clone_http *h, int fd, char **ret_err);
+/* Writes dest/.hg/hgrc with [paths] default = url, as `hg clone` does. */
+int clone_http_write_hgrc(const char *dest, const char *url);
+
+#endif /* BGRUN_CLONE_HTTP_H */
