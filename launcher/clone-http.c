@@ -20,13 +20,20 @@
  * the other end on the calling thread, so the network and the disk
  * overlap and nothing is stored on the side.
  *
- * Not done: the clonebundles manifest, the legacy stream_out command
+ * When the server has a clonebundles manifest, its first entry that is a
+ * stream bundle we can apply (BUNDLESPEC none-v2;stream=v2 or
+ * none-packed1, every requirement supported) is fetched instead, from
+ * wherever it is, as hg does; a failure to fetch it fails the clone
+ * (hg's default, ui.clonebundlefallback off).
+ *
+ * Not done: the legacy stream_out command
  * (servers without bundle2 streams), bookmarks and phases of a
  * non-publishing server (a publishing server's changesets are all public,
  * which is what a clone without phase data shows).
  */
 
 #include "clone-http.h"
+#include "bgrun.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -43,6 +50,7 @@
 
 struct clone_http {
 	char *base;            /* the URL without a trailing '/' or query */
+	char *bundle_url;      /* a clonebundles entry's, or NULL: getbundle */
 	long timeout;          /* seconds without data */
 	pthread_t thread;
 	bool started;
@@ -182,9 +190,9 @@ static int request_error(struct clone_http *h, const char *what, CURLcode rc,
 	return -EPROTO;
 }
 
-static int capabilities(struct clone_http *h)
+/* GETs URL?cmd=CMD into *m (at most CAPS_MAX bytes). */
+static int get_small(struct clone_http *h, const char *cmd, struct membuf *m)
 {
-	struct membuf m = { NULL, 0 };
 	char url[4096];
 	CURL *c = curl_easy_init();
 	CURLcode rc;
@@ -195,32 +203,124 @@ static int capabilities(struct clone_http *h)
 		set_err(h, "%s: cannot start libcurl", h->base);
 		return -ENOMEM;
 	}
-	(void)snprintf(url, sizeof(url), "%s?cmd=capabilities", h->base);
+	(void)snprintf(url, sizeof(url), "%s?cmd=%s", h->base, cmd);
 	(void)curl_easy_setopt(c, CURLOPT_URL, url);
 	(void)curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, mem_write);
-	(void)curl_easy_setopt(c, CURLOPT_WRITEDATA, &m);
+	(void)curl_easy_setopt(c, CURLOPT_WRITEDATA, m);
 	common_opts(h, c);
 	rc = curl_easy_perform(c);
 	(void)curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	if (rc != CURLE_OK || status != 200) {
-		if (m.p != NULL) {
-			char *nl = strchr(m.p, '\n');
+	if (rc != CURLE_OK || status != 200)
+		r = request_error(h, cmd, rc, status, NULL);
+	curl_easy_cleanup(c);
+	return r;
+}
 
-			if (nl != NULL)
-				*nl = '\0';
+/*
+ * The bundle specification of a clonebundles entry (BUNDLESPEC, once
+ * unquoted: "none-v2;stream=v2;requirements=a%2Cb" or
+ * "none-packed1;requirements=..."): whether it is a stream bundle we can
+ * apply, uncompressed, every requirement supported.
+ */
+static bool spec_ok(char *spec)
+{
+	char *save = NULL, *part = strtok_r(spec, ";", &save);
+	bool v2 = false, stream = false;
+
+	if (part == NULL)
+		return false;
+	if (strcmp(part, "none-packed1") == 0)
+		stream = true;
+	else if (strcmp(part, "none-v2") == 0)
+		v2 = true;
+	else
+		return false;
+	while ((part = strtok_r(NULL, ";", &save)) != NULL) {
+		char *eq = strchr(part, '='), *r, *rsave = NULL;
+
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		unquote(part);
+		unquote(eq + 1);
+		if (strcmp(part, "stream") == 0)
+			stream = v2 && strcmp(eq + 1, "v2") == 0;
+		if (strcmp(part, "requirements") != 0)
+			continue;
+		for (r = strtok_r(eq + 1, ",", &rsave); r != NULL;
+		     r = strtok_r(NULL, ",", &rsave))
+			if (!bgrun_clone_supported_requirement(r))
+				return false;
+	}
+	return stream;
+}
+
+/*
+ * The server's clonebundles manifest (one entry a line: URL, then
+ * urlquoted key=value attributes): the URL of the first entry that is a
+ * stream bundle we can apply, as Mercurial picks (in the manifest's
+ * order, the server's preference), or NULL.
+ */
+static char *pick_clonebundle(struct clone_http *h)
+{
+	struct membuf m = { NULL, 0 };
+	char *save = NULL, *line, *pick = NULL;
+
+	if (get_small(h, "clonebundles", &m) < 0 || m.p == NULL) {
+		h->err[0] = '\0'; /* no manifest: the server streams itself */
+		free(m.p);
+		return NULL;
+	}
+	for (line = strtok_r(m.p, "\n", &save); line != NULL && pick == NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *fsave = NULL, *url = strtok_r(line, " \t\r", &fsave), *a;
+
+		if (url == NULL)
+			continue;
+		while ((a = strtok_r(NULL, " \t\r", &fsave)) != NULL) {
+			char *eq = strchr(a, '=');
+
+			if (eq == NULL)
+				continue;
+			*eq = '\0';
+			unquote(a);
+			unquote(eq + 1);
+			if (strcmp(a, "BUNDLESPEC") == 0 && spec_ok(eq + 1)) {
+				pick = strdup(url);
+				break;
+			}
 		}
-		r = request_error(h, "capabilities", rc, status, NULL);
-	} else if (m.p == NULL || strstr(m.p, "unbundle") == NULL) {
+	}
+	free(m.p);
+	return pick;
+}
+
+static int capabilities(struct clone_http *h)
+{
+	struct membuf m = { NULL, 0 };
+	bool clonebundles;
+	int r;
+
+	r = get_small(h, "capabilities", &m);
+	if (r < 0)
+		goto out;
+	if (m.p == NULL || strstr(m.p, "unbundle") == NULL) {
 		set_err(h, "%s: not a Mercurial server (its capabilities are not Mercurial's)",
 			h->base);
 		r = -EPROTO;
-	} else if (!offers_stream_v2(m.p)) {
+		goto out;
+	}
+	clonebundles = strstr(m.p, "clonebundles") != NULL;
+	/* A clone bundle first, as hg does: it spares the server. */
+	if (clonebundles && (h->bundle_url = pick_clonebundle(h)) != NULL)
+		goto out;
+	if (!offers_stream_v2(m.p)) {
 		set_err(h, "%s: the server offers no bundle2 stream clone (stream=v2 in its bundle2 capabilities; the legacy stream_out is not supported)",
 			h->base);
 		r = -EPROTONOSUPPORT;
 	}
+out:
 	free(m.p);
-	curl_easy_cleanup(c);
 	return r;
 }
 
@@ -265,7 +365,10 @@ static size_t body_cb(char *data, size_t size, size_t n, void *arg)
 	struct clone_http *h = arg;
 	size_t k = size * n, used = 0;
 
-	if (!h->engine_checked) {
+	if (!h->engine_checked && h->bundle_url != NULL) {
+		/* A bundle file: the bytes as they are. */
+		h->engine_checked = true;
+	} else if (!h->engine_checked) {
 		if (strncmp(h->content_type, "application/mercurial-0.2", 25) != 0) {
 			if (strncmp(h->content_type, "application/hg-error", 20) == 0)
 				set_err(h, "%s: getbundle: the server says: %.*s", h->base,
@@ -313,6 +416,10 @@ static void *transfer(void *arg)
 		set_err(h, "%s: cannot start libcurl", h->base);
 		goto out;
 	}
+	if (h->bundle_url != NULL) {
+		(void)curl_easy_setopt(c, CURLOPT_URL, h->bundle_url);
+		goto perform;
+	}
 	(void)snprintf(url, sizeof(url), "%s?cmd=getbundle", h->base);
 	/*
 	 * The arguments, form-encoded: bundlecaps is "HG20,bundle2=" and our
@@ -328,6 +435,7 @@ static void *transfer(void *arg)
 	hs = curl_slist_append(hs, "Accept: application/mercurial-0.2");
 	(void)curl_easy_setopt(c, CURLOPT_URL, url);
 	(void)curl_easy_setopt(c, CURLOPT_HTTPHEADER, hs);
+perform:
 	(void)curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
 	(void)curl_easy_setopt(c, CURLOPT_HEADERDATA, h);
 	(void)curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
@@ -338,8 +446,16 @@ static void *transfer(void *arg)
 	if (rc == CURLE_WRITE_ERROR && h->err[0] != '\0')
 		rc = CURLE_OK; /* body_cb said why */
 	(void)curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	if (rc != CURLE_OK && !h->canceled)
+	if (rc != CURLE_OK && !h->canceled && h->bundle_url != NULL) {
+		if (rc == CURLE_HTTP_RETURNED_ERROR)
+			set_err(h, "%s: clone bundle %s: HTTP %ld", h->base,
+				h->bundle_url, status);
+		else
+			set_err(h, "%s: clone bundle %s: %s", h->base,
+				h->bundle_url, curl_easy_strerror(rc));
+	} else if (rc != CURLE_OK && !h->canceled) {
 		(void)request_error(h, "getbundle", rc, status, NULL);
+	}
 out:
 	curl_slist_free_all(hs);
 	if (c != NULL)
@@ -405,9 +521,15 @@ int clone_http_start(const char *url, long timeout, int *ret_fd,
 fail:
 	if (ret_err != NULL)
 		*ret_err = strdup(h->err);
+	free(h->bundle_url);
 	free(h->base);
 	free(h);
 	return r;
+}
+
+const char *clone_http_bundle_url(const struct clone_http *h)
+{
+	return h->bundle_url;
 }
 
 int clone_http_finish(struct clone_http *h, int fd, char **ret_err)
@@ -425,6 +547,7 @@ int clone_http_finish(struct clone_http *h, int fd, char **ret_err)
 		if (ret_err != NULL)
 			*ret_err = strdup(h->err);
 	}
+	free(h->bundle_url);
 	free(h->base);
 	free(h);
 	return r;

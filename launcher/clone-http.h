@@ -26,6 +26,8 @@ int clone_http_start(const char *url, long timeout, int *ret_fd,
  * clone that failed on a cut bundle failed. Accepts NULL.
  */
 int clone_http_finish(struct clone_http *h, int fd, char **ret_err);
+/* The clonebundles entry being fetched, or NULL (the server's getbundle). */
+const char *clone_http_bundle_url(const struct clone_http *h);
 /* Writes dest/.hg/hgrc with [paths] default = url, as `hg clone` does. */
 int clone_http_write_hgrc(const char *dest, const char *url);
 

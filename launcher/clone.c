@@ -435,6 +435,10 @@ int clone_main(int argc, char **argv)
 		r = clone_http_start(cc.bundle, cc.timeout, &http_fd, &http,
 				     &errmsg);
 		cc.opts.bundle_fd = http_fd;
+		if (r >= 0 && cc.verbose && clone_http_bundle_url(http) != NULL)
+			cli_msg("clone: %s: using the clone bundle %s",
+				cli_printable(cc.bundle),
+				cli_printable(clone_http_bundle_url(http)));
 #else
 		r = -EPROTONOSUPPORT;
 		if (asprintf(&errmsg, "%s: cloning from a server needs libcurl (this bgrun was built without it)",

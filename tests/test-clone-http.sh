@@ -4,7 +4,9 @@
 #
 # Usage: test-clone-http.sh BGRUN FAKE_SERVER_PY (meson passes them).
 # `hg serve` listens on 127.0.0.1, on a port it picks (-p 0), and is
-# stopped at the end; clone-fake-hg.py answers as broken servers do. The
+# stopped at the end; a clonebundles manifest points it at bundles on a
+# static server (Python's http.server); clone-fake-hg.py answers as broken
+# servers do. The
 # exit status is 1 if any check failed, 77 if hg or python3 is missing or
 # bgrun was built without libcurl.
 
@@ -50,7 +52,9 @@ hg -R src branch -q stable
 echo more >>src/x.d/aux.c
 hg -R src commit -q -m two -d '2 0'
 
-hg -R src serve -a 127.0.0.1 -p 0 -d --pid-file "$TMP/serve.pid" >"$TMP/serve.out" 2>&1
+# The clonebundles extension advertises a manifest when there is one.
+hg -R src serve --config extensions.clonebundles= -a 127.0.0.1 -p 0 -d \
+	--pid-file "$TMP/serve.pid" >"$TMP/serve.out" 2>&1
 KILL_PIDS+=("$(cat "$TMP/serve.pid")")
 PORT=$(sed -n 's/.*bound to 127\.0\.0\.1:\([0-9]*\)).*/\1/p' "$TMP/serve.out")
 check "hg serve listens on a port of its choosing" test -n "$PORT"
@@ -122,6 +126,61 @@ hostile hgerror 'the server says: abort: repository locked'
 hostile zlib "compressed its answer with 'zlib'"
 hostile nostream 'offers no bundle2 stream clone'
 hostile notahg 'not a Mercurial server'
+# --- a clonebundles manifest ----------------------------------------------
+# The bundles on a static server (Python's http.server); hg serve reads
+# the manifest from src/.hg/clonebundles.manifest at each request.
+mkdir bundles
+cp "$TMP/stream.hg" bundles/stream.hg
+hg -R src debugcreatestreamclonebundle bundles/packed1.hg >/dev/null
+hg -R src bundle -q -a -t 'zstd-v2;stream=v2' bundles/zstd.hg
+python3 -u -m http.server 0 --bind 127.0.0.1 --directory bundles >"$TMP/static.log" 2>&1 &
+KILL_PIDS+=("$!")
+disown "$!"
+deadline=$((SECONDS + 30))
+until grep -q 'port [0-9]' "$TMP/static.log" || [ $SECONDS -ge $deadline ]; do sleep 0.02; done
+SPORT=$(sed -n 's/.* port \([0-9]*\).*/\1/p' "$TMP/static.log" | head -1)
+check "the static server listens" test -n "$SPORT"
+S=http://127.0.0.1:$SPORT
+# spec BUNDLE [COMPRESSION]: its BUNDLESPEC, quoted for a manifest (hg
+# says "none" of every stream bundle: a compressed one is named here).
+spec() {
+	hg debugbundle --spec "$1" | sed "s/^none-/${2:-none}-/" |
+		sed 's/%/%25/g; s/=/%3D/g; s/,/%2C/g'
+}
+{
+	echo "$S/zstd.hg BUNDLESPEC=$(spec bundles/zstd.hg zstd)"
+	echo "$S/stream.hg BUNDLESPEC=$(spec bundles/stream.hg) REQUIRESNI=true"
+} >src/.hg/clonebundles.manifest
+run -v "$URL" cb
+eq "clonebundles: exit 0" "$RC" 0
+check "clonebundles: said which bundle" grep -q "using the clone bundle $S/stream.hg" "$TMP/.stderr"
+check "clonebundles: the stream bundle was fetched from the static server" \
+	grep -q 'GET /stream.hg' "$TMP/static.log"
+check "clonebundles: the compressed one was not" test -z "$(grep 'GET /zstd.hg' "$TMP/static.log")"
+check "clonebundles: the same store as from the server" diff -r dst/.hg/store cb/.hg/store
+eq "clonebundles: same paths" "$(hg -R cb paths)" "$(hg -R ref paths)"
+check "clonebundles: hg pull finds nothing new" grep -q 'no changes found' <(hg -R cb pull 2>&1)
+echo "$S/packed1.hg BUNDLESPEC=$(spec bundles/packed1.hg)" >src/.hg/clonebundles.manifest
+run "$URL" cb1
+eq "clonebundles, a v1 (packed1) bundle: exit 0" "$RC" 0
+check "clonebundles, a v1 (packed1) bundle: fetched" grep -q 'GET /packed1.hg' "$TMP/static.log"
+check "clonebundles, a v1 (packed1) bundle: the same store (no caches in v1)" \
+	diff -r dst/.hg/store cb1/.hg/store
+check "clonebundles, a v1 (packed1) bundle: hg verify" hg -q -R cb1 verify
+echo "$S/missing.hg BUNDLESPEC=$(spec bundles/stream.hg)" >src/.hg/clonebundles.manifest
+run "$URL" cb404
+eq "clonebundles, a 404: exit 1" "$RC" 1
+eq "clonebundles, a 404: one line" "$ERR" \
+	"bgrun: clone: ${URL%/}: clone bundle $S/missing.hg: HTTP 404"
+check "clonebundles, a 404: nothing left" test ! -e cb404
+eq "clonebundles, a 404: no temporary directory" "$(leftovers "$TMP")" 0
+echo "$S/zstd.hg BUNDLESPEC=$(spec bundles/zstd.hg zstd)" >src/.hg/clonebundles.manifest
+run -v "$URL" cbz
+eq "clonebundles, none we can apply: exit 0 (the server streams)" "$RC" 0
+check "clonebundles, none we can apply: no clone bundle used" \
+	test -z "$(grep 'using the clone bundle' "$TMP/.stderr")"
+rm src/.hg/clonebundles.manifest
+
 run "http://127.0.0.1:1/" refused
 eq "nothing listening: exit 1" "$RC" 1
 check "nothing listening: one line saying so" grep -q "capabilities: Couldn't connect to server" "$TMP/.stderr"
