@@ -26,10 +26,12 @@
  * wherever it is, as hg does; a failure to fetch it fails the clone
  * (hg's default, ui.clonebundlefallback off).
  *
- * Not done: the legacy stream_out command
- * (servers without bundle2 streams), bookmarks and phases of a
- * non-publishing server (a publishing server's changesets are all public,
- * which is what a clone without phase data shows).
+ * Afterwards the bookmarks come from listkeys, as hg reads them; the
+ * phases of a non-publishing server come in the stream itself (its
+ * phaseroots file).
+ *
+ * Not done: the legacy stream_out command (servers without bundle2
+ * streams).
  */
 
 #include "clone-http.h"
@@ -550,6 +552,87 @@ int clone_http_finish(struct clone_http *h, int fd, char **ret_err)
 	free(h->bundle_url);
 	free(h->base);
 	free(h);
+	return r;
+}
+
+/*
+ * The server's bookmarks (listkeys namespace=bookmarks: "name\thexnode"
+ * lines), written as hg writes them ("hexnode name" lines, sorted by
+ * name) to dest/.hg/bookmarks, or .hg/store/bookmarks when in_store.
+ */
+int clone_http_bookmarks(const char *url, long timeout, const char *dest,
+			 bool in_store, char **ret_err)
+{
+	struct clone_http h = { .timeout = timeout };
+	struct membuf m = { NULL, 0 };
+	struct curl_slist *hs = NULL;
+	char u[4096], path[4096], *save = NULL, *line;
+	CURL *c = curl_easy_init();
+	CURLcode rc;
+	long status = 0;
+	FILE *f = NULL;
+	size_t len;
+	int r = 0;
+
+	h.base = strdup(url);
+	if (c == NULL || h.base == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	len = strlen(h.base);
+	while (len > 0 && h.base[len - 1] == '/')
+		h.base[--len] = '\0';
+	(void)snprintf(u, sizeof(u), "%s?cmd=listkeys", h.base);
+	hs = curl_slist_append(hs, "X-HgArg-1: namespace=bookmarks");
+	(void)curl_easy_setopt(c, CURLOPT_URL, u);
+	(void)curl_easy_setopt(c, CURLOPT_HTTPHEADER, hs);
+	(void)curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, mem_write);
+	(void)curl_easy_setopt(c, CURLOPT_WRITEDATA, &m);
+	common_opts(&h, c);
+	rc = curl_easy_perform(c);
+	(void)curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	if (rc != CURLE_OK || status != 200) {
+		r = request_error(&h, "listkeys", rc, status, NULL);
+		goto out;
+	}
+	if (m.p == NULL || m.len == 0)
+		goto out; /* no bookmarks: no file, as hg */
+	(void)snprintf(path, sizeof(path), "%s/.hg/%sbookmarks", dest,
+		       in_store ? "store/" : "");
+	f = fopen(path, "wxe");
+	if (f == NULL) {
+		r = -errno;
+		set_err(&h, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	/* The server sends them sorted by name, as hg writes them. */
+	for (line = strtok_r(m.p, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *tab = strchr(line, '\t');
+
+		if (tab == NULL || strlen(tab + 1) != 40 ||
+		    strspn(tab + 1, "0123456789abcdef") != 40) {
+			set_err(&h, "%s: listkeys: not a bookmark line: %.80s",
+				h.base, line);
+			r = -EPROTO;
+			goto out;
+		}
+		*tab = '\0';
+		if (fprintf(f, "%s %s\n", tab + 1, line) < 0)
+			r = -EIO;
+	}
+out:
+	if (f != NULL && fclose(f) != 0 && r == 0) {
+		r = -errno;
+		set_err(&h, "%s: %s", path, strerror(errno));
+	}
+	if (r < 0 && ret_err != NULL)
+		*ret_err = strdup(h.err[0] ? h.err : strerror(-r));
+	curl_slist_free_all(hs);
+	if (c != NULL)
+		curl_easy_cleanup(c);
+	free(m.p);
+	free(h.base);
 	return r;
 }
 

@@ -28,6 +28,13 @@ int clone_http_start(const char *url, long timeout, int *ret_fd,
 int clone_http_finish(struct clone_http *h, int fd, char **ret_err);
 /* The clonebundles entry being fetched, or NULL (the server's getbundle). */
 const char *clone_http_bundle_url(const struct clone_http *h);
+/*
+ * Fetches the server's bookmarks into dest/.hg/bookmarks (in_store:
+ * .hg/store/bookmarks, for bookmarksinstore). 0, or -errno with a
+ * malloc'd one-line message in *ret_err.
+ */
+int clone_http_bookmarks(const char *url, long timeout, const char *dest,
+			 bool in_store, char **ret_err);
 /* Writes dest/.hg/hgrc with [paths] default = url, as `hg clone` does. */
 int clone_http_write_hgrc(const char *dest, const char *url);
 

@@ -463,6 +463,15 @@ int clone_main(int argc, char **argv)
 			herr = NULL;
 		}
 		free(herr);
+		/*
+		 * The clone is in place: what follows completes it as hg
+		 * clone would, and a failure is reported (the repository is
+		 * usable, only without bookmarks or a default path).
+		 */
+		if (r >= 0)
+			r = clone_http_bookmarks(cc.bundle, cc.timeout, cc.dest,
+				strstr(res.requirements, "bookmarksinstore") != NULL,
+				&errmsg);
 		if (r >= 0 && (r = clone_http_write_hgrc(cc.dest, cc.bundle)) < 0 &&
 		    asprintf(&errmsg, "%s/.hg/hgrc: %s", cc.dest, strerror(-r)) < 0)
 			errmsg = NULL;

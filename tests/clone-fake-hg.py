@@ -7,7 +7,7 @@ Usage: clone-fake-hg.py REAL_URL BUNDLE PORTFILE
 Serves HTTP on 127.0.0.1, on a free port written to PORTFILE once it
 listens. The first path component says how to answer:
   /ok/       the real capabilities, then BUNDLE (a stream bundle v2) as
-             the getbundle answer, in hg's 0.2 media type
+             the getbundle answer, in hg's 0.2 media type; no bookmarks
   /trunc/    half of it, then the connection closed early
   /html/     an HTML page (200) instead of the bundle
   /gone/     HTTP 404 for getbundle
@@ -63,6 +63,8 @@ def main():
                 if mode == 'notahg':
                     c = b'<html>hello</html>'
                 return self.send(200, 'application/mercurial-0.1', c)
+            if cmd == 'listkeys':
+                return self.send(200, 'application/mercurial-0.1', b'')
             if cmd != 'getbundle' or mode not in (
                     'ok', 'trunc', 'html', 'stall', 'hgerror', 'zlib'):
                 return self.send(404, 'text/plain', b'not found\n')

@@ -51,6 +51,8 @@ hg -R src tag -d '1 0' v1
 hg -R src branch -q stable
 echo more >>src/x.d/aux.c
 hg -R src commit -q -m two -d '2 0'
+hg -R src bookmark -q -r 0 first
+hg -R src bookmark -q -r tip 'caf'$'\xc3\xa9''-feature'
 
 # The clonebundles extension advertises a manifest when there is one.
 hg -R src serve --config extensions.clonebundles= -a 127.0.0.1 -p 0 -d \
@@ -79,11 +81,15 @@ eq "same paths" "$(hg -R dst paths)" "$(hg -R ref paths)"
 check "hg verify" hg -q -R dst verify
 eq "same hg log" "$(hg -R dst log -T '{node} {phase} {tags} {branch}\n')" \
 	"$(hg -R ref log -T '{node} {phase} {tags} {branch}\n')"
-eq "same bookmarks (none)" "$(hg -R dst bookmarks)" "$(hg -R ref bookmarks)"
+eq "same bookmarks" "$(hg -R dst bookmarks)" "$(hg -R ref bookmarks)"
+check "bookmarks: there are two" test "$(hg -R dst bookmarks | wc -l)" = 2
+check "bookmarks: written as hg writes them" cmp -s dst/.hg/bookmarks ref/.hg/bookmarks
 check "hg pull afterwards: no changes found" \
 	grep -q 'no changes found' <(hg -R dst pull 2>&1)
 hg -R dst incoming -q >/dev/null 2>&1
 eq "hg incoming afterwards: nothing (exit 1)" "$?" 1
+hg -R dst outgoing -q >/dev/null 2>&1
+eq "hg outgoing afterwards: nothing (exit 1)" "$?" 1
 eq "no temporary directory left" "$(leftovers "$TMP")" 0
 
 # --- hostile servers -----------------------------------------------------
