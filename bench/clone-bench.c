@@ -33,8 +33,6 @@
 
 #include "bgrun.h"
 #include "bgrun/test-control.h"
-#include "bgrun.h"
-#include "bgrun/test-control.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -246,34 +244,28 @@ static int slow_close(int fd)
 	return close(fd);
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* The slow-close methods: bgrun_clone in this process. */
 static int64_t run_in_process(struct ctx *x, const struct method *m)
 {
 	struct bgrun_clone_opts o = BGRUN_CLONE_OPTS_INIT;
-	char *msg = NULL;
-	int64_t start = mono_ns();
+	int64_t start = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
+	struct bgrun_clone *c;
 	int r;
 
+	if (bgrun_clone_new(&c) < 0)
+		return -1;
 	o.bundle = x->bundle;
 	o.dest = x->dest;
 	o.close_threads = m->threads;
 	(void)bgrun__test_control(BGRUN__TEST_CLONE_CLOSE_FN, slow_close);
-	r = bgrun_clone(&o, NULL, &msg);
+	r = bgrun_clone(c, &o, NULL);
 	(void)bgrun__test_control(BGRUN__TEST_CLONE_CLOSE_FN, (int (*)(int))NULL);
-	if (r < 0) {
-		fprintf(stderr, "clone-bench: %s\n", msg != NULL ? msg : bgrun_strerror(r));
-		free(msg);
+	if (r < 0)
+		fprintf(stderr, "clone-bench: %s\n", bgrun_clone_errmsg(c));
+	bgrun_clone_close(c);
+	if (r < 0)
 		return -1;
-	}
-	return mono_ns() - start;
+	return bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC) - start;
 }
 
 /*

@@ -65,10 +65,10 @@ static int wait_logged(const char *db, int64_t want)
 		struct bgrun_store *store = NULL;
 		int64_t n = 0;
 
-		if (bgrun_store_open(db, BGRUN_STORE_READONLY, &store, NULL) == 0) {
+		if (bgrun_store_new(&store) == 0 &&
+		    bgrun_store_open(store, db, BGRUN_STORE_READONLY) == 0)
 			(void)bgrun_store_query(store, &q, count_row, &n);
-			bgrun_store_close(store);
-		}
+		bgrun_store_close(store);
 		if (n >= want)
 			return 0;
 		(void)usleep(200);

@@ -255,8 +255,10 @@ static void run_put(struct client *c)
 	o.mode = c->kind == PUT_DAEMON ? BGRUN_SINK_DAEMON : BGRUN_SINK_EMBEDDED;
 	o.db = c->db;
 	o.socket = c->sock;
-	if (bgrun_sink_open(&o, &sink) < 0)
-		die("bgrun_sink_open");
+	if (bgrun_sink_new(&sink) < 0)
+		die("bgrun_sink_new");
+	if (bgrun_sink_open(sink, &o) < 0)
+		die(bgrun_sink_errmsg(sink));
 	/* Connected (or the store opened) before the clock starts. */
 	make_event(&ev, 0);
 	if (bgrun_sink_put(sink, &ev) != want)

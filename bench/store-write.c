@@ -99,12 +99,14 @@ static void sample_event(struct bgrun_event *ev, bool running)
 
 static struct bgrun_store *open_store(const char *db)
 {
-	struct bgrun_store *s;
-	char *msg = NULL;
-	int r = bgrun_store_open(db, 0, &s, &msg);
+	struct bgrun_store *s = NULL;
+	int r = bgrun_store_new(&s);
 
+	if (r >= 0)
+		r = bgrun_store_open(s, db, 0);
 	if (r < 0) {
-		fprintf(stderr, "store-write: %s\n", msg ? msg : "open failed");
+		fprintf(stderr, "store-write: %s\n",
+			s != NULL ? bgrun_store_errmsg(s) : bgrun_strerror(r));
 		exit(1);
 	}
 	return s;

@@ -24,10 +24,11 @@ struct hooks {
 int hooks_set(struct hooks *h, const char *name, const char *cmd);
 
 /*
- * Adds the [hooks] of an hgrc-like file. On failure *ret_err is a
- * malloc'd one-line message ("FILE:LINE: parse error: ...").
+ * Adds the [hooks] of an hgrc-like file. Sets *errmsg (not a ret_*
+ * parameter: it is for failures): NULL, or on failure a malloc'd
+ * one-line message ("FILE:LINE: parse error: ...").
  */
-int hooks_load(struct hooks *h, const char *path, char **ret_err);
+int hooks_load(struct hooks *h, const char *path, char **errmsg);
 void hooks_free(struct hooks *h);
 
 /* How to run the hooks of one type. */

@@ -97,11 +97,11 @@ static char *trim(char *s)
 }
 
 static int parse_file(struct hooks *h, const char *path, int depth,
-		      char **ret_err);
+		      char **errmsg);
 
 /* %include: relative to the including file, ~/ to $HOME; missing is fine. */
 static int include(struct hooks *h, const char *from, const char *arg,
-		   int depth, char **ret_err)
+		   int depth, char **errmsg)
 {
 	const char *home = getenv("HOME"), *slash = strrchr(from, '/');
 	char *path = NULL;
@@ -115,25 +115,25 @@ static int include(struct hooks *h, const char *from, const char *arg,
 		r = asprintf(&path, "%.*s/%s", (int)(slash - from), from, arg);
 	if (r < 0)
 		return -ENOMEM;
-	r = parse_file(h, path, depth + 1, ret_err);
+	r = parse_file(h, path, depth + 1, errmsg);
 	free(path);
 	return r == -ENOENT ? 0 : r;
 }
 
 __attribute__((format(printf, 2, 3)))
-static int config_error(char **ret_err, const char *fmt, ...)
+static int config_error(char **errmsg, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (vasprintf(ret_err, fmt, ap) < 0)
-		*ret_err = NULL;
+	if (vasprintf(errmsg, fmt, ap) < 0)
+		*errmsg = NULL;
 	va_end(ap);
 	return -EINVAL;
 }
 
 static int parse_file(struct hooks *h, const char *path, int depth,
-		      char **ret_err)
+		      char **errmsg)
 {
 	FILE *f;
 	char *line = NULL, *item = NULL, *section = strdup("");
@@ -143,13 +143,13 @@ static int parse_file(struct hooks *h, const char *path, int depth,
 	int r = 0;
 
 	if (depth > INCLUDE_DEPTH)
-		return config_error(ret_err, "%s: includes nested too deeply",
+		return config_error(errmsg, "%s: includes nested too deeply",
 				    path);
 	f = fopen(path, "re");
 	if (f == NULL) {
 		r = -errno;
 		if (r != -ENOENT || depth == 0)
-			(void)config_error(ret_err, "%s: %s", path,
+			(void)config_error(errmsg, "%s: %s", path,
 					   strerror(errno));
 		free(section);
 		return r == -ENOENT ? r : -EINVAL;
@@ -170,7 +170,7 @@ static int parse_file(struct hooks *h, const char *path, int depth,
 			cont = false;
 		}
 		if (strncmp(l, "%include", 8) == 0 && (l[8] == ' ' || l[8] == '\t')) {
-			r = include(h, path, trim(l + 8), depth, ret_err);
+			r = include(h, path, trim(l + 8), depth, errmsg);
 			continue;
 		}
 		if (l[0] == ';' || l[0] == '#' || *trim(l) == '\0')
@@ -198,14 +198,14 @@ static int parse_file(struct hooks *h, const char *path, int depth,
 				hooks_del(h, trim(l + 6));
 			continue;
 		}
-		r = config_error(ret_err, "%s:%u: parse error: %s%s", path, lineno,
+		r = config_error(errmsg, "%s:%u: parse error: %s%s", path, lineno,
 				 l[0] == ' ' ? "unexpected leading whitespace: " : "",
 				 trim(l));
 	}
 	if (r == 0 && section == NULL)
 		r = -ENOMEM;
-	if (r == -ENOMEM && *ret_err == NULL)
-		(void)config_error(ret_err, "%s: %s", path, strerror(ENOMEM));
+	if (r == -ENOMEM && *errmsg == NULL)
+		(void)config_error(errmsg, "%s: %s", path, strerror(ENOMEM));
 	(void)fclose(f);
 	free(line);
 	free(item);
@@ -213,10 +213,10 @@ static int parse_file(struct hooks *h, const char *path, int depth,
 	return r;
 }
 
-int hooks_load(struct hooks *h, const char *path, char **ret_err)
+int hooks_load(struct hooks *h, const char *path, char **errmsg)
 {
-	*ret_err = NULL;
-	return parse_file(h, path, 0, ret_err);
+	*errmsg = NULL;
+	return parse_file(h, path, 0, errmsg);
 }
 
 /* The priority of hook name: [hooks] priority.NAME, default 0. */

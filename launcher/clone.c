@@ -130,22 +130,6 @@ static void on_signal(int sig)
 	cancel_signal = sig;
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t real_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 __attribute__((noreturn))
 static void usage_error(const char *msg, const char *arg)
 {
@@ -288,7 +272,7 @@ static void human(char *out, size_t size, double bytes)
 static void progress(void *data, const struct bgrun_clone_progress *p)
 {
 	struct clone_cli *cc = data;
-	int64_t now = mono_ns();
+	int64_t now = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	double secs, rate, eta;
 	char done[32], total[32];
 
@@ -324,17 +308,22 @@ static void record(struct clone_cli *cc, const char *id, int64_t start_ns,
 {
 	struct bgrun_store *store = NULL;
 	struct bgrun_event ev;
-	char *path = NULL, *err = NULL, json[256];
+	char *path = NULL, json[256];
 	int r;
 
 	if (!cc->log)
 		return;
 	r = cc->db != NULL ? 0 : bgrun_store_default_path(&path);
 	if (r >= 0)
-		r = bgrun_store_open(cc->db != NULL ? cc->db : path, 0, &store, &err);
+		r = bgrun_store_new(&store);
+	if (r < 0) {
+		cli_msg("clone: cannot record the clone: %s", bgrun_strerror(r));
+		goto out;
+	}
+	r = bgrun_store_open(store, cc->db != NULL ? cc->db : path, 0);
 	if (r < 0) {
 		cli_msg("clone: cannot record the clone: %s",
-			err != NULL ? err : bgrun_strerror(r));
+			bgrun_store_errmsg(store));
 		goto out;
 	}
 	bgrun_event_init(&ev, "clone", "bgrun");
@@ -343,7 +332,7 @@ static void record(struct clone_cli *cc, const char *id, int64_t start_ns,
 	ev.argv = (const char *const *)cc->argv;
 	ev.cwd = dest_abs;
 	ev.start_ns = start_ns;
-	ev.end_ns = real_ns();
+	ev.end_ns = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
 	ev.duration_ns = duration_ns;
 	ev.exit_code = ok ? 0 : 1;
 	ev.result = ok ? BGRUN_RESULT_SUCCESS : BGRUN_RESULT_FAILED;
@@ -363,7 +352,6 @@ static void record(struct clone_cli *cc, const char *id, int64_t start_ns,
 out:
 	bgrun_store_close(store);
 	free(path);
-	free(err);
 }
 
 /* DEST as an absolute path (it need not exist). */
@@ -394,6 +382,7 @@ int clone_main(int argc, char **argv)
 	struct clone_cli cc = { 0 };
 	struct bgrun_clone_result res;
 	char id[BGRUN_EVENT_ID_MAX + 1], summary[256], size[32];
+	struct bgrun_clone *clone = NULL;
 	char *errmsg = NULL, *dest_abs = NULL;
 	struct hook_env env = { .n = 0 };
 #ifdef BGRUN_HAVE_CURL
@@ -426,11 +415,11 @@ int clone_main(int argc, char **argv)
 	install_signals();
 
 	bgrun_event_new_id(id);
-	start_real = real_ns();
-	cc.start_ns = mono_ns();
-	r = 0;
-	if (strncmp(cc.bundle, "http://", 7) == 0 ||
-	    strncmp(cc.bundle, "https://", 8) == 0) {
+	start_real = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
+	cc.start_ns = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
+	r = bgrun_clone_new(&clone);
+	if (r >= 0 && (strncmp(cc.bundle, "http://", 7) == 0 ||
+	    strncmp(cc.bundle, "https://", 8) == 0)) {
 #ifdef BGRUN_HAVE_CURL
 		r = clone_http_start(cc.bundle, cc.timeout, &http_fd, &http,
 				     &errmsg);
@@ -446,8 +435,12 @@ int clone_main(int argc, char **argv)
 			errmsg = NULL;
 #endif
 	}
-	if (r >= 0)
-		r = bgrun_clone(&cc.opts, &res, &errmsg);
+	if (r >= 0) {
+		r = bgrun_clone(clone, &cc.opts, &res);
+		/* NULL if even that fails: then bgrun_strerror(r). */
+		if (r < 0)
+			errmsg = strdup(bgrun_clone_errmsg(clone));
+	}
 #ifdef BGRUN_HAVE_CURL
 	if (http != NULL) {
 		char *herr = NULL;
@@ -487,7 +480,7 @@ int clone_main(int argc, char **argv)
 		const char *why = errmsg != NULL ? errmsg : bgrun_strerror(r);
 
 		cli_msg("clone: %s", cli_printable(why));
-		record(&cc, id, start_real, mono_ns() - cc.start_ns, false, why,
+		record(&cc, id, start_real, bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC) - cc.start_ns, false, why,
 		       NULL, dest_abs);
 		env_add(&env, "HG_RESULT=1");
 		env_add(&env, "HG_ERROR=%s", why);
@@ -529,6 +522,7 @@ int clone_main(int argc, char **argv)
 out:
 	env_free(&env);
 	free(errmsg);
+	bgrun_clone_close(clone);
 	free(dest_abs);
 	free(cc.argv);
 	hooks_free(&cc.hooks);

@@ -69,9 +69,16 @@ static void record(struct sup *s)
 		int r;
 
 		o.db = s->db;
-		r = bgrun_sink_open(&o, &s->sink);
+		r = bgrun_sink_new(&s->sink);
 		if (r < 0)
 			return;
+		r = bgrun_sink_open(s->sink, &o);
+		if (r < 0) {
+			/* $BGRUN_SINK is wrong: nowhere to say so. */
+			bgrun_sink_close(s->sink);
+			s->sink = NULL;
+			return;
+		}
 	}
 	(void)bgrun_sink_put(s->sink, &s->ev);
 }

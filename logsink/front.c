@@ -81,7 +81,8 @@ static int send_to_daemon(int argc, char **argv, const char *db,
 			  char id[BGRUN_EVENT_ID_MAX + 1])
 {
 	struct bgrun_sink_opts so = BGRUN_SINK_OPTS_INIT;
-	char **owned, **args, why[512];
+	struct bgrun_sink *sink = NULL;
+	char **owned, **args;
 	struct lsink_send s;
 	int status = -1;
 
@@ -100,13 +101,15 @@ static int send_to_daemon(int argc, char **argv, const char *db,
 	/* $BGRUN_SINK=embedded, or a mistake, is logsink-full's to handle. */
 	so.db = s.db;
 	so.socket = s.socket;
-	if (bgrun_sink_put_daemon(&so, &s.ev, why, sizeof(why)) >= 0) {
+	if (bgrun_sink_new(&sink) >= 0 && bgrun_sink_open(sink, &so) >= 0 &&
+	    bgrun_sink_put_daemon(sink, &s.ev) >= 0) {
 		status = lsink_send_done(&s);
 	} else {
 		strcpy(id, s.ev.id);
 		status = -1;
 	}
 out:
+	bgrun_sink_close(sink);
 	lsink_send_release(&s);
 	free_args(owned);
 	free(args);

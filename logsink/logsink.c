@@ -95,7 +95,8 @@ static void open_error(const char *path, int error, const char *errmsg)
 
 int lsink_open(const char *db, bool readonly, struct bgrun_store **ret_store)
 {
-	char *path = NULL, *errmsg = NULL;
+	struct bgrun_store *store = NULL;
+	char *path = NULL;
 	struct stat st;
 	int r;
 
@@ -120,12 +121,19 @@ int lsink_open(const char *db, bool readonly, struct bgrun_store **ret_store)
 		open_error(db, r, NULL);
 		goto out;
 	}
-	r = bgrun_store_open(db, readonly ? BGRUN_STORE_READONLY : 0, ret_store,
-			     &errmsg);
-	if (r < 0)
-		open_error(db, r, errmsg);
+	r = bgrun_store_new(&store);
+	if (r < 0) {
+		open_error(db, r, NULL);
+		goto out;
+	}
+	r = bgrun_store_open(store, db, readonly ? BGRUN_STORE_READONLY : 0);
+	if (r < 0) {
+		open_error(db, r, bgrun_store_errmsg(store));
+		bgrun_store_close(store);
+		goto out;
+	}
+	*ret_store = store;
 out:
-	free(errmsg);
 	free(path);
 	return r;
 }

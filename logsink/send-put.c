@@ -19,10 +19,14 @@ int lsink_send_main(int argc, char **argv, const char *db)
 	status = LSINK_EXIT_FAILURE;
 	so.db = s.db;
 	so.socket = s.socket;
-	r = bgrun_sink_open(&so, &sink);
+	r = bgrun_sink_new(&sink);
 	if (r < 0) {
-		lsink_msg("%s", r == -EINVAL ? "BGRUN_SINK must be auto, "
-			  "embedded or daemon" : bgrun_strerror(r));
+		lsink_msg("%s", bgrun_strerror(r));
+		goto out;
+	}
+	r = bgrun_sink_open(sink, &so);
+	if (r < 0) {
+		lsink_msg("%s", lsink_printable(bgrun_sink_errmsg(sink)));
 		goto out;
 	}
 	r = bgrun_sink_put(sink, &s.ev);

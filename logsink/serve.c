@@ -304,7 +304,6 @@ static void cleanup(struct lsink_serve *s)
 
 static int open_store(struct lsink_serve *s)
 {
-	char *errmsg = NULL;
 	struct stat st;
 	int r;
 
@@ -316,13 +315,12 @@ static int open_store(struct lsink_serve *s)
 				   "XDG_STATE_HOME or HOME, or use --db");
 		s->db = s->db_alloc;
 	}
-	r = bgrun_store_open(s->db, 0, &s->store, &errmsg);
-	if (r < 0) {
-		lsink_serve_fail(s, "%s",
-			     errmsg != NULL ? errmsg : bgrun_strerror(r));
-		free(errmsg);
-		return -1;
-	}
+	r = bgrun_store_new(&s->store);
+	if (r < 0)
+		return lsink_serve_fail(s, "%s", bgrun_strerror(r));
+	r = bgrun_store_open(s->store, s->db, 0);
+	if (r < 0)
+		return lsink_serve_fail(s, "%s", bgrun_store_errmsg(s->store));
 	/* Clients check that we write the database they mean. */
 	s->db_real = realpath(s->db, NULL);
 	if (stat(s->db, &st) < 0)
@@ -443,10 +441,14 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	if (open_store(&s) < 0)
 		goto out;
-	r = bgrun_store_open_scratch(&s.srv.scratch);
+	r = bgrun_store_new(&s.srv.scratch);
+	if (r >= 0)
+		r = bgrun_store_open_scratch(s.srv.scratch);
 	if (r < 0) {
 		lsink_serve_fail(&s, "cannot open an in-memory database: %s",
-				 bgrun_strerror(r));
+				 s.srv.scratch != NULL
+					 ? bgrun_store_errmsg(s.srv.scratch)
+					 : bgrun_strerror(r));
 		goto out;
 	}
 	s.srv.uid = geteuid();

@@ -160,18 +160,21 @@ static int mode_closer(void)
 static int mode_failclose(const char *bundle, const char *dest, int n)
 {
 	struct bgrun_clone_opts o = BGRUN_CLONE_OPTS_INIT;
-	char *msg = NULL;
+	struct bgrun_clone *c;
 	int r;
 
+	if (bgrun_clone_new(&c) < 0)
+		return 1;
 	fail_at = n;
 	o.bundle = bundle;
 	o.dest = dest;
 	o.close_threads = 2;
 	o.close_threshold = 1;
 	(void)bgrun__test_control(BGRUN__TEST_CLONE_CLOSE_FN, failing_close);
-	r = bgrun_clone(&o, NULL, &msg);
-	printf("%d %s\n", r, msg != NULL ? msg : "(no message)");
-	free(msg);
+	r = bgrun_clone(c, &o, NULL);
+	printf("%d %s\n", r, bgrun_clone_errmsg(c)[0] != '\0'
+				     ? bgrun_clone_errmsg(c) : "(no message)");
+	bgrun_clone_close(c);
 	return r == -EIO ? 0 : 1;
 }
 

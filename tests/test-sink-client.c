@@ -27,7 +27,8 @@ static struct bgrun_sink *sink_open(enum bgrun_sink_mode mode, const char *db,
 	o.db = db;
 	o.socket = sock;
 	o.timeout_ms = 20000;
-	ASSERT_OK(bgrun_sink_open(&o, &sink));
+	ASSERT_OK(bgrun_sink_new(&sink));
+	ASSERT_OK(bgrun_sink_open(sink, &o));
 	return sink;
 }
 
@@ -133,7 +134,14 @@ void case_client_fallback(void)
 	{
 		struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
 
-		ASSERT_EQ(bgrun_sink_open(&o, &sink), -EINVAL);
+		/* The object made first says why the open failed. */
+		ASSERT_OK(bgrun_sink_new(&sink));
+		ASSERT_EQ(bgrun_sink_open(sink, &o), -EINVAL);
+		ASSERT(strstr(bgrun_sink_errmsg(sink), "BGRUN_SINK") != NULL);
+		ASSERT_EQ(bgrun_sink_put(sink, &ev), -EINVAL);
+		ASSERT(strstr(bgrun_sink_errmsg(sink), "not open") != NULL);
+		ASSERT_EQ(bgrun_sink_put_daemon(sink, &ev), -EINVAL);
+		bgrun_sink_close(sink);
 	}
 	(void)setenv("BGRUN_SINK", "embedded", 1);
 	sink = sink_open(BGRUN_SINK_ENV, db, sock);

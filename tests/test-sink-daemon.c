@@ -454,7 +454,9 @@ static void *flood_main(void *arg)
 	o.socket = f->sock;
 	for (int i = 0; i < f->n; i++)
 		t_event(&evs[i], i);
-	f->result = evs != NULL ? bgrun_sink_open(&o, &sink) : -ENOMEM;
+	f->result = evs != NULL ? bgrun_sink_new(&sink) : -ENOMEM;
+	if (f->result >= 0)
+		f->result = bgrun_sink_open(sink, &o);
 	if (f->result >= 0)
 		f->result = bgrun_sink_put_batch(sink, evs, (size_t)f->n);
 	if (f->result < 0 && sink != NULL)

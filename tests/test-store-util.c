@@ -118,13 +118,34 @@ mode_t t_umask(void)
 
 int t_open(const char *path, unsigned flags, struct bgrun_store **ret)
 {
-	char *msg = NULL;
-	int r = bgrun_store_open(path, flags, ret, &msg);
+	struct bgrun_store *s;
+	int r = bgrun_store_new(&s);
 
 	if (r < 0)
-		fprintf(stderr, "bgrun_store_open: %s\n", msg ? msg : "?");
-	free(msg);
-	return r;
+		return r;
+	r = bgrun_store_open(s, path, flags);
+	if (r < 0) {
+		fprintf(stderr, "bgrun_store_open: %s\n", bgrun_store_errmsg(s));
+		bgrun_store_close(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+char *t_open_error(const char *path, unsigned flags, int error)
+{
+	struct bgrun_store *s;
+	char *msg;
+
+	ASSERT_OK(bgrun_store_new(&s));
+	ASSERT_EQ(bgrun_store_open(s, path, flags), error);
+	msg = strdup(bgrun_store_errmsg(s));
+	bgrun_store_close(s);
+	if (msg == NULL)
+		FAIL("out of memory");
+	ASSERT(msg[0] != '\0' && strchr(msg, '\n') == NULL);
+	return msg;
 }
 
 static sqlite3 *sql_open(const char *path, int flags)

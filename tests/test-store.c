@@ -202,24 +202,21 @@ void case_open_creates(void)
 void case_open_readonly_missing(void)
 {
 	char *dir = t_tmpdir(), *db = t_path(dir, "events.db");
-	char *nested = t_printf("%s/x/y/events.db", dir), *msg = NULL;
+	char *nested = t_printf("%s/x/y/events.db", dir), *msg;
 	struct bgrun_store *s = NULL;
 	struct bgrun_event ev;
 
-	ASSERT_EQ(bgrun_store_open(db, BGRUN_STORE_READONLY, &s, &msg),
-		  -ENOENT);
+	ASSERT_EQ(t_open(db, BGRUN_STORE_READONLY, &s), -ENOENT);
 	ASSERT(s == NULL);
-	ASSERT(msg != NULL && strstr(msg, db) != NULL);
-	ASSERT(strchr(msg, '\n') == NULL);
+	msg = t_open_error(db, BGRUN_STORE_READONLY, -ENOENT);
+	ASSERT(strstr(msg, db) != NULL);
 	free(msg);
-	ASSERT_EQ(bgrun_store_open(nested, BGRUN_STORE_READONLY, &s, NULL),
-		  -ENOENT);
+	free(t_open_error(nested, BGRUN_STORE_READONLY, -ENOENT));
 	ASSERT_EQ(t_count_entries(dir), 0);
 
 	/* An empty file is not a store yet, and stays untouched. */
 	t_write_file(db, "", 0);
-	ASSERT_EQ(bgrun_store_open(db, BGRUN_STORE_READONLY, &s, NULL),
-		  -ENOENT);
+	free(t_open_error(db, BGRUN_STORE_READONLY, -ENOENT));
 	ASSERT_EQ(t_count_entries(dir), 1);
 
 	/* A read-only store refuses writes. */
@@ -274,7 +271,8 @@ void case_open_readonly_dir(void)
 		if (getuid() == 0 && (setgroups(0, NULL) < 0 ||
 				      setgid(65534) < 0 || setuid(65534) < 0))
 			_exit(77);
-		if (bgrun_store_open(db, BGRUN_STORE_READONLY, &s, NULL) < 0 ||
+		if (bgrun_store_new(&s) < 0 ||
+		    bgrun_store_open(s, db, BGRUN_STORE_READONLY) < 0 ||
 		    bgrun_store_query(s, &q, count_rows, &rows) < 0)
 			_exit(1);
 		bgrun_store_close(s);
@@ -296,16 +294,14 @@ void case_open_readonly_dir(void)
 void case_open_not_ours(void)
 {
 	static const char text[] = "this is not a database, not at all.\n";
-	char *dir = t_tmpdir(), *db, *msg = NULL, *back;
-	struct bgrun_store *s = NULL;
+	char *dir = t_tmpdir(), *db, *msg, *back;
 	sqlite3 *raw;
 
 	/* A text file. */
 	db = t_path(dir, "text.db");
 	t_write_file(db, text, sizeof(text) - 1);
 	for (unsigned flags = 0; flags <= BGRUN_STORE_READONLY; flags++) {
-		ASSERT_EQ(bgrun_store_open(db, flags, &s, &msg), -EBADMSG);
-		ASSERT(s == NULL);
+		msg = t_open_error(db, flags, -EBADMSG);
 		ASSERT(strstr(msg, db) != NULL);
 		ASSERT(strstr(msg, "not an SQLite database") != NULL);
 		free(msg);
@@ -321,7 +317,7 @@ void case_open_not_ours(void)
 	t_sql_exec(raw, "CREATE TABLE things(x); INSERT INTO things VALUES(1)");
 	sqlite3_close(raw);
 	for (unsigned flags = 0; flags <= BGRUN_STORE_READONLY; flags++) {
-		ASSERT_EQ(bgrun_store_open(db, flags, &s, &msg), -EBADMSG);
+		msg = t_open_error(db, flags, -EBADMSG);
 		ASSERT(strstr(msg, "not a bgrun event store") != NULL);
 		free(msg);
 	}
@@ -330,7 +326,7 @@ void case_open_not_ours(void)
 	raw = t_sql_open_rw(db);
 	t_sql_exec(raw, "PRAGMA application_id = 305419896");
 	sqlite3_close(raw);
-	ASSERT_EQ(bgrun_store_open(db, 0, &s, &msg), -EBADMSG);
+	msg = t_open_error(db, 0, -EBADMSG);
 	ASSERT(strstr(msg, "0x12345678") != NULL);
 	free(msg);
 	free(db);
@@ -342,12 +338,45 @@ void case_open_not_ours(void)
 			"CREATE TABLE events(id);"
 			"PRAGMA user_version = 99");
 	sqlite3_close(raw);
-	ASSERT_EQ(bgrun_store_open(db, 0, &s, &msg), -EPROTO);
+	msg = t_open_error(db, 0, -EPROTO);
 	ASSERT(strstr(msg, "newer") != NULL);
 	free(msg);
-	ASSERT_EQ(bgrun_store_open(db, BGRUN_STORE_READONLY, &s, NULL),
-		  -EPROTO);
+	free(t_open_error(db, BGRUN_STORE_READONLY, -EPROTO));
 	free(db);
+}
+
+/*
+ * The constructor convention (bgrun.h): a store whose open failed still
+ * says why, stays usable (it opens on a good path afterwards), and calls
+ * on a store that is not open fail with a message instead of crashing.
+ */
+void case_open_two_steps(void)
+{
+	char *dir = t_tmpdir(), *db = t_path(dir, "events.db");
+	char *missing = t_path(dir, "missing.db");
+	struct bgrun_store *s = NULL;
+	struct bgrun_query q = BGRUN_QUERY_INIT;
+	struct bgrun_event ev;
+
+	ASSERT_OK(bgrun_store_new(&s));
+	ASSERT_STR_EQ(bgrun_store_errmsg(s), "");
+	bgrun_event_init(&ev, "x", "test");
+	ASSERT_EQ(bgrun_store_put(s, &ev), -EINVAL);
+	ASSERT(strstr(bgrun_store_errmsg(s), "not open") != NULL);
+	ASSERT_EQ(bgrun_store_query(s, &q, count_rows, NULL), -EINVAL);
+	ASSERT_EQ(bgrun_store_mark_lost(s, NULL), -EINVAL);
+
+	ASSERT_EQ(bgrun_store_open(s, missing, BGRUN_STORE_READONLY), -ENOENT);
+	ASSERT(strstr(bgrun_store_errmsg(s), missing) != NULL);
+	ASSERT_EQ(bgrun_store_open(s, "", 0), -EINVAL);
+	ASSERT_OK(bgrun_store_open(s, db, 0));
+	ASSERT_STR_EQ(bgrun_store_errmsg(s), "");
+	ASSERT_EQ(bgrun_store_open(s, db, 0), -EINVAL);
+	ASSERT(strstr(bgrun_store_errmsg(s), "open already") != NULL);
+	ASSERT_EQ(bgrun_store_put(s, &ev), 1);
+	bgrun_store_close(s);
+	free(db);
+	free(missing);
 }
 
 int main(int argc, char **argv)

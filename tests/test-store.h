@@ -36,8 +36,16 @@ void t_write_file(const char *path, const void *data, size_t len);
 int t_count_entries(const char *dir); /* recursive, without . and .. */
 mode_t t_umask(void);
 
-/* bgrun_store_open, printing the message to stderr on failure. */
+/*
+ * bgrun_store_new and bgrun_store_open, printing the message to stderr
+ * on failure (*ret untouched then).
+ */
 int t_open(const char *path, unsigned flags, struct bgrun_store **ret);
+/*
+ * Asserts that opening path fails with error and gives a one-line
+ * message: returns it, malloc'd.
+ */
+char *t_open_error(const char *path, unsigned flags, int error);
 
 /* Direct SQLite access, to look behind the library's back. */
 sqlite3 *t_sql_open(const char *path);    /* read-only */

@@ -137,8 +137,27 @@ struct bgrun_clone_result {
 };
 
 /*
+ * What a failed clone leaves to read: its message (see CONVENTIONS in
+ * bgrun.h). Make one with bgrun_clone_new (-ENOMEM is its only failure,
+ * *ret_clone untouched then); it may serve for any number of clones, one
+ * at a time; free it with bgrun_clone_close (accepts NULL).
+ */
+struct bgrun_clone;
+
+BGRUN_EXTERN int bgrun_clone_new(struct bgrun_clone **ret_clone);
+BGRUN_EXTERN void bgrun_clone_close(struct bgrun_clone *clone);
+
+/*
+ * A one-line message about the last failed bgrun_clone on clone ("" if
+ * none), naming the bundle offset for a format error: "offset 1234:
+ * entry name has a '..' component: data/../x.i". Valid until the next
+ * call on clone. Accepts NULL.
+ */
+BGRUN_EXTERN const char *bgrun_clone_errmsg(const struct bgrun_clone *clone);
+
+/*
  * Applies the bundle to a new repository at opts->dest and fills
- * *ret_result (optional). Errors:
+ * *ret_result (optional; untouched on failure). Errors:
  *   -EBADMSG          the bundle is malformed or lies (truncated, bad
  *                     magic, counts that do not add up, a bad name, an
  *                     entry larger than what remains, a bundle2 part
@@ -150,17 +169,16 @@ struct bgrun_clone_result {
  *   -ENOTEMPTY        dest exists and is not an empty directory
  *   -ECANCELED        *opts->cancel was set
  *   -EINVAL           invalid options
- *   and the errors of reading, creating, writing and closing files.
- * On failure, if ret_errmsg is not NULL, *ret_errmsg receives a malloc'd
- * one-line message (the caller frees it), naming the bundle offset for a
- * format error: "offset 1234: entry name has a '..' component: data/../x.i".
- * Nothing is left behind: dest is untouched, the temporary directory
- * removed.
+ *   and the errors of reading, creating, writing and closing files,
+ * each explained by bgrun_clone_errmsg(clone). Nothing is left behind:
+ * dest is untouched, the temporary directory removed.
  *
- * THREAD SAFETY: independent clones may run on several threads at once.
+ * THREAD SAFETY: independent clones may run on several threads at once,
+ * each with its own struct bgrun_clone.
  */
-BGRUN_EXTERN int bgrun_clone(const struct bgrun_clone_opts *opts,
-		struct bgrun_clone_result *ret_result, char **ret_errmsg);
+BGRUN_EXTERN int bgrun_clone(struct bgrun_clone *clone,
+			     const struct bgrun_clone_opts *opts,
+			     struct bgrun_clone_result *ret_result);
 
 /*
  * Whether the clone pipeline can apply a bundle with this requirement

@@ -88,11 +88,22 @@ struct bgrun_sink_opts {
 BGRUN_EXTERN int bgrun_sink_default_socket(char **ret_path);
 
 /*
- * Makes a sink. Nothing is connected or opened yet: that happens at the
- * first put. -EINVAL (a bad mode or $BGRUN_SINK), -ENOMEM.
+ * Makes a sink that is not open yet (see CONVENTIONS in bgrun.h):
+ * -ENOMEM is its only failure, and *ret_sink is untouched then. Free it
+ * with bgrun_sink_close, open or not. A put on a sink that is not open is
+ * -EINVAL. (libbgrun, as the calls below that need no store.)
  */
-BGRUN_EXTERN int bgrun_sink_open(const struct bgrun_sink_opts *opts,
-		    struct bgrun_sink **ret_sink);
+BGRUN_EXTERN int bgrun_sink_new(struct bgrun_sink **ret_sink);
+
+/*
+ * Opens sink (made by bgrun_sink_new, not open) with opts (NULL: the
+ * defaults). Nothing is connected or opened yet: that happens at the
+ * first put. -EINVAL (a bad mode, $BGRUN_SINK or timeout), -ENOMEM; on
+ * failure bgrun_sink_errmsg(sink) says why and the sink is left as
+ * bgrun_sink_new made it.
+ */
+BGRUN_EXTERN int bgrun_sink_open(struct bgrun_sink *sink,
+				 const struct bgrun_sink_opts *opts);
 
 /*
  * Records one event (borrowed). Blocks until it is committed: through
@@ -119,29 +130,31 @@ BGRUN_EXTERN int bgrun_sink_put_batch(struct bgrun_sink *sink,
 			 const struct bgrun_event *evs, size_t n);
 
 /*
- * Records one event through the daemon alone, for a program that must
- * start fast and so does not link the store (SQLite): no sink object, no
- * embedded store, no spool; opts (NULL: the defaults) as for
- * bgrun_sink_open, $BGRUN_SINK included: AUTO may start the daemon,
- * EMBEDDED gives -ENOTCONN at once, a bad mode -EINVAL. Returns
- * BGRUN_SINK_VIA_DAEMON once the event is committed, else -errno with a
- * line in errmsg (size bytes, may be NULL): the caller then takes the
- * other paths, e.g. by handing the event to bgrun_sink_put in a program
- * that links the store (same id: never a second row). In libbgrun, this
- * function and what it uses never reference the store, so a program
- * linking only it does not load libsqlite3.
+ * Records one event (borrowed) through the daemon alone, for a program
+ * that must start fast and so does not link the store (SQLite): never
+ * the embedded store nor the spool. The sink's connection is made (AUTO
+ * may start the daemon) and kept as for bgrun_sink_put; an EMBEDDED sink
+ * gives -ENOTCONN at once. Returns BGRUN_SINK_VIA_DAEMON once the event
+ * is committed, else -errno, bgrun_sink_errmsg() explaining: the caller
+ * then takes the other paths, e.g. by handing the event to
+ * bgrun_sink_put in a program that links the store (same id: never a
+ * second row). In libbgrun: this function and the sink object's calls
+ * (new, open, errmsg, spooled, close) never reference the store, so a
+ * program linking only libbgrun does not load libsqlite3.
  */
-BGRUN_EXTERN int bgrun_sink_put_daemon(const struct bgrun_sink_opts *opts,
-			  const struct bgrun_event *ev, char *errmsg,
-			  size_t size);
+BGRUN_EXTERN int bgrun_sink_put_daemon(struct bgrun_sink *sink,
+				       const struct bgrun_event *ev);
 
 /* Whether the last failed put left its (valid) events in the spool. */
 BGRUN_EXTERN bool bgrun_sink_spooled(const struct bgrun_sink *sink);
 
-/* One line about the last failure ("" if none); valid until the next call. */
+/*
+ * One line about the last failed call on sink ("" if none), a failed
+ * bgrun_sink_open included; valid until the next call. Accepts NULL.
+ */
 BGRUN_EXTERN const char *bgrun_sink_errmsg(const struct bgrun_sink *sink);
 
-/* Closes the connection and the store, frees the sink; accepts NULL. */
+/* Closes the connection and the store, frees the sink (open or not); accepts NULL. */
 BGRUN_EXTERN void bgrun_sink_close(struct bgrun_sink *sink);
 
 /*

@@ -210,11 +210,12 @@ BGRUN_EXTERN int bgrun_spawn_resolve(const struct bgrun_spawn_opts *opts, char *
 
 /*
  * With ensurestart off: waits until the launch has happened and returns
- * its pid, or its -errno (and, if ret_failure, where it failed). With
- * ensurestart on it returns the pid at once.
+ * its pid, or its -errno and, if failure is not NULL, where it failed in
+ * *failure (written on failure only, as opts->failure). With ensurestart
+ * on it returns the pid at once.
  */
 BGRUN_EXTERN bgrun_pid_t bgrun_child_started(struct bgrun_child *child,
-			  struct bgrun_failure *ret_failure);
+			  struct bgrun_failure *failure);
 
 /* The pid, or 0 while an ensurestart-off launch is still queued. */
 BGRUN_EXTERN bgrun_pid_t bgrun_child_pid(const struct bgrun_child *child);

@@ -31,7 +31,8 @@ extern "C" {
  *   -EBUSY    another program (not using the lock) held the database
  *             longer than the busy timeout (10 s)
  *   -EINVAL   an invalid argument or event
- * After a failure bgrun_store_errmsg() gives a one-line explanation.
+ * After a failure bgrun_store_errmsg() gives a one-line explanation,
+ * a failed bgrun_store_open included.
  *
  * THREAD SAFETY: a store is used by one thread at a time (open one per
  * thread, or lock around it). A store must not be used by a process
@@ -51,7 +52,17 @@ struct bgrun_store;
 BGRUN_EXTERN int bgrun_store_default_path(char **ret_path);
 
 /*
- * Opens the store at path (borrowed).
+ * Makes a store that is not open yet (see CONVENTIONS in bgrun.h):
+ * -ENOMEM is its only failure, and *ret_store is untouched then. Open it
+ * with bgrun_store_open or bgrun_store_open_scratch; free it with
+ * bgrun_store_close, open or not. Any other call on a store that is not
+ * open is -EINVAL.
+ */
+BGRUN_EXTERN int bgrun_store_new(struct bgrun_store **ret_store);
+
+/*
+ * Opens store (made by bgrun_store_new, not open) on the database at
+ * path (borrowed).
  *
  * Read-write (flags 0): creates missing parent directories (mode 0700)
  * and the database (0600) and its lock file (0600), brings the schema up
@@ -66,15 +77,14 @@ BGRUN_EXTERN int bgrun_store_default_path(char **ret_path);
  * for any reader, when it can. Where it cannot, in a directory the caller
  * may not write, the file is read as immutable if no writer is active.)
  *
- * On failure, if ret_errmsg is not NULL, *ret_errmsg receives a malloc'd
- * one-line message naming the path, fit to print after the program's name
- * (the caller frees it; NULL if even that allocation failed). This is the
- * one output parameter written on failure only.
+ * On failure the store is left as bgrun_store_new made it (it may be
+ * opened again, or closed), and bgrun_store_errmsg(store) is a one-line
+ * message naming the path, fit to print after the program's name.
  */
-BGRUN_EXTERN int bgrun_store_open(const char *path, unsigned flags,
-		     struct bgrun_store **ret_store, char **ret_errmsg);
+BGRUN_EXTERN int bgrun_store_open(struct bgrun_store *store, const char *path,
+				  unsigned flags);
 
-/* Closes the store; accepts NULL. */
+/* Closes the store (open or not) and frees it; accepts NULL. */
 BGRUN_EXTERN void bgrun_store_close(struct bgrun_store *store);
 
 /*
@@ -116,8 +126,11 @@ BGRUN_EXTERN int bgrun_store_put_batch(struct bgrun_store *store,
  */
 struct bgrun_store_prepared;
 
-/* A store without a file, for bgrun_store_prepare() only. */
-BGRUN_EXTERN int bgrun_store_open_scratch(struct bgrun_store **ret_store);
+/*
+ * Opens store (made by bgrun_store_new, not open) without a file, for
+ * bgrun_store_prepare() only; failures as for bgrun_store_open.
+ */
+BGRUN_EXTERN int bgrun_store_open_scratch(struct bgrun_store *store);
 
 /*
  * Checks ev and makes *ret_prepared, which points to ev (borrowed: ev must

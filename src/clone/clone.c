@@ -444,8 +444,36 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int bgrun_clone(const struct bgrun_clone_opts *opts,
-		struct bgrun_clone_result *ret_result, char **ret_errmsg)
+/* What outlives a clone: the message of its failure (bgrun.h CONVENTIONS). */
+struct bgrun_clone {
+	char errmsg[512];
+};
+
+int bgrun_clone_new(struct bgrun_clone **ret_clone)
+{
+	struct bgrun_clone *c;
+
+	if (ret_clone == NULL)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	*ret_clone = c;
+	return 0;
+}
+
+const char *bgrun_clone_errmsg(const struct bgrun_clone *c)
+{
+	return c != NULL ? c->errmsg : "";
+}
+
+void bgrun_clone_close(struct bgrun_clone *c)
+{
+	free(c);
+}
+
+int bgrun_clone(struct bgrun_clone *c, const struct bgrun_clone_opts *opts,
+		struct bgrun_clone_result *ret_result)
 {
 	struct job j = { .o = opts, .bundle_fd = -1, .parent_fd = -1,
 			 .tmp_fd = -1, .hg_fd = -1, .store_fd = -1 };
@@ -454,6 +482,9 @@ int bgrun_clone(const struct bgrun_clone_opts *opts,
 	size_t chunk;
 	int fd, r;
 
+	if (c == NULL)
+		return -EINVAL;
+	c->errmsg[0] = '\0';
 	bgrun__writer_init(&j.w, -1);
 	if (opts == NULL || opts->dest == NULL ||
 	    (opts->bundle == NULL && opts->bundle_fd < 0)) {
@@ -532,10 +563,10 @@ out:
 	bgrun__bundle_close(&j.b);
 	free(j.parent);
 	free(j.base);
-	if (r < 0 && ret_errmsg != NULL)
-		*ret_errmsg = j.msg;
-	else
-		free(j.msg);
+	if (r < 0)
+		(void)snprintf(c->errmsg, sizeof(c->errmsg), "%s",
+			       j.msg != NULL ? j.msg : bgrun_strerror(r));
+	free(j.msg);
 	return r < 0 ? r : 0;
 }
 

@@ -36,6 +36,15 @@ int bgrun__sink_fail(struct bgrun_sink *sink, int error, const char *fmt, ...)
 	return error;
 }
 
+int bgrun__sink_enter(struct bgrun_sink *sink)
+{
+	sink->errmsg[0] = '\0';
+	sink->spooled = false;
+	if (!sink->open)
+		return bgrun__sink_fail(sink, -EINVAL, "the sink is not open");
+	return 0;
+}
+
 void bgrun__sink_disconnect(struct bgrun_sink *sink)
 {
 	if (sink->fd >= 0)
@@ -508,29 +517,36 @@ int bgrun__sink_init(struct bgrun_sink *sink,
 	sink->fd = -1;
 	sink->next_seq = 1;
 	if (opts->timeout_ms < 0)
-		return -EINVAL;
+		return bgrun__sink_fail(sink, -EINVAL, "negative timeout: %d ms",
+					opts->timeout_ms);
 	sink->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms
 						: DEFAULT_TIMEOUT_MS;
 	r = parse_mode(opts->mode, &sink->mode);
+	if (r < 0 && opts->mode != BGRUN_SINK_ENV)
+		return bgrun__sink_fail(sink, r, "invalid sink mode %d",
+					(int)opts->mode);
 	if (r < 0)
-		return r;
+		return bgrun__sink_fail(sink, r, "BGRUN_SINK must be auto, "
+					"embedded or daemon");
 	if (opts->db != NULL)
 		sink->db = strdup(opts->db);
 	else if (bgrun_store_default_path(&sink->db) == -ENOMEM)
-		return -ENOMEM;
+		goto nomem;
 	if (opts->db != NULL && sink->db == NULL)
-		return -ENOMEM;
+		goto nomem;
 	if (opts->socket != NULL)
 		sink->socket = strdup(opts->socket);
 	else if (bgrun_sink_default_socket(&sink->socket) == -ENOMEM)
-		return -ENOMEM;
+		goto nomem;
 	if (opts->socket != NULL && sink->socket == NULL)
-		return -ENOMEM;
+		goto nomem;
 	prog = opts->logsink != NULL ? opts->logsink : getenv("BGRUN_LOGSINK");
 	if (prog != NULL && prog[0] != '\0' &&
 	    (sink->logsink = strdup(prog)) == NULL)
-		return -ENOMEM;
+		goto nomem;
 	return 0;
+nomem:
+	return bgrun__sink_fail(sink, -ENOMEM, "out of memory");
 }
 
 void bgrun__sink_release(struct bgrun_sink *sink)
@@ -541,5 +557,10 @@ void bgrun__sink_release(struct bgrun_sink *sink)
 	free(sink->db);
 	free(sink->socket);
 	free(sink->logsink);
+	sink->out = (struct bgrun_wire_buf){ 0 };
+	sink->in = NULL;
+	sink->in_cap = 0;
+	sink->db = sink->socket = sink->logsink = NULL;
+	sink->open = false;
 }
 

@@ -10,47 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-int bgrun_sink_open(const struct bgrun_sink_opts *opts,
-		    struct bgrun_sink **ret_sink)
-{
-	struct bgrun_sink_opts defaults = BGRUN_SINK_OPTS_INIT;
-	struct bgrun_sink *sink;
-	int r;
-
-	sink = calloc(1, sizeof(*sink));
-	if (sink == NULL)
-		return -ENOMEM;
-	r = bgrun__sink_init(sink, opts != NULL ? opts : &defaults);
-	if (r < 0) {
-		bgrun_sink_close(sink);
-		return r;
-	}
-	*ret_sink = sink;
-	return 0;
-}
-
-void bgrun_sink_close(struct bgrun_sink *sink)
-{
-	if (sink == NULL)
-		return;
-	bgrun__sink_release(sink);
-	bgrun_store_close(sink->store);
-	free(sink);
-}
-
-bool bgrun_sink_spooled(const struct bgrun_sink *sink)
-{
-	return sink->spooled;
-}
-
-const char *bgrun_sink_errmsg(const struct bgrun_sink *sink)
-{
-	return sink->errmsg;
-}
-
 static int open_store(struct bgrun_sink *sink)
 {
-	char *msg = NULL;
+	struct bgrun_store *store;
 	int r;
 
 	if (sink->store != NULL)
@@ -59,13 +21,17 @@ static int open_store(struct bgrun_sink *sink)
 		return bgrun__sink_fail(sink, -ENOENT,
 					"no event log: set BGRUN_DB, "
 					"XDG_STATE_HOME or HOME");
-	r = bgrun_store_open(sink->db, 0, &sink->store, &msg);
+	r = bgrun_store_new(&store);
+	if (r < 0)
+		return bgrun__sink_fail(sink, r, "out of memory");
+	r = bgrun_store_open(store, sink->db, 0);
 	if (r < 0) {
-		(void)bgrun__sink_fail(sink, r, "%s",
-				       msg != NULL ? msg : bgrun_strerror(r));
-		free(msg);
+		(void)bgrun__sink_fail(sink, r, "%s", bgrun_store_errmsg(store));
+		bgrun_store_close(store);
 		return r;
 	}
+	sink->store = store;
+	sink->close_store = bgrun_store_close;
 	if (!sink->replayed) {
 		sink->replayed = true;
 		(void)bgrun_sink_replay(sink->store, sink->db, NULL);
@@ -186,16 +152,24 @@ static int deliver(struct bgrun_sink *sink, const struct bgrun_event *evs,
 
 int bgrun_sink_put(struct bgrun_sink *sink, const struct bgrun_event *ev)
 {
+	int r;
+
 	if (sink == NULL || ev == NULL)
 		return -EINVAL;
-	return deliver(sink, ev, 1);
+	r = bgrun__sink_enter(sink);
+	return r < 0 ? r : deliver(sink, ev, 1);
 }
 
 int bgrun_sink_put_batch(struct bgrun_sink *sink,
 			 const struct bgrun_event *evs, size_t n)
 {
+	int r;
+
 	if (sink == NULL || (evs == NULL && n > 0))
 		return -EINVAL;
+	r = bgrun__sink_enter(sink);
+	if (r < 0)
+		return r;
 	if (n == 0)
 		return sink->mode == BGRUN_SINK_EMBEDDED
 			       ? BGRUN_SINK_VIA_STORE

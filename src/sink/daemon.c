@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* daemon.c: the sink's public calls that need no store: the socket path, one event through the daemon (libbgrun). */
+/* daemon.c: the sink's public calls that need no store: the sink object, the socket path, one event through the daemon (libbgrun). */
 
 #include "sink-internal.h"
 
@@ -35,31 +35,85 @@ int bgrun_sink_default_socket(char **ret_path)
 	return 0;
 }
 
-int bgrun_sink_put_daemon(const struct bgrun_sink_opts *opts,
-			  const struct bgrun_event *ev, char *errmsg,
-			  size_t size)
+int bgrun_sink_new(struct bgrun_sink **ret_sink)
+{
+	struct bgrun_sink *sink;
+
+	if (ret_sink == NULL)
+		return -EINVAL;
+	sink = calloc(1, sizeof(*sink));
+	if (sink == NULL)
+		return -ENOMEM;
+	sink->fd = -1;
+	*ret_sink = sink;
+	return 0;
+}
+
+int bgrun_sink_open(struct bgrun_sink *sink, const struct bgrun_sink_opts *opts)
 {
 	struct bgrun_sink_opts defaults = BGRUN_SINK_OPTS_INIT;
-	struct bgrun_sink sink = { .fd = -1 };
+	int r;
+
+	if (sink == NULL)
+		return -EINVAL;
+	sink->errmsg[0] = '\0';
+	if (sink->open)
+		return bgrun__sink_fail(sink, -EINVAL, "the sink is open already");
+	r = bgrun__sink_init(sink, opts != NULL ? opts : &defaults);
+	if (r < 0) {
+		char msg[sizeof(sink->errmsg)];
+
+		memcpy(msg, sink->errmsg, sizeof(msg));
+		bgrun__sink_release(sink);
+		memcpy(sink->errmsg, msg, sizeof(msg));
+		return r;
+	}
+	sink->open = true;
+	return 0;
+}
+
+int bgrun_sink_put_daemon(struct bgrun_sink *sink, const struct bgrun_event *ev)
+{
 	int status = BGRUN__SINK_PENDING, r;
 	struct bgrun__sink_batch b = { .evs = ev, .status = &status, .n = 1 };
 
-	r = bgrun__sink_init(&sink, opts != NULL ? opts : &defaults);
-	if (r == -EINVAL)
-		r = bgrun__sink_fail(&sink, r, "BGRUN_SINK must be auto, "
-				     "embedded or daemon");
-	else if (r >= 0 && sink.mode == BGRUN_SINK_EMBEDDED)
-		r = bgrun__sink_fail(&sink, -ENOTCONN,
-				     "BGRUN_SINK=embedded: not the daemon");
-	if (r >= 0)
-		r = bgrun__sink_via_daemon(&sink, &b);
-	if (r >= 0)
-		r = status == BGRUN__SINK_PENDING ? -EAGAIN : status;
-	if (r < 0 && errmsg != NULL && size > 0)
-		(void)snprintf(errmsg, size, "%s", sink.errmsg);
-	bgrun__sink_release(&sink);
-	return r;
+	if (sink == NULL || ev == NULL)
+		return -EINVAL;
+	r = bgrun__sink_enter(sink);
+	if (r < 0)
+		return r;
+	if (sink->mode == BGRUN_SINK_EMBEDDED)
+		return bgrun__sink_fail(sink, -ENOTCONN,
+					"BGRUN_SINK=embedded: not the daemon");
+	r = bgrun__sink_via_daemon(sink, &b);
+	if (r >= 0 && status == BGRUN__SINK_PENDING)
+		r = bgrun__sink_fail(sink, -EAGAIN, "%s",
+				     sink->errmsg[0] != '\0'
+					     ? sink->errmsg
+					     : "not stored by the daemon");
+	return r < 0 ? r : status;
 }
+
+bool bgrun_sink_spooled(const struct bgrun_sink *sink)
+{
+	return sink != NULL && sink->spooled;
+}
+
+const char *bgrun_sink_errmsg(const struct bgrun_sink *sink)
+{
+	return sink != NULL ? sink->errmsg : "";
+}
+
+void bgrun_sink_close(struct bgrun_sink *sink)
+{
+	if (sink == NULL)
+		return;
+	bgrun__sink_release(sink);
+	if (sink->store != NULL)
+		sink->close_store(sink->store);
+	free(sink);
+}
+
 int bgrun_sink_spool_dir(const char *db, char **ret_path)
 {
 	char *path;

@@ -29,6 +29,7 @@ struct spooled {
 static int read_event(int dfd, const char *name,
 		      struct bgrun_wire_msg *ret_msg)
 {
+	struct bgrun_wire_msg m;
 	uint8_t *data = NULL;
 	struct stat st;
 	size_t used = 0, size;
@@ -62,12 +63,13 @@ static int read_event(int dfd, const char *name,
 	if (used == (size_t)st.st_size &&
 	    bgrun_wire_frame_size(data, used, BGRUN_WIRE_MAX_FRAME, &size) ==
 		    1 &&
-	    size == used &&
-	    bgrun_wire_decode(data, size, ret_msg, NULL) == 0) {
-		if (ret_msg->type == BGRUN_WIRE_EVENT)
+	    size == used && bgrun_wire_decode(data, size, &m, NULL) == 0) {
+		if (m.type == BGRUN_WIRE_EVENT) {
+			*ret_msg = m;
 			r = 0;
-		else
-			bgrun_wire_msg_release(ret_msg);
+		} else {
+			bgrun_wire_msg_release(&m);
+		}
 	}
 cleanup:
 	free(data);

@@ -25,7 +25,14 @@ struct bgrun_sink {
 	bool replayed;  /* the spool was replayed into store */
 	bool spooled;
 	uint32_t next_seq;
+	bool open;      /* bgrun_sink_open succeeded */
 	struct bgrun_store *store;
+	/*
+	 * bgrun_store_close, set by the code that opened store (libbgrun-store):
+	 * so the sink object itself lives in libbgrun, whose daemon path
+	 * (bgrun_sink_put_daemon) must never reference the store.
+	 */
+	void (*close_store)(struct bgrun_store *store);
 	struct bgrun_wire_buf out;
 	size_t out_sent;
 	uint8_t *in;
@@ -42,22 +49,31 @@ struct bgrun__sink_batch {
 	size_t waiting;   /* frames sent and not answered */
 };
 
-/* client.c */
+/* client-daemon.c */
 /* Records a one-line message as the sink's; returns error. */
 __attribute__((format(printf, 3, 4)))
 int bgrun__sink_fail(struct bgrun_sink *sink, int error, const char *fmt, ...);
+/*
+ * What each put does first: clears the message and the spooled flag;
+ * -EINVAL (with a message) when the sink is not open.
+ */
+int bgrun__sink_enter(struct bgrun_sink *sink);
 /* Drops the daemon connection (if any) and what was buffered for it. */
 void bgrun__sink_disconnect(struct bgrun_sink *sink);
 
 /* client-daemon.c */
 /*
- * Fills a zeroed sink from opts (mode, timeout, paths; nothing opened):
- * 0, -EINVAL (a bad mode, $BGRUN_SINK or timeout) or -ENOMEM. Release it
- * with bgrun__sink_release either way.
+ * Fills a new sink from opts (mode, timeout, paths; nothing opened):
+ * 0, -EINVAL (a bad mode, $BGRUN_SINK or timeout) or -ENOMEM, with a
+ * message. Release it with bgrun__sink_release either way.
  */
 int bgrun__sink_init(struct bgrun_sink *sink,
 		     const struct bgrun_sink_opts *opts);
-/* Frees what bgrun__sink_init and the daemon path hold (not the store). */
+/*
+ * Frees what bgrun__sink_init and the daemon path hold (not the store)
+ * and makes the sink as bgrun_sink_new left it, the store and message
+ * aside.
+ */
 void bgrun__sink_release(struct bgrun_sink *sink);
 /* Whether some event of b is still BGRUN__SINK_PENDING. */
 bool bgrun__sink_pending(const struct bgrun__sink_batch *b);

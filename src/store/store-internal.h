@@ -131,6 +131,11 @@ int bgrun__store_fail(struct bgrun_store *store, int rc, const char *what);
 __attribute__((format(printf, 3, 4)))
 int bgrun__store_failf(struct bgrun_store *store, int error,
 		       const char *fmt, ...);
+/*
+ * What each public call on the store does first: clears the message;
+ * -EINVAL (with a message) when the store is not open.
+ */
+int bgrun__store_enter(struct bgrun_store *store);
 /* Takes the write lock and begins an immediate transaction. */
 int bgrun__store_begin(struct bgrun_store *store);
 /* Commits (r >= 0) or rolls back, releases the lock; returns r or error. */
@@ -215,10 +220,5 @@ void bgrun__prepared_release(struct bgrun_store_prepared *p);
 int bgrun__store_put_prepared(struct bgrun_store *store,
 			      const struct bgrun_store_prepared *const *preps,
 			      size_t n);
-/*
- * A store without a file (store.c): an in-memory SQLite connection on
- * which bgrun__event_prepare makes JSON. It takes no writes.
- */
-int bgrun_store_open_scratch(struct bgrun_store **ret_store);
 
 #endif /* BGRUN_STORE_INTERNAL_H */

@@ -381,7 +381,9 @@ int bgrun_store_query(struct bgrun_store *store,
 
 	if (store == NULL || query == NULL || cb == NULL || query->limit < 0)
 		return -EINVAL;
-	store->errmsg[0] = '\0';
+	r = bgrun__store_enter(store);
+	if (r < 0)
+		return r;
 	r = bgrun__store_filter_stmt(store, BGRUN__READ_ROWS, query, &stmt);
 	if (r < 0)
 		return r;
@@ -432,7 +434,9 @@ int bgrun_store_get(struct bgrun_store *store, const char *id_or_prefix,
 
 	if (store == NULL || id_or_prefix == NULL || cb == NULL)
 		return -EINVAL;
-	store->errmsg[0] = '\0';
+	r = bgrun__store_enter(store);
+	if (r < 0)
+		return r;
 	n = strlen(id_or_prefix);
 	/* Only id characters: none of them means anything to GLOB. */
 	if (n == 0 || n > BGRUN_EVENT_ID_MAX ||

@@ -55,7 +55,9 @@ int bgrun_store_stats(struct bgrun_store *store,
 
 	if (store == NULL || query == NULL || cb == NULL)
 		return -EINVAL;
-	store->errmsg[0] = '\0';
+	r = bgrun__store_enter(store);
+	if (r < 0)
+		return r;
 	r = bgrun__store_filter_stmt(store, BGRUN__READ_STATS, query,
 				     &stmt);
 	if (r < 0)

@@ -74,7 +74,7 @@ static int add_option(struct bgrun_store *store, const char *acc,
 		      const char *name, const char *value, char **ret_json)
 {
 	const unsigned char *out;
-	char *safe[2] = { NULL, NULL };
+	char *safe[2] = { NULL, NULL }, *json = NULL;
 	sqlite3_stmt *stmt;
 	int r, rc;
 
@@ -98,9 +98,11 @@ static int add_option(struct bgrun_store *store, const char *acc,
 		rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW) {
 		out = sqlite3_column_text(stmt, 0);
-		*ret_json = out != NULL ? strdup((const char *)out) : NULL;
-		rc = *ret_json != NULL ? SQLITE_OK : SQLITE_NOMEM;
+		json = out != NULL ? strdup((const char *)out) : NULL;
+		rc = json != NULL ? SQLITE_OK : SQLITE_NOMEM;
 	}
+	if (rc == SQLITE_OK)
+		*ret_json = json;
 	r = rc == SQLITE_OK ? 0
 			    : bgrun__store_fail(store, rc, "encoding options");
 	(void)sqlite3_reset(stmt);
@@ -417,6 +419,9 @@ int bgrun_store_prepare(struct bgrun_store *store,
 
 	if (store == NULL || ev == NULL || ret_prepared == NULL)
 		return -EINVAL;
+	r = bgrun__store_enter(store);
+	if (r < 0)
+		return r;
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return -ENOMEM;
@@ -441,8 +446,13 @@ int bgrun_store_put_prepared(struct bgrun_store *store,
 			     struct bgrun_store_prepared *const *preps,
 			     size_t n)
 {
+	int r;
+
 	if (store == NULL || (preps == NULL && n > 0))
 		return -EINVAL;
+	r = bgrun__store_enter(store);
+	if (r < 0)
+		return r;
 	if (store->readonly)
 		return bgrun__store_failf(store, -EROFS,
 					  "%s: the store is open read-only",
@@ -459,7 +469,9 @@ int bgrun_store_put_batch(struct bgrun_store *store,
 
 	if (store == NULL || (evs == NULL && n > 0) || n > INT32_MAX)
 		return -EINVAL;
-	store->errmsg[0] = '\0';
+	r = bgrun__store_enter(store);
+	if (r < 0)
+		return r;
 	if (store->readonly)
 		return bgrun__store_failf(store, -EROFS,
 					  "%s: the store is open read-only",
@@ -555,7 +567,9 @@ int bgrun_store_mark_lost(struct bgrun_store *store, int64_t *ret_count)
 
 	if (store == NULL)
 		return -EINVAL;
-	store->errmsg[0] = '\0';
+	r = bgrun__store_enter(store);
+	if (r < 0)
+		return r;
 	r = bgrun__store_begin(store);
 	if (r < 0)
 		return r;
@@ -575,7 +589,9 @@ int bgrun_store_prune(struct bgrun_store *store, int64_t older_than_ns,
 
 	if (store == NULL || older_than_ns == BGRUN_NULL)
 		return -EINVAL;
-	store->errmsg[0] = '\0';
+	r = bgrun__store_enter(store);
+	if (r < 0)
+		return r;
 	r = bgrun__store_begin(store);
 	if (r < 0)
 		return r;

@@ -454,11 +454,9 @@ static int open_readwrite(struct bgrun_store *store)
 	return r;
 }
 
-int bgrun_store_open(const char *path, unsigned flags,
-		     struct bgrun_store **ret_store, char **ret_errmsg)
+int bgrun_store_new(struct bgrun_store **ret_store)
 {
 	struct bgrun_store *store;
-	int r;
 
 	if (ret_store == NULL)
 		return -EINVAL;
@@ -466,56 +464,26 @@ int bgrun_store_open(const char *path, unsigned flags,
 	if (store == NULL)
 		return -ENOMEM;
 	store->lock_fd = -1;
-	store->readonly = (flags & BGRUN_STORE_READONLY) != 0;
-	if (path == NULL || path[0] == '\0' || (flags & ~BGRUN_STORE_READONLY)) {
-		r = bgrun__store_failf(store, -EINVAL,
-				       "invalid store path or flags");
-		goto fail;
-	}
-	store->path = strdup(path);
-	if (store->path == NULL) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	r = store->readonly ? open_readonly(store) : open_readwrite(store);
-	if (r < 0)
-		goto fail;
-	*ret_store = store;
-	return 0;
-fail:
-	if (ret_errmsg != NULL)
-		*ret_errmsg = strdup(store->errmsg[0] != '\0'
-					     ? store->errmsg
-					     : bgrun_strerror(r));
-	bgrun_store_close(store);
-	return r;
-}
-
-int bgrun_store_open_scratch(struct bgrun_store **ret_store)
-{
-	struct bgrun_store *store = calloc(1, sizeof(*store));
-	int r;
-
-	if (store == NULL)
-		return -ENOMEM;
-	store->lock_fd = -1;
-	store->readonly = true; /* nothing to write to */
-	store->path = strdup(":memory:");
-	r = store->path != NULL
-		    ? open_db(store, ":memory:", SQLITE_OPEN_READWRITE)
-		    : -ENOMEM;
-	if (r < 0) {
-		bgrun_store_close(store);
-		return r;
-	}
 	*ret_store = store;
 	return 0;
 }
 
-void bgrun_store_close(struct bgrun_store *store)
+int bgrun__store_enter(struct bgrun_store *store)
 {
-	if (store == NULL)
-		return;
+	store->errmsg[0] = '\0';
+	if (store->db == NULL)
+		return bgrun__store_failf(store, -EINVAL,
+					  "the store is not open");
+	return 0;
+}
+
+/*
+ * Back to what bgrun_store_new made: after a failed open (the caller
+ * keeps the message: closing may write its own), and before the store
+ * is freed.
+ */
+static void release(struct bgrun_store *store)
+{
 	for (size_t i = 0; i < BGRUN__N_STMTS; i++)
 		(void)sqlite3_finalize(store->stmts[i]);
 	for (size_t i = 0; i < BGRUN__ARGV_CHUNK; i++)
@@ -541,5 +509,79 @@ void bgrun_store_close(struct bgrun_store *store)
 	if (store->lock_fd >= 0)
 		(void)close(store->lock_fd);
 	free(store->path);
+	*store = (struct bgrun_store){ .lock_fd = -1 };
+}
+
+/* A store made by bgrun_store_new and not opened yet (or no longer). */
+static int check_new(struct bgrun_store *store)
+{
+	store->errmsg[0] = '\0';
+	if (store->db != NULL || store->path != NULL)
+		return bgrun__store_failf(store, -EINVAL,
+					  "%s: the store is open already",
+					  store->path);
+	return 0;
+}
+
+int bgrun_store_open(struct bgrun_store *store, const char *path,
+		     unsigned flags)
+{
+	char msg[sizeof(store->errmsg)];
+	int r;
+
+	if (store == NULL)
+		return -EINVAL;
+	r = check_new(store);
+	if (r < 0)
+		return r;
+	if (path == NULL || path[0] == '\0' || (flags & ~BGRUN_STORE_READONLY))
+		return bgrun__store_failf(store, -EINVAL,
+					  "invalid store path or flags");
+	store->readonly = (flags & BGRUN_STORE_READONLY) != 0;
+	store->path = strdup(path);
+	if (store->path == NULL)
+		r = -ENOMEM;
+	else
+		r = store->readonly ? open_readonly(store)
+				    : open_readwrite(store);
+	if (r >= 0)
+		return 0;
+	if (store->errmsg[0] == '\0')
+		(void)bgrun__store_failf(store, r, "%s: %s", path,
+					 bgrun_strerror(r));
+	memcpy(msg, store->errmsg, sizeof(msg));
+	release(store);
+	memcpy(store->errmsg, msg, sizeof(msg));
+	return r;
+}
+
+int bgrun_store_open_scratch(struct bgrun_store *store)
+{
+	char msg[sizeof(store->errmsg)];
+	int r;
+
+	if (store == NULL)
+		return -EINVAL;
+	r = check_new(store);
+	if (r < 0)
+		return r;
+	store->readonly = true; /* nothing to write to */
+	store->path = strdup(":memory:");
+	r = store->path != NULL
+		    ? open_db(store, ":memory:", SQLITE_OPEN_READWRITE)
+		    : bgrun__store_failf(store, -ENOMEM, "out of memory");
+	if (r >= 0)
+		return 0;
+	memcpy(msg, store->errmsg, sizeof(msg));
+	release(store);
+	memcpy(store->errmsg, msg, sizeof(msg));
+	return r;
+}
+
+void bgrun_store_close(struct bgrun_store *store)
+{
+	if (store == NULL)
+		return;
+	release(store);
 	free(store);
 }

@@ -211,6 +211,7 @@ static int read_proc_stat(pid_t pid, char *ret_state, int64_t *ret_start)
 {
 	char path[64], buf[1024], *p, *end;
 	long long start;
+	char state;
 	ssize_t n;
 
 	if (pid <= 0)
@@ -225,7 +226,7 @@ static int read_proc_stat(pid_t pid, char *ret_state, int64_t *ret_start)
 	if (p == NULL || p[1] != ' ')
 		return -EIO;
 	p += 2; /* now at field 3 */
-	*ret_state = *p;
+	state = *p;
 	for (int field = 3; field < 22; field++) {
 		p = strchr(p, ' ');
 		if (p == NULL)
@@ -236,6 +237,7 @@ static int read_proc_stat(pid_t pid, char *ret_state, int64_t *ret_start)
 	start = strtoll(p, &end, 10);
 	if (errno != 0 || end == p)
 		return -EIO;
+	*ret_state = state;
 	*ret_start = start;
 	return 0;
 }
