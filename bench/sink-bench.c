@@ -89,14 +89,6 @@ struct client {
 
 static pthread_barrier_t start_line;
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void die(const char *what)
 {
 	fprintf(stderr, "sink-bench: %s\n", what);
@@ -196,7 +188,7 @@ static void read_acks(struct client *c, int fd, uint8_t *in, size_t *have,
 		    m.type != BGRUN_WIRE_ACK || m.seq == 0 ||
 		    m.seq > (uint32_t)c->n)
 			die("unexpected answer from the daemon");
-		t = now_ns();
+		t = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 		c->lat[c->done++] = t - sent[m.seq];
 		c->last_ns = t;
 		bgrun_wire_msg_release(&m);
@@ -220,7 +212,7 @@ static void run_pipelined(struct client *c)
 		die("out of memory");
 	encode_all(c, &frames, off);
 	(void)pthread_barrier_wait(&start_line);
-	c->first_ns = now_ns();
+	c->first_ns = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	while (c->done < c->n) {
 		/* Top the window up, in one write. */
 		int first = next;
@@ -228,7 +220,7 @@ static void run_pipelined(struct client *c)
 		while (next < c->n && next - c->done < window)
 			next++;
 		if (next > first) {
-			int64_t t = now_ns();
+			int64_t t = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 
 			for (int s = first + 1; s <= next; s++)
 				sent[s] = t;
@@ -264,15 +256,15 @@ static void run_put(struct client *c)
 	if (bgrun_sink_put(sink, &ev) != want)
 		die(bgrun_sink_errmsg(sink));
 	(void)pthread_barrier_wait(&start_line);
-	c->first_ns = now_ns();
+	c->first_ns = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	for (int i = 1; i <= c->n; i++) {
 		int64_t t;
 
 		make_event(&ev, i);
-		t = now_ns();
+		t = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 		if (bgrun_sink_put(sink, &ev) != want)
 			die(bgrun_sink_errmsg(sink));
-		c->last_ns = now_ns();
+		c->last_ns = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 		c->lat[c->done++] = c->last_ns - t;
 	}
 	bgrun_sink_close(sink);

@@ -57,14 +57,6 @@ struct sl_cell {
 	uv_process_t proc;
 };
 
-int64_t sl_now_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int sl_become_subreaper(void)
 {
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
@@ -194,10 +186,10 @@ static void bgrun_started(void *data, pid_t pid_or_error,
 static void bgrun_settle(struct sl_cell *c)
 {
 	struct timespec nap = { 0, 20 * 1000 };
-	int64_t deadline = sl_now_ns() + 2000000000;
+	int64_t deadline = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC) + 2000000000;
 
 	while (!c->settle_given_up && bgrun__test_control(BGRUN__TEST_REAPER_PENDING) > 0) {
-		if (sl_now_ns() > deadline) {
+		if (bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC) > deadline) {
 			fprintf(stderr, "spawn-latency: warning: the reaper still has "
 				"%d children after 2 s; no longer waiting for them\n",
 				bgrun__test_control(BGRUN__TEST_REAPER_PENDING));
@@ -386,9 +378,9 @@ static int run_bgrun(struct sl_cell *c, int64_t *ret_ns, const char **ret_what)
 		o.on_start_data = c;
 	}
 	*ret_what = "bgrun_spawn";
-	t0 = sl_now_ns();
+	t0 = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	r = bgrun_spawn(&o, NULL);
-	t1 = sl_now_ns();
+	t1 = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	if (r < 0)
 		return r;
 	if (!c->ensurestart) {
@@ -410,9 +402,9 @@ static int run_posix_spawn(struct sl_cell *c, int64_t *ret_ns, const char **ret_
 	int r;
 
 	*ret_what = "posix_spawn";
-	t0 = sl_now_ns();
+	t0 = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	r = posix_spawn(&pid, c->argv[0], NULL, NULL, c->argv, environ);
-	t1 = sl_now_ns();
+	t1 = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	if (r != 0)
 		return -r;
 	r = wait_pid(pid);
@@ -439,7 +431,7 @@ static int run_fork(struct sl_cell *c, int64_t *ret_ns, const char **ret_what)
 	pid_t pid;
 	int r, status;
 
-	t0 = sl_now_ns();
+	t0 = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	if (use_pipe && pipe2(p, O_CLOEXEC) < 0) {
 		*ret_what = "pipe2";
 		return -errno;
@@ -470,7 +462,7 @@ static int run_fork(struct sl_cell *c, int64_t *ret_ns, const char **ret_what)
 	status = 0;
 	if (r == 0 && sh && c->ensurestart)
 		status = wait_pid(pid); /* Mercurial 6 waits for the shell */
-	t1 = sl_now_ns();
+	t1 = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 
 	if (!(sh && c->ensurestart))
 		status = wait_pid(pid);
@@ -494,7 +486,7 @@ static int run_hg55(struct sl_cell *c, int64_t *ret_ns, const char **ret_what)
 	int status = 0;
 
 	*ret_what = "fork";
-	t0 = sl_now_ns();
+	t0 = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	pid = fork();
 	if (pid < 0)
 		return -errno;
@@ -502,7 +494,7 @@ static int run_hg55(struct sl_cell *c, int64_t *ret_ns, const char **ret_what)
 		hg55_middle(c);
 	if (c->ensurestart)
 		status = wait_pid(pid);
-	t1 = sl_now_ns();
+	t1 = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 
 	if (!c->ensurestart) {
 		c->reap_pid = pid;
@@ -535,9 +527,9 @@ static int run_uv(struct sl_cell *c, int64_t *ret_ns, const char **ret_what)
 	o.flags = UV_PROCESS_DETACHED;
 	o.exit_cb = uv_exited;
 	*ret_what = "uv_spawn";
-	t0 = sl_now_ns();
+	t0 = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	r = uv_spawn(&c->loop, &c->proc, &o);
-	t1 = sl_now_ns();
+	t1 = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	if (r < 0) {
 		/* The handle is initialised even on failure. */
 		uv_close((uv_handle_t *)&c->proc, NULL);

@@ -69,7 +69,4 @@ void sl_heap_free(struct sl_heap *h);
 /* AnonHugePages of this process in MB (what --thp got), or -1. */
 long sl_anon_huge_mb(void);
 
-/* CLOCK_MONOTONIC in nanoseconds. */
-int64_t sl_now_ns(void);
-
 #endif /* SPAWN_LATENCY_H */

@@ -58,14 +58,6 @@ static const char *const sample_argv[] = {
 	"hg", "pull", "-u", "https://example.org/repo/with a space", NULL,
 };
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void die(const char *what, int r)
 {
 	fprintf(stderr, "store-write: %s: %s\n", what, bgrun_strerror(r));
@@ -155,7 +147,7 @@ static int worker_main(enum mode mode, const char *db, int count,
 				    ? BATCH
 				    : (mode == MODE_BATCH ? count - done : 1);
 
-		t = now_ns();
+		t = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 		if (mode == MODE_SUPERVISOR) {
 			struct bgrun_event fin;
 
@@ -172,7 +164,7 @@ static int worker_main(enum mode mode, const char *db, int count,
 				sample_event(&evs[i], false);
 			put_checked(s, evs, (size_t)chunk);
 		}
-		lat[k] = now_ns() - t;
+		lat[k] = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC) - t;
 		done += chunk;
 	}
 	bgrun_store_close(s);
@@ -291,7 +283,7 @@ static void run_scenario(const struct scenario *sc, const char *dir,
 	for (int i = 0; i < sc->procs; i++)
 		if (read(ready[0], &c, 1) != 1)
 			die("a worker failed before starting", -EIO);
-	t0 = now_ns();
+	t0 = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	(void)close(go[1]);
 	for (int i = 0; i < sc->procs; i++) {
 		int r = bgrun_child_wait(children[i], -1, &st);
@@ -302,7 +294,7 @@ static void run_scenario(const struct scenario *sc, const char *dir,
 		       1e9;
 		bgrun_child_free(children[i]);
 	}
-	res->seconds = (double)(now_ns() - t0) / 1e9;
+	res->seconds = (double)(bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC) - t0) / 1e9;
 	res->cpu = cpu;
 	(void)close(ready[0]);
 	for (int i = 0; i < sc->procs; i++) {

@@ -178,7 +178,7 @@ static int64_t time_arg(const char *option, const char *arg)
 	int64_t ns;
 	int r;
 
-	r = lsink_parse_time(arg, lsink_now_ns(), &ns);
+	r = lsink_parse_time(arg, bgrun_clock_ns(BGRUN_CLOCK_REALTIME), &ns);
 	if (r == -ERANGE)
 		lsink_usage("time '%s' for --%s is out of range",
 			    lsink_printable(arg), option);

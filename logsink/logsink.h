@@ -152,9 +152,6 @@ int lsink_parse_time(const char *text, int64_t now_ns, int64_t *ret_ns);
 /* Whether result is one of the BGRUN_RESULT_* values. */
 bool lsink_known_result(const char *result);
 
-/* The current CLOCK_REALTIME in ns. */
-int64_t lsink_now_ns(void);
-
 /* format.c: turning values into text. */
 
 /* A duration for people: "850us", "12ms", "3.2s", "4m05s", "2h07m", "3d04h"; "-" if unknown. */

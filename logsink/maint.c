@@ -68,7 +68,7 @@ int lsink_prune_main(int argc, char **argv, const char *db)
 
 	if (lsink_open(db, false, &store) < 0)
 		return LSINK_EXIT_FAILURE;
-	r = bgrun_store_prune(store, lsink_now_ns() - age, &deleted);
+	r = bgrun_store_prune(store, bgrun_clock_ns(BGRUN_CLOCK_REALTIME) - age, &deleted);
 	if (r < 0) {
 		lsink_store_error(store, r, "cannot prune");
 		status = LSINK_EXIT_FAILURE;

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 __attribute__((format(printf, 1, 0)))
 static void vmsg(const char *fmt, va_list ap)
@@ -91,12 +90,4 @@ const char *lsink_printable(const char *s)
 	free(ring[next % 4]);
 	ring[next++ % 4] = buf;
 	return buf;
-}
-
-int64_t lsink_now_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }

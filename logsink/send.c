@@ -181,7 +181,7 @@ static int from_hg_env(struct lsink_send *s)
 		char *end;
 		double secs;
 
-		s->ev.end_ns = lsink_now_ns();
+		s->ev.end_ns = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
 		if (code != NULL && parse_int(code, &v)) {
 			s->ev.exit_code = v;
 			s->ev.result = v == 0 ? BGRUN_RESULT_SUCCESS

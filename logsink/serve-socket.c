@@ -44,6 +44,7 @@ static int prepare_dir(struct lsink_serve *s)
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char *slash;
 	struct stat st;
+	int r;
 
 	(void)snprintf(dir, sizeof(dir), "%s", s->socket);
 	slash = strrchr(dir, '/');
@@ -53,25 +54,19 @@ static int prepare_dir(struct lsink_serve *s)
 	if (dir[0] == '\0')
 		return lsink_serve_fail(s, "'%s': a socket in / is refused",
 				    lsink_printable(s->socket));
-	for (char *p = dir + 1;; p++) {
-		char c = *p;
-
-		if (c != '/' && c != '\0')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return lsink_serve_fail(s, "cannot create '%s': %s",
-					    lsink_printable(dir),
-					    strerror(errno));
-		*p = c;
-		if (c == '\0')
-			break;
-	}
-	if (lstat(dir, &st) < 0)
+	r = bgrun_mkdir_p(dir, 0700);
+	if (r < 0 && r != -ENOTDIR)
+		return lsink_serve_fail(s, "cannot create '%s': %s",
+				    lsink_printable(dir), bgrun_strerror(r));
+	/* The clients' own rule: never serve where they would not connect. */
+	r = bgrun_sink_check_dir(dir);
+	if (r < 0 && r != -EPERM && r != -ENOTDIR)
+		return lsink_serve_fail(s, "'%s': %s", lsink_printable(dir),
+				    bgrun_strerror(r));
+	if (r < 0 && lstat(dir, &st) < 0)
 		return lsink_serve_fail(s, "'%s': %s", lsink_printable(dir),
 				    strerror(errno));
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077) != 0)
+	if (r < 0)
 		return lsink_serve_fail(
 			s,
 			"'%s' must be a directory of yours with "

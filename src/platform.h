@@ -85,6 +85,16 @@ bool bgrun__supervisor_gone(const char *boot_id, int64_t supervisor_pid,
  */
 int bgrun__fd_high(int fd, int low);
 
+/* Writes all len bytes of buf to fd, retrying on EINTR: 0 or -errno. */
+int bgrun__fd_write_all(int fd, const void *buf, size_t len);
+
+/*
+ * fs.c: mkdir -p: makes path and its missing parents, each new one with
+ * mode (less the umask). 0 when path is a directory at the end, else
+ * -errno (-ENOTDIR: path or a parent is not a directory).
+ */
+int bgrun__mkdir_p(const char *path, unsigned mode);
+
 /* The running program's path, not terminated: its length or -errno. */
 ssize_t bgrun__self_path(char *buf, size_t size);
 

@@ -46,28 +46,11 @@ uint64_t test_fnv1a(const void *data, size_t len, uint64_t hash)
 	return hash;
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int write_line(int fd, const char *text)
 {
-	int r = write_all(fd, text, strlen(text));
+	int r = bgrun_write_all(fd, text, strlen(text));
 
-	return r < 0 ? r : write_all(fd, "\n", 1);
+	return r < 0 ? r : bgrun_write_all(fd, "\n", 1);
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -237,7 +220,7 @@ static int helper_cat(void)
 			return HELPER_FAILED;
 		if (n == 0)
 			return 0;
-		if (write_all(1, buf, (size_t)n) < 0)
+		if (bgrun_write_all(1, buf, (size_t)n) < 0)
 			return HELPER_FAILED;
 	}
 }

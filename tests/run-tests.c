@@ -166,20 +166,13 @@ void test_write_file(const char *path, const void *data, size_t len,
 		     mode_t mode)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	const char *p = data;
+	int r;
 
 	if (fd < 0)
 		FAIL("open %s: %m", path);
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			FAIL("write %s: %m", path);
-		p += n;
-		len -= (size_t)n;
-	}
+	r = bgrun_write_all(fd, data, len);
+	if (r < 0)
+		FAIL("write %s: %s", path, strerror(-r));
 	ASSERT_SYS(fchmod(fd, mode));
 	ASSERT_SYS(close(fd));
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -76,6 +77,29 @@ void case_client_daemon(void)
 	other = sink_open(BGRUN_SINK_TRY, t_path(dir, "other.db"), sock);
 	ASSERT_EQ(put(other, &ev, 0), BGRUN_SINK_VIA_STORE);
 	ASSERT(!t_db_has(db, ev.id) && t_db_has(t_path(dir, "other.db"), ev.id));
+	bgrun_sink_close(other);
+
+	/*
+	 * A socket directory others may read (0750) is not the user's alone:
+	 * no daemon there is used, just as none would serve there (one rule
+	 * for both, bgrun_sink_check_dir).
+	 */
+	if (chmod(t_path(dir, "s"), 0750) < 0)
+		FAIL("chmod: %m");
+	ASSERT_EQ(bgrun_sink_check_dir(t_path(dir, "s")), -EPERM);
+	other = sink_open(BGRUN_SINK_DAEMON, db, sock);
+	t_event(&ev, 1);
+	ASSERT_EQ(bgrun_sink_put_daemon(other, &ev), -EPERM);
+	ASSERT(strstr(bgrun_sink_errmsg(other), "not yours alone") != NULL);
+	ASSERT(!t_db_has(db, ev.id));
+	bgrun_sink_close(other);
+	if (chmod(t_path(dir, "s"), 0700) < 0)
+		FAIL("chmod: %m");
+	ASSERT_OK(bgrun_sink_check_dir(t_path(dir, "s")));
+	ASSERT_EQ(bgrun_sink_put_daemon(sink, &ev), BGRUN_SINK_VIA_DAEMON);
+	ASSERT(t_db_has(db, ev.id));
+	other = sink_open(BGRUN_SINK_EMBEDDED, db, sock);
+	ASSERT_EQ(bgrun_sink_put_daemon(other, &ev), -ENOTCONN);
 	bgrun_sink_close(other);
 
 	/* The daemon restarts under the kept connection: reconnected once. */

@@ -56,18 +56,10 @@ static char *read_fd(int fd)
 
 static void write_fd(int fd, const void *data, size_t len)
 {
-	const char *p = data;
+	int r = bgrun_write_all(fd, data, len);
 
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			FAIL("write: %m");
-		p += n;
-		len -= (size_t)n;
-	}
+	if (r < 0)
+		FAIL("write: %s", strerror(-r));
 }
 
 static void expect_file(const char *path, const char *want)

@@ -32,14 +32,6 @@ static pid_t launch(struct bgrun_child **ret_child, bool ensurestart,
 	return pid;
 }
 
-static int64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void test_wait_exit_code(void)
 {
 	static const char *const codes[] = { "0", "3", "128", "137", "255" };
@@ -128,11 +120,11 @@ void test_wait_times_rusage(void)
 	int64_t rt0, rt1, mono0, mono1;
 	pid_t pid;
 
-	rt0 = realtime_ns();
+	rt0 = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
 	mono0 = test_now_ms();
 	pid = launch(&child, true, "sleep-ms", "30");
 	ASSERT_OK(bgrun_child_wait(child, TEST_DEADLINE_MS, &st));
-	rt1 = realtime_ns();
+	rt1 = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
 	mono1 = test_now_ms();
 	ASSERT_EQ(st.pid, pid);
 	ASSERT(st.exited);

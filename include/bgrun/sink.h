@@ -34,7 +34,7 @@ extern "C" {
  * The daemon's socket is $BGRUN_SOCKET, else
  * $XDG_RUNTIME_DIR/bgrun/sink.sock, else /tmp/bgrun-UID/sink.sock. A
  * daemon is used only if the directory holding its socket belongs to
- * the user and nobody else may write to it, the process listening runs
+ * the user alone (bgrun_sink_check_dir), the process listening runs
  * as the user or as root (its kernel credentials are checked), and it
  * writes the same database (same device and inode) as the sink would.
  *
@@ -86,6 +86,16 @@ struct bgrun_sink_opts {
  * -ENAMETOOLONG if it does not fit in sockaddr_un's sun_path (107 bytes).
  */
 BGRUN_EXTERN int bgrun_sink_default_socket(char **ret_path);
+
+/*
+ * Whether dir (borrowed) may hold the daemon's socket: a directory (not
+ * a symbolic link) owned by the effective uid, with no permission at all
+ * for group or others (mode 0700 or less). 0; -ENOENT (missing),
+ * -ENOTDIR, -EPERM (not the user's alone), or another -errno of lstat.
+ * The client uses no daemon whose socket's directory fails this, and
+ * `logsink serve` serves from no such directory: one rule for both.
+ */
+BGRUN_EXTERN int bgrun_sink_check_dir(const char *dir);
 
 /*
  * Makes a sink that is not open yet (see CONVENTIONS in bgrun.h):

@@ -30,6 +30,21 @@ enum bgrun_clock {
 BGRUN_EXTERN int64_t bgrun_clock_ns(enum bgrun_clock clock);
 
 /*
+ * Writes all len bytes of buf to fd (borrowed), again after a short
+ * write or EINTR: 0, or -errno (-EIO if a write takes nothing).
+ */
+BGRUN_EXTERN int bgrun_write_all(bgrun_os_fd_t fd, const void *buf,
+				 size_t len);
+
+/*
+ * mkdir -p: makes the directory path (borrowed) and its missing parents,
+ * each new one with mode (less the umask); existing ones are left as
+ * they are. 0 when path is a directory at the end; else -errno, -ENOTDIR
+ * when path or a parent is something else.
+ */
+BGRUN_EXTERN int bgrun_mkdir_p(const char *path, unsigned mode);
+
+/*
  * A helper program: NAME beside the program self (NULL: the running
  * program's own path, as the platform tells it) when one is there, as in
  * a build tree; else installed. The path is written into buf (size

@@ -451,11 +451,8 @@ struct bgrun_clone {
 
 int bgrun_clone_new(struct bgrun_clone **ret_clone)
 {
-	struct bgrun_clone *c;
+	struct bgrun_clone *c = calloc(1, sizeof(*c));
 
-	if (ret_clone == NULL)
-		return -EINVAL;
-	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return -ENOMEM;
 	*ret_clone = c;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* public.c: libbgrun's small public calls: error and stage names, durations, clocks, default paths (include/bgrun/util.h). */
+/* public.c: libbgrun's small public calls: error and stage names, durations, clocks, whole writes, mkdir -p, default paths (include/bgrun/util.h). */
 
 #include "bgrun.h"
 #include "common/common.h"
@@ -119,6 +119,16 @@ const char *bgrun_helper_path(const char *self, const char *name,
 	    access(buf, X_OK) == 0)
 		return buf;
 	return installed;
+}
+
+int bgrun_write_all(bgrun_os_fd_t fd, const void *buf, size_t len)
+{
+	return bgrun__fd_write_all(fd, buf, len);
+}
+
+int bgrun_mkdir_p(const char *path, unsigned mode)
+{
+	return bgrun__mkdir_p(path, mode);
 }
 
 int64_t bgrun_clock_ns(enum bgrun_clock clock)

@@ -54,19 +54,6 @@ void bgrun__sink_disconnect(struct bgrun_sink *sink)
 	sink->in_len = 0;
 }
 
-int bgrun__sink_check_dir(const char *dir)
-{
-	struct stat st;
-
-	if (lstat(dir, &st) < 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	if (st.st_uid != geteuid() || (st.st_mode & 022) != 0)
-		return -EPERM;
-	return 0;
-}
-
 /* Called for each frame received; 1: done, 0: more, -errno: give up. */
 typedef int (*frame_fn)(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 			void *ctx);
@@ -244,8 +231,8 @@ static int connect_daemon(struct bgrun_sink *sink)
 	slash = strrchr(sa.sun_path, '/');
 	if (slash != NULL) {
 		*slash = '\0';
-		r = bgrun__sink_check_dir(slash == sa.sun_path ? "/"
-							       : sa.sun_path);
+		r = bgrun_sink_check_dir(slash == sa.sun_path ? "/"
+							      : sa.sun_path);
 		*slash = '/';
 		if (r == -EPERM || r == -ENOTDIR)
 			return bgrun__sink_fail(

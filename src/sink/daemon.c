@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -35,13 +36,32 @@ int bgrun_sink_default_socket(char **ret_path)
 	return 0;
 }
 
+/*
+ * Owner-only, not merely "nobody else may write": the daemon makes the
+ * directory 0700 and refuses to serve from a looser one, so a client
+ * accepting, say, 0755 would only trust a directory no daemon of ours
+ * uses. Here for both: the client before it connects, the daemon before
+ * it binds.
+ */
+int bgrun_sink_check_dir(const char *dir)
+{
+	struct stat st;
+
+	if (dir == NULL)
+		return -EINVAL;
+	if (lstat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (st.st_uid != geteuid() || (st.st_mode & 077) != 0)
+		return -EPERM;
+	return 0;
+}
+
 int bgrun_sink_new(struct bgrun_sink **ret_sink)
 {
-	struct bgrun_sink *sink;
+	struct bgrun_sink *sink = calloc(1, sizeof(*sink));
 
-	if (ret_sink == NULL)
-		return -EINVAL;
-	sink = calloc(1, sizeof(*sink));
 	if (sink == NULL)
 		return -ENOMEM;
 	sink->fd = -1;

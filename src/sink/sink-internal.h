@@ -94,12 +94,4 @@ int bgrun__sink_via_daemon(struct bgrun_sink *sink,
  */
 int bgrun__spool_write(const char *db, const struct bgrun_event *ev);
 
-/*
- * client-daemon.c: whether dir is fit to hold the daemon's socket for us:
- * a directory (not a symbolic link) owned by our uid that nobody else may
- * write to. 0, -ENOENT (missing), -ENOTDIR, -EPERM (it is not ours alone),
- * or another -errno.
- */
-int bgrun__sink_check_dir(const char *dir);
-
 #endif /* BGRUN_SINK_INTERNAL_H */

@@ -15,42 +15,6 @@
 #include <unistd.h>
 
 
-/* mkdir -p, each new directory 0700. */
-static int make_dirs(char *path)
-{
-	for (char *p = path + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char c = *p;
-
-		*p = '\0';
-		if (mkdir(path, 0700) < 0 && errno != EEXIST) {
-			int r = -errno;
-
-			*p = c;
-			return r;
-		}
-		*p = c;
-		if (c == '\0')
-			return 0;
-	}
-}
-
-static int write_all(int fd, const uint8_t *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, data, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int bgrun__spool_write(const char *db, const struct bgrun_event *ev)
 {
 	static _Atomic unsigned counter;
@@ -65,7 +29,7 @@ int bgrun__spool_write(const char *db, const struct bgrun_event *ev)
 	r = bgrun_sink_spool_dir(db, &dir);
 	if (r < 0)
 		goto cleanup;
-	r = make_dirs(dir);
+	r = bgrun__mkdir_p(dir, 0700);
 	if (r < 0)
 		goto cleanup;
 	/* Names sort by time; pid and counter make them unique. */
@@ -83,7 +47,7 @@ int bgrun__spool_write(const char *db, const struct bgrun_event *ev)
 		r = -errno;
 		goto cleanup;
 	}
-	r = write_all(fd, b.data, b.len);
+	r = bgrun__fd_write_all(fd, b.data, b.len);
 	if (r >= 0 && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r >= 0)

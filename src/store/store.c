@@ -253,27 +253,23 @@ int bgrun__store_end(struct bgrun_store *store, int r)
 	return r;
 }
 
-/* mkdir -p of the directories above path, each made 0700. */
+/* The directories above path, each new one made 0700 (mkdir -p). */
 static int make_parents(struct bgrun_store *store)
 {
-	char *dir = strdup(store->path);
-	int r = 0;
+	const char *slash = strrchr(store->path, '/');
+	char *dir;
+	int r;
 
+	if (slash == NULL || slash == store->path)
+		return 0; /* the working directory, or / */
+	dir = strndup(store->path, (size_t)(slash - store->path));
 	if (dir == NULL)
 		return -ENOMEM;
-	for (char *p = strchr(dir + 1, '/'); p != NULL; p = strchr(p + 1, '/')) {
-		if (p[-1] == '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-			r = bgrun__store_failf(store, -errno,
-					       "%s: cannot create directory %s: %s",
-					       store->path, dir,
-					       strerror(errno));
-			break;
-		}
-		*p = '/';
-	}
+	r = bgrun__mkdir_p(dir, 0700);
+	if (r < 0)
+		(void)bgrun__store_failf(store, r,
+					 "%s: cannot create directory %s: %s",
+					 store->path, dir, strerror(-r));
 	free(dir);
 	return r;
 }
@@ -456,11 +452,8 @@ static int open_readwrite(struct bgrun_store *store)
 
 int bgrun_store_new(struct bgrun_store **ret_store)
 {
-	struct bgrun_store *store;
+	struct bgrun_store *store = calloc(1, sizeof(*store));
 
-	if (ret_store == NULL)
-		return -EINVAL;
-	store = calloc(1, sizeof(*store));
 	if (store == NULL)
 		return -ENOMEM;
 	store->lock_fd = -1;
@@ -512,38 +505,24 @@ static void release(struct bgrun_store *store)
 	*store = (struct bgrun_store){ .lock_fd = -1 };
 }
 
-/* A store made by bgrun_store_new and not opened yet (or no longer). */
-static int check_new(struct bgrun_store *store)
+/*
+ * What both opens share: store must be as bgrun_store_new made it, and
+ * goes back to that on failure, its message kept.
+ */
+static int open_with(struct bgrun_store *store, const char *path,
+		     bool readonly, int (*how)(struct bgrun_store *store))
 {
+	char msg[sizeof(store->errmsg)];
+	int r;
+
 	store->errmsg[0] = '\0';
 	if (store->db != NULL || store->path != NULL)
 		return bgrun__store_failf(store, -EINVAL,
 					  "%s: the store is open already",
 					  store->path);
-	return 0;
-}
-
-int bgrun_store_open(struct bgrun_store *store, const char *path,
-		     unsigned flags)
-{
-	char msg[sizeof(store->errmsg)];
-	int r;
-
-	if (store == NULL)
-		return -EINVAL;
-	r = check_new(store);
-	if (r < 0)
-		return r;
-	if (path == NULL || path[0] == '\0' || (flags & ~BGRUN_STORE_READONLY))
-		return bgrun__store_failf(store, -EINVAL,
-					  "invalid store path or flags");
-	store->readonly = (flags & BGRUN_STORE_READONLY) != 0;
+	store->readonly = readonly;
 	store->path = strdup(path);
-	if (store->path == NULL)
-		r = -ENOMEM;
-	else
-		r = store->readonly ? open_readonly(store)
-				    : open_readwrite(store);
+	r = store->path != NULL ? how(store) : -ENOMEM;
 	if (r >= 0)
 		return 0;
 	if (store->errmsg[0] == '\0')
@@ -555,27 +534,31 @@ int bgrun_store_open(struct bgrun_store *store, const char *path,
 	return r;
 }
 
-int bgrun_store_open_scratch(struct bgrun_store *store)
+int bgrun_store_open(struct bgrun_store *store, const char *path,
+		     unsigned flags)
 {
-	char msg[sizeof(store->errmsg)];
-	int r;
+	bool readonly = (flags & BGRUN_STORE_READONLY) != 0;
 
 	if (store == NULL)
 		return -EINVAL;
-	r = check_new(store);
-	if (r < 0)
-		return r;
-	store->readonly = true; /* nothing to write to */
-	store->path = strdup(":memory:");
-	r = store->path != NULL
-		    ? open_db(store, ":memory:", SQLITE_OPEN_READWRITE)
-		    : bgrun__store_failf(store, -ENOMEM, "out of memory");
-	if (r >= 0)
-		return 0;
-	memcpy(msg, store->errmsg, sizeof(msg));
-	release(store);
-	memcpy(store->errmsg, msg, sizeof(msg));
-	return r;
+	if (path == NULL || path[0] == '\0' || (flags & ~BGRUN_STORE_READONLY))
+		return bgrun__store_failf(store, -EINVAL,
+					  "invalid store path or flags");
+	return open_with(store, path, readonly,
+			 readonly ? open_readonly : open_readwrite);
+}
+
+static int open_scratch(struct bgrun_store *store)
+{
+	return open_db(store, ":memory:", SQLITE_OPEN_READWRITE);
+}
+
+int bgrun_store_open_scratch(struct bgrun_store *store)
+{
+	if (store == NULL)
+		return -EINVAL;
+	/* Read-only: there is nothing to write to. */
+	return open_with(store, ":memory:", true, open_scratch);
 }
 
 void bgrun_store_close(struct bgrun_store *store)

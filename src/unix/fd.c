@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fd.c: the library's own descriptors kept clear of 0, 1 and 2 (POSIX). */
+/* fd.c: descriptors: the library's own kept clear of 0, 1 and 2, whole writes (POSIX). */
 
 #include "platform.h"
 
@@ -19,4 +19,23 @@ int bgrun__fd_high(int fd, int low)
 		h = -errno;
 	(void)close(fd);
 	return h;
+}
+
+int bgrun__fd_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }

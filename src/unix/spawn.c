@@ -43,7 +43,7 @@
  */
 struct wiring {
 	int low;
-	int fd[3];     /* source for 0, 1, 2; -1: none (see wire_one) */
+	int fd[3];     /* source for 0, 1, 2; -1: none (see connect_stdio) */
 	int *pass;     /* sources for 3, 4, ... (n_pass of them) */
 	size_t n_pass;
 	int cwd_fd;    /* O_PATH directory or -1 */
@@ -148,7 +148,7 @@ static int dup_high(int fd, int low)
  * *s: *ret_fd is a descriptor of ours, or -1 when the file actions need
  * none (/dev/null is opened by the child, stderr joins stdout there).
  */
-static int wire_one(const struct bgrun_stdio *s, int target, int low,
+static int connect_stdio(const struct bgrun_stdio *s, int target, int low,
 		    int *ret_fd)
 {
 	int fd;
@@ -516,7 +516,7 @@ int bgrun__platform_spawn(const struct bgrun__req *req,
 	if (r < 0)
 		goto out;
 	for (int i = 0; i < 3; i++) {
-		r = wire_one(s[i], i, w.low, &w.fd[i]);
+		r = connect_stdio(s[i], i, w.low, &w.fd[i]);
 		if (r < 0) {
 			r = fail(failure, stages[i], r);
 			goto out;
