@@ -10,9 +10,11 @@
  * Every function returning int returns >= 0 on success and -errno on
  * failure (libuv style); bgrun_strerror() turns such a value into a
  * message. Output parameters are named ret_* and are left untouched on
- * failure, with no exception. The libraries never print, never log,
- * never call fork(), never install a signal handler and never change the
- * caller's signal mask, signal dispositions or working directory.
+ * failure; the one kind written on failure, where a launch failed
+ * (struct bgrun_failure *failure), is not named ret_*. The libraries
+ * never print, never log, never call fork(), never install a signal
+ * handler and never change the caller's signal mask, signal
+ * dispositions or working directory.
  *
  * Error text. A failure worth a sentence (a path, an offset, the reason
  * SQLite or the daemon gave) is read from the object it happened on:
@@ -20,7 +22,8 @@
  * one line about the last failed call on that object ("" after a
  * success), valid until the next call on it; they accept NULL. No
  * function hands out a malloc'd message or writes one into a buffer of
- * the caller's.
+ * the caller's. (The frame decoder, a pure function with no object,
+ * points an optional *why at a static reason instead.)
  *
  * Objects are made in two steps, so that even a failed open can say why
  * while ret_* stays untouched:

@@ -149,7 +149,7 @@ static int dup_high(int fd, int low)
  * none (/dev/null is opened by the child, stderr joins stdout there).
  */
 static int connect_stdio(const struct bgrun_stdio *s, int target, int low,
-		    int *ret_fd)
+			 int *ret_fd)
 {
 	int fd;
 
