@@ -41,10 +41,7 @@ static int cmp_double(const void *a, const void *b)
 
 static double now_ms(void)
 {
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return (double)bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC) / 1e6;
 }
 
 static int count_row(void *data, const struct bgrun_event_row *row)

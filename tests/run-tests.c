@@ -122,10 +122,7 @@ const char *test_self(void)
 
 int64_t test_now_ms(void)
 {
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC) / 1000000;
 }
 
 void test_msleep(int ms)

@@ -68,10 +68,7 @@ const char *t_path(const char *dir, const char *name)
 
 int64_t t_now_ms(void)
 {
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC) / 1000000;
 }
 
 void t_track(pid_t pid)
