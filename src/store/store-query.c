@@ -310,7 +310,7 @@ static int json_lost(struct bgrun_store *store, const char *json,
 /*
  * Reads the current row of stmt (a BGRUN__SQL_ROW statement) and, if it
  * passes q's result conditions, calls cb (*ret_shown true). Returns the
- * callback's value or -errno.
+ * callback's value or -errno (*ret_shown untouched when negative).
  */
 static int emit_row(struct bgrun_store *store, sqlite3_stmt *stmt,
 		    const struct bgrun_query *q, bgrun_store_row_cb cb,
@@ -322,7 +322,6 @@ static int emit_row(struct bgrun_store *store, sqlite3_stmt *stmt,
 	const char *argv_json;
 	int r = 0;
 
-	*ret_shown = false;
 	memset(&row, 0, sizeof(row));
 	(void)snprintf(ev->id, sizeof(ev->id), "%s",
 		       bgrun__column_text(stmt, 0) ? bgrun__column_text(stmt, 0) : "");
@@ -348,8 +347,10 @@ static int emit_row(struct bgrun_store *store, sqlite3_stmt *stmt,
 	row.stored_result = ev->result;
 	ev->result = bgrun__reported_result(ev->result, ev->boot_id,
 				     ev->supervisor_pid, ev->supervisor_start);
-	if (!bgrun__result_matches(q, ev->result))
+	if (!bgrun__result_matches(q, ev->result)) {
+		*ret_shown = false;
 		return 0;
+	}
 	if (ev->result != row.stored_result && row.json != NULL) {
 		r = json_lost(store, row.json, &json);
 		if (r < 0)
@@ -362,8 +363,9 @@ static int emit_row(struct bgrun_store *store, sqlite3_stmt *stmt,
 			goto cleanup;
 		ev->argv = (const char *const *)argv;
 	}
-	*ret_shown = true;
 	r = cb(data, &row);
+	if (r >= 0)
+		*ret_shown = true;
 cleanup:
 	strv_free(argv);
 	free(json);
@@ -405,9 +407,9 @@ static int get_exact(struct bgrun_store *store, const char *id,
 		     bgrun_store_row_cb cb, void *data, bool *ret_found)
 {
 	sqlite3_stmt *stmt;
+	bool found = false;
 	int r, rc;
 
-	*ret_found = false;
 	r = bgrun__store_stmt(store, BGRUN__STMT_GET_EXACT, &stmt);
 	if (r < 0)
 		return r;
@@ -415,10 +417,12 @@ static int get_exact(struct bgrun_store *store, const char *id,
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW)
-		r = emit_row(store, stmt, NULL, cb, data, ret_found);
+		r = emit_row(store, stmt, NULL, cb, data, &found);
 	else if (rc != SQLITE_DONE)
 		r = bgrun__store_fail(store, rc, "reading an event");
 	bgrun__release_stmt(stmt);
+	if (r >= 0)
+		*ret_found = found;
 	return r;
 }
 
