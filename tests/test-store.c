@@ -154,6 +154,36 @@ void case_default_path(void)
 	ASSERT(p == NULL);
 }
 
+/* bgrun_mkdir_p, behind the store's parents and the spool (util.h). */
+void case_mkdir_p(void)
+{
+	char *dir = t_tmpdir(), *deep = t_printf("%s/x//y/z/", dir);
+	char *file = t_path(dir, "file"), *under = t_path(dir, "file/sub");
+	char *z = t_printf("%s/x/y/z", dir), *x = t_path(dir, "x");
+	struct stat st;
+
+	ASSERT_OK(bgrun_mkdir_p(deep, 0700));
+	ASSERT_SYS(stat(z, &st));
+	ASSERT(S_ISDIR(st.st_mode));
+	ASSERT_EQ(st.st_mode & 07777, 0700 & ~t_umask());
+	/* An existing directory is fine, and keeps its mode. */
+	ASSERT_SYS(chmod(x, 0750));
+	ASSERT_OK(bgrun_mkdir_p(z, 0700));
+	ASSERT_SYS(stat(x, &st));
+	ASSERT_EQ(st.st_mode & 07777, 0750);
+	ASSERT_OK(bgrun_mkdir_p("/", 0700));
+	/* Something else in the way. */
+	t_write_file(file, "", 0);
+	ASSERT_EQ(bgrun_mkdir_p(file, 0700), -ENOTDIR);
+	ASSERT_EQ(bgrun_mkdir_p(under, 0700), -ENOTDIR);
+	ASSERT_EQ(bgrun_mkdir_p("", 0700), -EINVAL);
+	free(deep);
+	free(file);
+	free(under);
+	free(z);
+	free(x);
+}
+
 void case_open_creates(void)
 {
 	char *dir = t_tmpdir(), *sub = t_path(dir, "a"), *db, *lock;
