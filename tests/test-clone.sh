@@ -39,6 +39,8 @@ LOGSINK=$(dirname "$BGRUN")/../logsink/logsink
 # run ARGS...: bgrun clone ARGS; sets RC, OUT, ERR, OUT_LINES, ERR_LINES.
 run() { capture "$BGRUN" clone "$@"; }
 # poll DESC COMMAND...: polls COMMAND until it succeeds (30 s deadline).
+# COMMAND is run again each time: a value to watch goes in a function, not
+# in a $(...) argument, which would be expanded once, before the first try.
 poll() {
 	local d=$1 deadline=$((SECONDS + 30))
 	shift
@@ -53,7 +55,11 @@ poll() {
 }
 # leftovers DIR: the temporary directories a clone left in DIR.
 leftovers() { find "$1" -maxdepth 1 -name '.*.clone-*' | wc -l; }
-sql() { sqlite3 -batch -noheader "$BGRUN_DB" "$1"; }
+# sql QUERY: the query's rows. A writer (a hook's recorder) may hold the
+# database for a moment: the CLI waits for it instead of failing at once.
+sql() { sqlite3 -batch -noheader -cmd '.timeout 10000' "$BGRUN_DB" "$1"; }
+# is N COMMAND...: whether COMMAND prints N (run anew each time by poll).
+is() { local want=$1; shift; test "$("$@")" = "$want"; }
 
 # --- the pieces ------------------------------------------------------------
 check "store path encoding agrees with Mercurial's (C and pure Python)" \
@@ -348,7 +354,7 @@ FIFO_PID=$!
 KILL_PIDS+=("$FIFO_PID")
 exec 3>"$TMP/fifo"
 head -c 300000 "$TMP/rich.hg" >&3
-poll "interrupt: the clone has started" test "$(leftovers "$TMP")" = 1
+poll "interrupt: the clone has started" is 1 leftovers "$TMP"
 kill -INT "$FIFO_PID"
 wait "$FIFO_PID"
 eq "interrupt: exit 130" "$?" 130
@@ -396,8 +402,7 @@ check "hooks: the caller's environment too" grep -q "^BGRUN_DB=$BGRUN_DB$" hooke
 hook_rows() {
 	sql "SELECT count(*) FROM events WHERE source = 'clone-hook' AND result = 'success';"
 }
-poll "hooks: four finishes recorded with source clone-hook" \
-	test "$(hook_rows)" = 4
+poll "hooks: four finishes recorded with source clone-hook" is 4 hook_rows
 eq "hooks: launched in order (priority, then definition)" \
 	"$(sql "SELECT tag FROM events WHERE source = 'clone-hook' ORDER BY start_ns;" | tr '\n' ' ')" \
 	"post-clone.first post-clone post-clone.cli1 post-clone.zlast "
@@ -426,8 +431,8 @@ check "fail-clone: HG_RESULT" grep -qx 'HG_RESULT=1' "$TMP/fail.env"
 eq "fail-clone: the failed clone recorded" \
 	"$(sql "SELECT result FROM events WHERE event = 'clone' AND cwd = '$TMP/failed-dest';")" \
 	failed
-poll "fail-clone: the hook's finish recorded" test "$(sql \
-	"SELECT count(*) FROM events WHERE tag = 'fail-clone.report' AND result = 'success';")" = 1
+poll "fail-clone: the hook's finish recorded" is 1 sql \
+	"SELECT count(*) FROM events WHERE tag = 'fail-clone.report' AND result = 'success';"
 check "fail-clone: no post-clone hook" test ! -e failed-dest
 
 before=$(sql "SELECT count(*) FROM events;")
