@@ -122,7 +122,6 @@ int main(int argc, char **argv)
 	struct bgrun_status st;
 	struct bgrun_store *store;
 	struct bgrun_event ev;
-	char *msg = NULL;
 	int r;
 
 	if (argc == 2 && strcmp(argv[1], "child") == 0)
@@ -146,9 +145,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	r = bgrun_store_open(argv[1], 0, &store, &msg);
+	r = bgrun_store_new(&store);
 	if (r < 0) {
-		fprintf(stderr, "use: %s\n", msg ? msg : bgrun_strerror(r));
+		fprintf(stderr, "use: %s\n", bgrun_strerror(r));
+		return 1;
+	}
+	r = bgrun_store_open(store, argv[1], 0);
+	if (r < 0) {
+		fprintf(stderr, "use: %s\n", bgrun_store_errmsg(store));
+		bgrun_store_close(store);
 		return 1;
 	}
 	bgrun_event_init(&ev, "commandfinish", "use");
