@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: MIT
+# hgext3rd/bgrun.py: Mercurial on libbgrun: runbgcommand on the primitive, ui.log events recorded in-process.
+"""launch background commands with bgrun and record ui.log events in its sink
+
+Two things, each on by configuration:
+
+- ``procutil.runbgcommand`` is replaced for the whole process by
+  ``bgrun.runbgcommand``: logtoprocess, remotefilelog and any extension
+  that launches background work go through bgrun's primitive
+  (posix_spawn: no ``/bin/sh -c '( CMD ) &'`` unless shell=True, exec
+  errors raised instead of swallowed by a shell, children reaped instead
+  of left as zombies). ``[bgrun] runbgcommand = False`` keeps hg's own.
+
+- A ``ui.log`` handler records the events named in ``[bgrun] log`` (a
+  list, or ``*`` for all) straight into bgrun's sink, in this process:
+  through the sink daemon when it answers, else into the store, else
+  into the spool. No process is started per event. Each event gets what
+  logtoprocess would have passed to its hook (the message, every keyword
+  as an option) and, for commandfinish, the return code, duration and
+  canonical command as fields, with source ``hg``::
+
+    [extensions]
+    bgrun =
+    [bgrun]
+    log = commandfinish, commandexception
+
+  ``[bgrun] db``, ``socket`` and ``mode`` (env, try, auto, embedded,
+  daemon) choose the sink; by default $BGRUN_DB, $BGRUN_SOCKET and
+  $BGRUN_SINK do, as for ``logsink send``.
+
+Recording never fails or aborts a command: an event that cannot be
+stored is counted, and the first such failure of the process is reported
+once on stderr (events kept in the spool are only mentioned with
+--debug). ``hg bgrun-stats`` shows the counts.
+"""
+
+import os
+import time
+
+from mercurial import (
+    demandimport,
+    pycompat,
+    registrar,
+)
+from mercurial.utils import procutil
+
+# Imported now, not lazily: a missing module is an error at load time,
+# and no proxy sits between hg and each call.
+with demandimport.deactivated():
+    import bgrun as _bgrun
+
+testedwith = b'6.3.2'
+
+cmdtable = {}
+command = registrar.command(cmdtable)
+configtable = {}
+configitem = registrar.configitem(configtable)
+configitem(b'bgrun', b'log', default=list)
+configitem(b'bgrun', b'runbgcommand', default=True)
+configitem(b'bgrun', b'db', default=None)
+configitem(b'bgrun', b'socket', default=None)
+configitem(b'bgrun', b'mode', default=None)
+
+# logtoprocess truncates MSG1 to this (an environment variable's limit):
+# the same here, so that both paths record the same event.
+_MAXMSG = 100000
+
+
+class _state:
+    """The process's sink and counts (a chg server serves many commands)."""
+
+    sink = None
+    sinkkey = None
+    recorded = 0
+    failed = 0
+    spooled = 0
+    reported = False
+
+
+def _optvalue(val):
+    """An option's value as logtoprocess gives it (procutil.shellenviron)."""
+    if val is None or val is False:
+        return b'0'
+    if val is True:
+        return b'1'
+    return pycompat.bytestr(val)
+
+
+def _sink(ui):
+    key = (
+        ui.config(b'bgrun', b'db'),
+        ui.config(b'bgrun', b'socket'),
+        ui.config(b'bgrun', b'mode'),
+    )
+    if _state.sink is None or _state.sinkkey != key:
+        db, sock, mode = key
+        _state.sink = _bgrun.Sink(
+            db and os.path.expanduser(db),
+            socket=sock and os.path.expanduser(sock),
+            mode=mode and pycompat.sysstr(mode),
+        )
+        _state.sinkkey = key
+    return _state.sink
+
+
+def _record(ui, event, msg, opts):
+    if len(msg) > _MAXMSG:
+        msg = msg[:_MAXMSG] + b' (truncated)'
+    if msg.endswith(b'\n'):
+        msg = msg[:-1]
+    fields = {
+        'source': 'hg',
+        'pid': os.getpid(),
+        'message': msg,
+        'options': {
+            pycompat.sysstr(k): _optvalue(v) for k, v in opts.items()
+        },
+    }
+    if event == b'commandfinish':
+        end = time.time_ns()
+        code = opts.get(b'return_code')
+        duration = opts.get(b'duration')
+        canonical = opts.get(b'canonical_command')
+        fields['end_ns'] = end
+        if isinstance(code, int):
+            fields['exit_code'] = code
+            fields['result'] = 'success' if code == 0 else 'failed'
+        if isinstance(duration, float) and duration >= 0:
+            fields['duration_ns'] = round(duration * 1e9)
+            fields['start_ns'] = end - fields['duration_ns']
+        if canonical:
+            fields['display'] = b'hg ' + canonical
+    _sink(ui).put(pycompat.sysstr(event), **fields)
+    _state.recorded += 1
+
+
+def _failed(ui, exc):
+    if getattr(exc, 'spooled', False):
+        _state.spooled += 1
+        ui.debug(b'bgrun: event kept in the spool: %s\n' % _excbytes(exc))
+        return
+    _state.failed += 1
+    if _state.reported:
+        return
+    _state.reported = True
+    ui.warn(
+        b'bgrun: event not recorded: %s (later failures are counted, '
+        b'not shown: hg bgrun-stats)\n' % _excbytes(exc)
+    )
+
+
+def _excbytes(exc):
+    return pycompat.bytestr(str(exc) or type(exc).__name__)
+
+
+class bgrunlogger:
+    """ui.log handler: the configured events into bgrun's sink."""
+
+    def __init__(self, ui):
+        events = set(ui.configlist(b'bgrun', b'log'))
+        self._all = b'*' in events
+        self._events = events
+
+    def tracked(self, event):
+        return self._all or event in self._events
+
+    def log(self, ui, event, msg, opts):
+        try:
+            _record(ui, event, msg, opts)
+        except Exception as exc:  # never fail the command for its log
+            try:
+                _failed(ui, exc)
+            except Exception:
+                pass
+
+
+def uisetup(ui):
+    # Once per process. Not on Windows, where hg's runbgcommand is
+    # another function (and libbgrun's Windows platform is not built).
+    if ui.configbool(b'bgrun', b'runbgcommand') and not pycompat.iswindows:
+        procutil.runbgcommand = _bgrun.runbgcommand
+
+
+def uipopulate(ui):
+    if ui.configlist(b'bgrun', b'log'):
+        ui.setlogger(b'bgrun', bgrunlogger(ui))
+
+
+@command(b'bgrun-stats', [], b'hg bgrun-stats', norepo=True, intents={b'readonly'})
+def bgrunstats(ui, **opts):
+    """show what this process's bgrun handler recorded, and the sink it uses
+
+    In a plain hg these are the counts of this very command (its own
+    commandfinish is recorded after it printed); under chg, of the server.
+    """
+    ui.write(b'runbgcommand: %s\n' % (
+        b'bgrun' if procutil.runbgcommand is _bgrun.runbgcommand else b'hg'))
+    ui.write(b'events: %s\n' % (b', '.join(sorted(ui.configlist(b'bgrun', b'log'))) or b'(none)'))
+    ui.write(b'recorded: %d\n' % _state.recorded)
+    ui.write(b'spooled: %d\n' % _state.spooled)
+    ui.write(b'failed: %d\n' % _state.failed)
+    via = _state.sink.via if _state.sink is not None else None
+    ui.write(b'last path: %s\n' % pycompat.bytestr(via or 'none'))
