@@ -144,8 +144,8 @@ def _failed(ui, exc):
         return
     _state.reported = True
     ui.warn(
-        b'bgrun: event not recorded: %s (later failures are counted, '
-        b'not shown: hg bgrun-stats)\n' % _excbytes(exc)
+        b'bgrun: event not recorded: %s (further failures of this '
+        b'process are counted, not shown)\n' % _excbytes(exc)
     )
 
 

@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: MIT
+# test_sink.py: bgrun.Sink and bgrun.log(): events into the store, through the daemon, into the spool.
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import threading
+
+import testlib
+from testlib import LOGSINK, TmpCase
+
+import bgrun
+
+
+def rows(db, where='1'):
+    con = sqlite3.connect('file:%s?mode=ro' % db, uri=True)
+    con.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in con.execute('SELECT * FROM events WHERE ' + where)]
+    finally:
+        con.close()
+
+
+class SinkCase(TmpCase):
+    def setUp(self):
+        super().setUp()
+        self.db = self.path('events.db')
+        self.sock = self.path('sink.sock')
+
+    def test_embedded_fields(self):
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            eid = s.put('deploy', message='it went out', exit_code=3, signal=None,
+                        argv=[b'make', 'a b', b'\xff'], tag='t1', duration=1.5,
+                        options={'k': 'v', 'n': 1, 'b': b'bytes'}, source='ci',
+                        result='failed', pid=1234, display=b'caf\xc3\xa9')
+            self.assertEqual(s.via, 'store')
+        self.assertEqual(len(eid), 36)
+        r, = rows(self.db)
+        self.assertEqual(r['id'], eid)
+        self.assertEqual((r['event'], r['source'], r['message'], r['exit_code'], r['signal'],
+                          r['tag'], r['duration_ns'], r['result'], r['pid'], r['display']),
+                         ('deploy', 'ci', 'it went out', 3, None, 't1', 1500000000, 'failed',
+                          1234, 'caf\xe9'))
+        self.assertEqual(json.loads(r['argv']), ['make', 'a b', {'hex': 'FF'}])
+        self.assertEqual(json.loads(r['options']), {'k': 'v', 'n': '1', 'b': 'bytes'})
+        self.assertEqual(r['cwd'], os.getcwd())
+        self.assertEqual(r['uid'], os.getuid())
+
+    def test_defaults_and_id(self):
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            s.put('plain')
+            s.put('again', id='my-id.1', result='running')
+            s.put('again', id='my-id.1', result='success', message='the running row, final')
+            s.put('again', id='my-id.1', result='failed', message='a retry changes nothing')
+        by_event = {r['event']: r for r in rows(self.db)}
+        self.assertEqual(by_event['plain']['source'], 'python')
+        self.assertEqual(rows(self.db, "id = 'my-id.1'")[0]['message'], 'the running row, final')
+        self.assertEqual(len(rows(self.db)), 2)
+
+    def test_bad_fields(self):
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            with self.assertRaises(TypeError):
+                s.put('x', no_such_field=1)
+            with self.assertRaises(TypeError):
+                s.put('x', exit_code='3')
+            with self.assertRaises(ValueError):
+                s.put('x', message='nul\0inside')
+            with self.assertRaises(ValueError):
+                s.put('x', id='not a valid id')
+            with self.assertRaises(TypeError):
+                s.put('x', argv='a string')
+            with self.assertRaises(bgrun.SinkError) as cm:
+                s.put('x', options='[not an object]')
+            self.assertEqual(cm.exception.errno, 22)
+            self.assertFalse(cm.exception.spooled)
+        with self.assertRaises(ValueError):
+            bgrun.Sink(self.db, mode='sometimes')
+        s.close()
+        with self.assertRaises(ValueError):
+            s.put('x')
+
+    def test_spool_when_nothing_answers(self):
+        # mode daemon, no daemon: the event is kept in the spool.
+        with bgrun.Sink(self.db, socket=self.sock, mode='daemon') as s:
+            with self.assertRaises(bgrun.SinkError) as cm:
+                s.put('spooled-one', message='later')
+        e = cm.exception
+        self.assertTrue(e.spooled)
+        self.assertEqual(len(e.event_id), 36)
+        self.assertIsInstance(e, OSError)
+        spool = self.db + '.spool'
+        self.assertEqual(len(os.listdir(spool)), 1)
+        # The next embedded writer stores what the spool holds.
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            s.put('next')
+        self.assertEqual(rows(self.db, "event = 'spooled-one'")[0]['id'], e.event_id)
+
+    def test_broken_store(self):
+        # A database under a regular file: no store, no spool.
+        with bgrun.Sink('/dev/null/events.db', mode='embedded') as s:
+            with self.assertRaises(bgrun.SinkError) as cm:
+                s.put('lost')
+        self.assertFalse(cm.exception.spooled)
+
+    def test_daemon(self):
+        if not LOGSINK:
+            self.skipTest('BGRUN_TEST_LOGSINK is not set')
+        env = dict(os.environ, BGRUN_DB=self.db, BGRUN_SOCKET=self.sock)
+        out = subprocess.run([LOGSINK, 'serve', '--detach', '--log', self.path('d.log')],
+                             env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        pid = int(out.stdout)
+        self.addCleanup(lambda: self._stop(pid))
+        with bgrun.Sink(self.db, socket=self.sock, mode='daemon') as s:
+            ids = [s.put('via-daemon', exit_code=i) for i in range(10)]
+            self.assertEqual(s.via, 'daemon')
+        got = sorted((r['id'], r['exit_code']) for r in rows(self.db, "event = 'via-daemon'"))
+        self.assertEqual(got, sorted(zip(ids, range(10))))
+
+    def _stop(self, pid):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        testlib.poll(lambda: not os.path.exists('/proc/%d' % pid) or
+                     testlib.process_table().get(pid, ('Z',))[0] == 'Z', 'daemon exit')
+
+    def test_threads_share_a_sink(self):
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            def writer(k):
+                for i in range(25):
+                    s.put('threaded', tag='t%d' % k, exit_code=i)
+            ts = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        self.assertEqual(len(rows(self.db, "event = 'threaded'")), 100)
+
+    def test_module_log(self):
+        # log() uses a module-wide Sink made from the environment at its
+        # first use: in a process of its own.
+        code = ('import bgrun; print(bgrun.log("from-log", message="m", exit_code=0))')
+        env = dict(os.environ, BGRUN_DB=self.db, BGRUN_SINK='embedded')
+        out = subprocess.run([os.sys.executable, '-c', code], env=env, capture_output=True,
+                             text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        r, = rows(self.db)
+        self.assertEqual((r['id'], r['event'], r['message']), (out.stdout.strip(), 'from-log', 'm'))
+
+
+if __name__ == '__main__':
+    testlib.main()
