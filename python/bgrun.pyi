@@ -106,3 +106,19 @@ class Sink:
     def close(self) -> None: ...
     def __enter__(self) -> "Sink": ...
     def __exit__(self, *exc: object) -> None: ...
+
+def query(db: Optional[_Str] = None, *, source: Optional[_Str] = None,
+          event: Optional[_Str] = None, cwd: Optional[_Str] = None,
+          tag: Optional[_Str] = None, result: Optional[_Str] = None,
+          cmd_glob: Optional[_Str] = None, failed: bool = False,
+          since: Optional[float] = None, until: Optional[float] = None,
+          limit: int = 0) -> list[dict[str, Any]]:
+    """The matching events, newest first, as dicts of their columns."""
+
+def stats(db: Optional[_Str] = None, *, source: Optional[_Str] = None,
+          event: Optional[_Str] = None, cwd: Optional[_Str] = None,
+          tag: Optional[_Str] = None, result: Optional[_Str] = None,
+          cmd_glob: Optional[_Str] = None, failed: bool = False,
+          since: Optional[float] = None, until: Optional[float] = None,
+          limit: int = 0) -> list[dict[str, Any]]:
+    """Per command: display, runs, failures, p50_ns, p95_ns, max_ns."""

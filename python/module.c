@@ -268,6 +268,24 @@ PyDoc_STRVAR(log_doc,
 "environment's BGRUN_DB, BGRUN_SOCKET, BGRUN_SINK). See Sink.put for the\n"
 "fields. Raises SinkError (an OSError, with .spooled) if not stored.");
 
+PyDoc_STRVAR(query_doc,
+"query(db=None, *, source=None, event=None, cwd=None, tag=None, result=None,\n"
+"      cmd_glob=None, failed=False, since=None, until=None, limit=0) -> list[dict]\n"
+"\n"
+"The events matching every condition given, newest first, as `logsink\n"
+"query` reads them: each a dict of the row's columns (argv as its JSON\n"
+"array, options as an object, result as reported: `lost` for a running\n"
+"row whose supervisor vanished). db: None for the default store. since,\n"
+"until: time.time() values. The store is opened read-only (never made);\n"
+"a missing one is FileNotFoundError. The GIL is released while it reads.");
+
+PyDoc_STRVAR(stats_doc,
+"stats(db=None, *, <the conditions of query()>) -> list[dict]\n"
+"\n"
+"Per command (display) among the matching events, as `logsink stats`:\n"
+"display, runs, failures, p50_ns, p95_ns, max_ns (nearest rank; None\n"
+"when no duration is known). limit is ignored.");
+
 static PyMethodDef methods[] = {
 	{ "spawn", (PyCFunction)(void (*)(void))pyb_spawn,
 	  METH_VARARGS | METH_KEYWORDS, spawn_doc },
@@ -276,6 +294,10 @@ static PyMethodDef methods[] = {
 	{ "flush", pyb_flush, METH_NOARGS, flush_doc },
 	{ "log", (PyCFunction)(void (*)(void))pyb_log,
 	  METH_VARARGS | METH_KEYWORDS, log_doc },
+	{ "query", (PyCFunction)(void (*)(void))pyb_query,
+	  METH_VARARGS | METH_KEYWORDS, query_doc },
+	{ "stats", (PyCFunction)(void (*)(void))pyb_stats,
+	  METH_VARARGS | METH_KEYWORDS, stats_doc },
 	{ "_atexit", atexit_flush, METH_NOARGS, NULL },
 	{ "_libversion", version, METH_NOARGS, "libbgrun's version string." },
 	{ NULL, NULL, 0, NULL },
@@ -287,7 +309,8 @@ PyDoc_STRVAR(module_doc,
 "spawn() launches a command detached, on posix_spawn, whatever this\n"
 "process's size; runbgcommand() is Mercurial's procutil.runbgcommand on\n"
 "it; log() and Sink record events (commandfinish...) in-process through\n"
-"the sink daemon, the store or the spool. Every blocking call releases\n"
+"the sink daemon, the store or the spool; query() and stats() read the\n"
+"store back. Every blocking call releases\n"
 "the GIL. Errors are OSError subclasses: SpawnError (with .stage, the\n"
 "step that failed: arguments, setup, cwd, stdin, stdout, stderr, exec)\n"
 "and SinkError (with .spooled).");

@@ -85,11 +85,13 @@ void pyb_failures_record(const char *program, int error,
 			 const struct bgrun_failure *failure);
 PyObject *pyb_failures_take(void);
 
-/* --- spawn.c, sink.c: the module functions --- */
+/* --- spawn.c, sink.c, store.c: the module functions --- */
 PyObject *pyb_spawn(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *pyb_runbgcommand(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *pyb_flush(PyObject *self, PyObject *unused);
 PyObject *pyb_log(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *pyb_query(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *pyb_stats(PyObject *self, PyObject *args, PyObject *kw);
 int pyb_spawn_types_init(PyObject *module);
 int pyb_sink_types_init(PyObject *module);
 

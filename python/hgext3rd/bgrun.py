@@ -31,7 +31,11 @@ Two things, each on by configuration:
 Recording never fails or aborts a command: an event that cannot be
 stored is counted, and the first such failure of the process is reported
 once on stderr (events kept in the spool are only mentioned with
---debug). ``hg bgrun-stats`` shows the counts.
+--debug). ``hg debugbgrun`` shows the counts.
+
+``hg bgrun-log`` and ``hg bgrun-stats`` show the commands recorded at
+this repository's root (``--all``: everywhere), over bgrun.query() and
+bgrun.stats().
 """
 
 import os
@@ -186,8 +190,86 @@ def uipopulate(ui):
         ui.setlogger(b'bgrun', bgrunlogger(ui))
 
 
-@command(b'bgrun-stats', [], b'hg bgrun-stats', norepo=True, intents={b'readonly'})
-def bgrunstats(ui, **opts):
+def _db(ui):
+    db = ui.config(b'bgrun', b'db')
+    return db and os.path.expanduser(db)
+
+
+def _where(repo, opts):
+    """Only the commands run at this repository's root, unless --all."""
+    if opts.get('all') or repo is None:
+        return None
+    return repo.root
+
+
+def _ms(ns):
+    return b'%9.1fms' % (ns / 1e6) if ns is not None else b'%11s' % b'-'
+
+
+@command(
+    b'bgrun-log',
+    [
+        (b'l', b'limit', 10, b'show at most NUM commands', b'NUM'),
+        (b'', b'all', False, b'commands run anywhere, not only in this repository'),
+    ],
+    b'hg bgrun-log [-l NUM] [--all]',
+    optionalrepo=True,
+    intents={b'readonly'},
+)
+def bgrunlog(ui, repo, **opts):
+    """show the last commands recorded, newest first
+
+    The commandfinish events of hg (source hg) that ran at this
+    repository's root: when, exit code, duration, canonical command. A
+    thin wrapper over bgrun.query(); ``logsink query --source hg`` reads
+    the same rows.
+    """
+    try:
+        rows = _bgrun.query(_db(ui), source='hg', event='commandfinish',
+                            cwd=_where(repo, opts), limit=max(0, opts['limit']))
+    except FileNotFoundError:
+        rows = []
+    for r in rows:
+        when = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(r['time_ns'] / 1e9))
+        code = r.get('exit_code')
+        ui.write(b'%s  exit %-3s %s  %s\n' % (
+            pycompat.bytestr(when), b'-' if code is None else b'%d' % code,
+            _ms(r.get('duration_ns')), pycompat.bytestr(r.get('display') or '-')))
+    if not rows:
+        ui.status(b'no commands recorded\n')
+
+
+@command(
+    b'bgrun-stats',
+    [(b'', b'all', False, b'commands run anywhere, not only in this repository')],
+    b'hg bgrun-stats [--all]',
+    optionalrepo=True,
+    intents={b'readonly'},
+)
+def bgrunstats(ui, repo, **opts):
+    """show runs, failures and durations per command
+
+    Over the commandfinish events of hg run at this repository's root: a
+    thin wrapper over bgrun.stats() (``logsink stats`` computes the same).
+    """
+    try:
+        rows = _bgrun.stats(_db(ui), source='hg', event='commandfinish',
+                            cwd=_where(repo, opts))
+    except FileNotFoundError:
+        rows = []
+    if rows:
+        ui.write(b'%-24s %6s %8s %11s %11s %11s\n' % (
+            b'command', b'runs', b'failures', b'p50', b'p95', b'max'))
+    for r in rows:
+        ui.write(b'%-24s %6d %8d %s %s %s\n' % (
+            pycompat.bytestr(r['display'] or '-'), r['runs'], r['failures'],
+            _ms(r['p50_ns']), _ms(r['p95_ns']), _ms(r['max_ns'])))
+    if not rows:
+        ui.status(b'no commands recorded\n')
+
+
+@command(b'debugbgrun', [], b'hg debugbgrun', norepo=True, intents={b'readonly'})
+def debugbgrun(ui, **opts):
     """show what this process's bgrun handler recorded, and the sink it uses
 
     In a plain hg these are the counts of this very command (its own

@@ -110,6 +110,25 @@ class HgExt(TmpCase):
                     self.assertEqual(exc['source'], 'hg')
                 else:
                     self.assertNotIn('commandexception', evs)
+        # Read back through the module by the extension's own commands.
+        pid, rc, out, err, wall = self.hg('bgrun-log', '-l', '3')
+        self.assertEqual(rc, 0, err)
+        lines = out.decode().splitlines()
+        self.assertEqual(len(lines), 3, out)
+        self.assertTrue(lines[0].endswith('  hg boom') and '  exit 1 ' in lines[0], lines)
+        self.assertTrue(lines[1].endswith('  hg update') and '  exit 255 ' in lines[1], lines)
+        self.assertTrue(lines[2].endswith('  hg cat'), lines)
+        # A command run elsewhere is not this repository's.
+        self.assertEqual(self.hg('version', '-q', cwd=self.tmp)[1], 0)
+        pid, rc, out, err, wall = self.hg('bgrun-stats')
+        self.assertEqual(rc, 0, err)
+        stats = {l.split()[1]: l.split()[2:4] for l in out.decode().splitlines()[1:]}
+        self.assertEqual(stats['status'], ['1', '0'])
+        self.assertEqual(stats['update'], ['1', '1'])
+        self.assertEqual(stats['bgrun-log'], ['1', '0'])
+        self.assertNotIn('version', stats)
+        pid, rc, out, err, wall = self.hg('bgrun-stats', '--all')
+        self.assertIn(b'hg version ', out)
 
     def test_log_star(self):
         self.hgrc(log='*')
@@ -165,7 +184,7 @@ class HgExt(TmpCase):
                 f.write('[extensions]\nlogtoprocess =\n')
                 f.write('[logtoprocess]\ncommandfinish = "%s" helper report "%s"\n'
                         % (HELPER, rep))
-            pid, rc, out, err, wall = self.hg('bgrun-stats', cwd=self.tmp)
+            pid, rc, out, err, wall = self.hg('debugbgrun', cwd=self.tmp)
             self.assertEqual(rc, 0, err)
             self.assertIn(b'runbgcommand: %s\n' % (b'bgrun' if replaced else b'hg'), out)
             reports[replaced] = read_report(rep)
@@ -175,7 +194,7 @@ class HgExt(TmpCase):
 
     def test_stats_counts(self):
         self.hgrc(log='*')
-        pid, rc, out, err, wall = self.hg('bgrun-stats', cwd=self.tmp)
+        pid, rc, out, err, wall = self.hg('debugbgrun', cwd=self.tmp)
         self.assertEqual(rc, 0, err)
         # The `command` event came before the command ran.
         self.assertIn(b'recorded: 1\n', out)

@@ -81,6 +81,27 @@ class SinkCase(TmpCase):
         with self.assertRaises(ValueError):
             s.put('x')
 
+    def test_query_and_stats(self):
+        with self.assertRaises(FileNotFoundError):
+            bgrun.query(self.db)
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            for i in range(6):
+                s.put('commandfinish', source='hg', display='hg st', exit_code=i % 3,
+                      result='success' if i % 3 == 0 else 'failed',
+                      duration_ns=(i + 1) * 1000, start_ns=i * 10 ** 9, cwd='/r',
+                      argv=[b'\xff'])
+            s.put('other', source='ci', cwd='/elsewhere')
+        rows = bgrun.query(self.db, source='hg', cwd='/r')
+        self.assertEqual([r['exit_code'] for r in rows], [2, 1, 0, 2, 1, 0])
+        self.assertEqual(rows[0]['argv'], [{'hex': 'FF'}])
+        self.assertEqual(len(bgrun.query(self.db, limit=2)), 2)
+        self.assertEqual(len(bgrun.query(self.db, failed=True)), 4)
+        self.assertEqual(len(bgrun.query(self.db, since=3.0, until=5.0)), 2)
+        self.assertEqual([r['event'] for r in bgrun.query(self.db, source='ci')], ['other'])
+        st, = bgrun.stats(self.db, source='hg')
+        self.assertEqual((st['display'], st['runs'], st['failures'], st['max_ns']),
+                         ('hg st', 6, 4, 6000))
+
     def test_spool_when_nothing_answers(self):
         # mode daemon, no daemon: the event is kept in the spool.
         with bgrun.Sink(self.db, socket=self.sock, mode='daemon') as s:

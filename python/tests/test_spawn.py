@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # test_spawn.py: bgrun.spawn(), Child, Status and the errors, seen from the child and from Python.
 
+import faulthandler
 import os
 import signal
 import sys
@@ -209,29 +210,35 @@ class Spawn(TmpCase):
         self.assertEqual(ticks[0], 1000)
 
     def test_gil_released_during_launch(self):
-        # While spawn() waits for the exec, another thread runs Python: its
-        # counter moves across nearly every launch. With the GIL held it
-        # could only move on the rare switch between two bytecodes.
-        stop = threading.Event()
+        # spawn() opens a FIFO given as stdin, which blocks until a writer
+        # opens it. The writer is a Python thread that starts its work only
+        # once the main thread announced the launch: if spawn() held the
+        # GIL, that thread could never run, the launch would never end,
+        # and faulthandler would end the process (a failure) after 60 s.
+        fifo = self.path('fifo')
+        os.mkfifo(fifo)
+        faulthandler.dump_traceback_later(60, exit=True)
+        self.addCleanup(faulthandler.cancel_dump_traceback_later)
+        launching = threading.Event()
         ticks = [0]
 
-        def counter():
-            while not stop.is_set():
-                ticks[0] += 1
+        def writer():
+            launching.wait()
+            for _ in range(1000):
+                ticks[0] += 1  # Python bytecode: needs the GIL
+            fd = os.open(fifo, os.O_WRONLY)
+            os.write(fd, b'through the fifo')
+            os.close(fd)
 
-        t = threading.Thread(target=counter)
+        t = threading.Thread(target=writer)
         t.start()
-        try:
-            seen = 0
-            for _ in range(200):
-                before = ticks[0]
-                c = bgrun.spawn([H, b'helper', b'exit', b'0'])
-                seen += ticks[0] != before
-                c.wait()
-        finally:
-            stop.set()
-            t.join()
-        self.assertGreaterEqual(seen, 150)
+        out = self.path()
+        launching.set()
+        c = bgrun.spawn([H, b'helper', b'cat'], stdin=fifo, stdout=out)
+        st = c.wait()
+        t.join()
+        self.assertEqual((st.exit_code, ticks[0]), (0, 1000))
+        self.assertEqual(slurp(out, 'rb'), b'through the fifo')
 
     def test_help_reads_like_the_header(self):
         for obj in (bgrun, bgrun.spawn, bgrun.runbgcommand, bgrun.log, bgrun.Sink,
