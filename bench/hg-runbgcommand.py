@@ -337,7 +337,7 @@ def plot(args, rows):
                 if r.get('method') == m and r.get('ensurestart') == str(es) and r['heap'] == 'bytes':
                     f.write('%s %s\n' % (r['gb'], r['p50_ms']))
             f.write('\n\n')
-    script = ['set terminal png size 900,600', "set output '%s'" % args.png,
+    script = ['set terminal png size 900,600 noenhanced', "set output '%s'" % args.png,
               'set logscale y', "set xlabel 'heap (GB, one bytes object)'",
               "set ylabel 'p50 ms per call'", 'set key left top',
               "set title 'runbgcommand from Python %s'" % sys.version.split()[0]]
