@@ -359,13 +359,14 @@ def main():
     ap.add_argument('--png', default=None)
     ap.add_argument('--hg-runs', type=int, default=30)
     ap.add_argument('--no-hg-overhead', action='store_true')
+    ap.add_argument('--hg-only', action='store_true', help='only the cost per hg command')
     ap.add_argument('--logsink', default=os.environ.get('BGRUN_LOGSINK'))
     ap.add_argument('--seed', type=int, default=1)
     args = ap.parse_args()
     if args.quick:
         args.max_gb, args.rounds, args.per_round, args.hg_runs = 0.2, 2, 10, 5
     rng = random.Random(args.seed)
-    sizes = [s for s in (1.0, 0.5, 0.2, 0.0) if s <= args.max_gb]
+    sizes = [s for s in (1.0, 0.5, 0.2, 0.0) if s <= args.max_gb and not args.hg_only]
     if args.max_gb >= 4.0:
         sizes.insert(0, 4.0)
     print('# Python %s, hg runbgcommand: %s, %d calls per cell (%d rounds of %d)' % (

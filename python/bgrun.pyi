@@ -101,6 +101,8 @@ class Sink:
     @property
     def via(self) -> Optional[str]:
         """'daemon' or 'store': how the last successful put went."""
+    def connect(self) -> str:
+        """Opens the daemon connection or the store now: 'daemon' or 'store'."""
     def put(self, event: str, **fields: Any) -> str:
         """Records one event (GIL released until committed); returns its id."""
     def close(self) -> None: ...

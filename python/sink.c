@@ -92,6 +92,13 @@ out:
 
 static void sink_dealloc(SinkObject *self)
 {
+	/* A connect() of another thread may still run: wait for it. */
+	if (self->lock != NULL) {
+		Py_BEGIN_ALLOW_THREADS
+		(void)PyThread_acquire_lock(self->lock, WAIT_LOCK);
+		PyThread_release_lock(self->lock);
+		Py_END_ALLOW_THREADS
+	}
 	bgrun_sink_close(self->sink);
 	if (self->lock != NULL)
 		PyThread_free_lock(self->lock);
@@ -370,6 +377,44 @@ static PyObject *sink_put(SinkObject *self, PyObject *args, PyObject *kw)
 	return sink_put_impl(self, args, kw);
 }
 
+static PyObject *sink_connect(SinkObject *self, PyObject *unused)
+{
+	char why[512] = "";
+	PyObject *exc;
+	int r;
+
+	if (self->lock == NULL) {
+		PyErr_SetString(PyExc_ValueError, "the sink is not initialised");
+		return NULL;
+	}
+	/*
+	 * The lock is let go before the GIL is taken back, so that a
+	 * connect() in a thread that outlives the interpreter never holds
+	 * it (sink_dealloc waits for it).
+	 */
+	Py_BEGIN_ALLOW_THREADS
+	(void)PyThread_acquire_lock(self->lock, WAIT_LOCK);
+	r = self->sink == NULL ? -EBADF : bgrun_sink_connect(self->sink);
+	if (r < 0 && self->sink != NULL)
+		(void)snprintf(why, sizeof(why), "%s", bgrun_sink_errmsg(self->sink));
+	PyThread_release_lock(self->lock);
+	Py_END_ALLOW_THREADS
+	if (r == -EBADF && why[0] == '\0') {
+		PyErr_SetString(PyExc_ValueError, "the sink is closed");
+		return NULL;
+	}
+	if (r < 0) {
+		exc = PyObject_CallFunction(pyb_sink_error, "is", -r, why);
+		if (exc == NULL)
+			return NULL;
+		(void)PyObject_SetAttrString(exc, "spooled", Py_False);
+		PyErr_SetObject(pyb_sink_error, exc);
+		Py_DECREF(exc);
+		return NULL;
+	}
+	return PyUnicode_FromString(r == BGRUN_SINK_VIA_DAEMON ? "daemon" : "store");
+}
+
 static PyObject *sink_close(SinkObject *self, PyObject *unused)
 {
 	if (self->lock == NULL)
@@ -414,6 +459,13 @@ static PyMethodDef sink_methods[] = {
 	  "as a JSON object of strings, or a str of JSON), duration, start_time,\n"
 	  "end_time (float seconds). source defaults to 'python', cwd to ours.\n"
 	  "SinkError if no path stored it (.spooled: kept in the spool)." },
+	{ "connect", (PyCFunction)sink_connect, METH_NOARGS,
+	  "connect() -> str\n\n"
+	  "Opens now what the first put would open on its way: the daemon's\n"
+	  "connection, else the store (bgrun_sink_connect). Nothing is written.\n"
+	  "Returns 'daemon' or 'store', the path the next put tries first;\n"
+	  "SinkError if none opens. Call it early, in another thread, when the\n"
+	  "event comes at the end (the GIL is released meanwhile)." },
 	{ "close", (PyCFunction)sink_close, METH_NOARGS,
 	  "Closes the daemon connection and the store." },
 	{ "__enter__", (PyCFunction)sink_enter, METH_NOARGS, NULL },

@@ -112,6 +112,45 @@ void case_client_daemon(void)
 	ASSERT_EQ(t_count_files(t_path(dir, "ev.db.spool"), ".ev"), 0);
 }
 
+void case_client_connect(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	struct bgrun_sink *sink;
+	struct bgrun_event ev;
+	struct t_daemon d;
+
+	ASSERT_EQ(bgrun_sink_connect(NULL), -EINVAL);
+	/* No daemon: the store is opened (made), nothing is written. */
+	sink = sink_open(BGRUN_SINK_TRY, db, sock);
+	ASSERT_EQ(bgrun_sink_connect(sink), BGRUN_SINK_VIA_STORE);
+	ASSERT_STR(bgrun_sink_errmsg(sink), "");
+	ASSERT_EQ(t_db_int(db, "SELECT count(*) FROM events"), 0);
+	ASSERT_EQ(put(sink, &ev, 0), BGRUN_SINK_VIA_STORE);
+	bgrun_sink_close(sink);
+	/* Forced daemon, none there: an error, and nothing spooled. */
+	sink = sink_open(BGRUN_SINK_DAEMON, db, sock);
+	ASSERT(bgrun_sink_connect(sink) < 0);
+	ASSERT(!bgrun_sink_spooled(sink));
+	ASSERT(bgrun_sink_errmsg(sink)[0] != '\0');
+	ASSERT_EQ(t_count_files(t_path(dir, "ev.db.spool"), ".ev"), 0);
+	bgrun_sink_close(sink);
+	/* A daemon: connected once, the put goes through that connection. */
+	t_daemon_start(&d, db, sock, NULL);
+	sink = sink_open(BGRUN_SINK_TRY, db, sock);
+	ASSERT_EQ(bgrun_sink_connect(sink), BGRUN_SINK_VIA_DAEMON);
+	ASSERT_EQ(bgrun_sink_connect(sink), BGRUN_SINK_VIA_DAEMON);
+	ASSERT_EQ(put(sink, &ev, 1), BGRUN_SINK_VIA_DAEMON);
+	ASSERT(t_db_has(db, ev.id));
+	bgrun_sink_close(sink);
+	/* Embedded, even with a daemon there. */
+	sink = sink_open(BGRUN_SINK_EMBEDDED, db, sock);
+	ASSERT_EQ(bgrun_sink_connect(sink), BGRUN_SINK_VIA_STORE);
+	bgrun_sink_close(sink);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	ASSERT_EQ(t_db_int(db, "SELECT count(*) FROM events"), 2);
+}
+
 void case_client_fallback(void)
 {
 	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");

@@ -116,6 +116,19 @@ BGRUN_EXTERN int bgrun_sink_open(struct bgrun_sink *sink,
 				 const struct bgrun_sink_opts *opts);
 
 /*
+ * Opens now what the first put would otherwise open on its way: the
+ * daemon's connection (starting the daemon for BGRUN_SINK_AUTO), else,
+ * unless the mode is DAEMON, the embedded store (replaying the spool).
+ * Nothing is written or spooled. A program that records an event at its
+ * end (Mercurial's commandfinish) calls it early, in another thread, so
+ * that the put itself only sends or inserts. Returns
+ * BGRUN_SINK_VIA_DAEMON or BGRUN_SINK_VIA_STORE, the path the next put
+ * will try first, or -errno with bgrun_sink_errmsg() set; a put after a
+ * failure tries every path again, as always.
+ */
+BGRUN_EXTERN int bgrun_sink_connect(struct bgrun_sink *sink);
+
+/*
  * Records one event (borrowed). Blocks until it is committed: through
  * the daemon (a connection is kept for the next puts, and re-made once
  * if it broke), else, unless the mode is DAEMON, through the embedded

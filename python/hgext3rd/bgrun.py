@@ -39,6 +39,7 @@ bgrun.stats().
 """
 
 import os
+import threading
 import time
 
 from mercurial import (
@@ -75,10 +76,26 @@ class _state:
 
     sink = None
     sinkkey = None
+    inherited = []
+    connecting = None  # the pid that opened its sink ahead
     recorded = 0
     failed = 0
     spooled = 0
     reported = False
+
+
+def _forget_sink():
+    # In a forked child (a chg worker, hg serve's): the parent's sink, its
+    # daemon connection and its store, are the parent's. It is kept
+    # unclosed and never used (closing an inherited SQLite connection
+    # could checkpoint the parent's WAL): the child opens its own.
+    if _state.sink is not None:
+        _state.inherited.append(_state.sink)
+    _state.sink = None
+    _state.sinkkey = None
+
+
+os.register_at_fork(after_in_child=_forget_sink)
 
 
 def _optvalue(val):
@@ -185,9 +202,37 @@ def uisetup(ui):
         procutil.runbgcommand = _bgrun.runbgcommand
 
 
+def _connect(sink):
+    try:
+        sink.connect()
+    except Exception:
+        # The put tries every path again, and reports.
+        pass
+
+
+def _preconnect(ui):
+    """Opens the sink in a thread while the command runs, once a process.
+
+    commandfinish comes at the very end: opening the daemon connection
+    or the store then would add its cost to the command's. Opened now,
+    the put only sends (or inserts) and waits for the commit.
+    """
+    if _state.connecting == os.getpid():
+        return
+    _state.connecting = os.getpid()
+    try:
+        sink = _sink(ui)
+        t = threading.Thread(target=_connect, args=(sink,), name='bgrun-connect')
+        t.daemon = True
+        t.start()
+    except Exception as exc:
+        _failed(ui, exc)
+
+
 def uipopulate(ui):
     if ui.configlist(b'bgrun', b'log'):
         ui.setlogger(b'bgrun', bgrunlogger(ui))
+        _preconnect(ui)
 
 
 def _db(ui):

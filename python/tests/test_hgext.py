@@ -192,6 +192,33 @@ class HgExt(TmpCase):
         self.assertEqual(reports[True]['sigign'], '0000000000000000')
         self.assertEqual(reports[False]['sigign'], '0000000000000006')
 
+    def test_forked_child_opens_its_own_sink(self):
+        # In-process, as a chg worker forked from its server is: the child
+        # never uses (nor closes) the parent's sink.
+        import hgext3rd.bgrun as ext
+        from mercurial import ui as uimod
+        u = uimod.ui()
+        u.setconfig(b'bgrun', b'db', os.fsencode(self.db))
+        u.setconfig(b'bgrun', b'mode', b'embedded')
+        opts = {b'return_code': 0, b'duration': 0.5, b'canonical_command': b'status'}
+        ext._record(u, b'commandfinish', b'st exited 0\n', opts)
+        parent_sink = ext._state.sink
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                ext._record(u, b'commandfinish', b'child\n', opts)
+                code = 0 if ext._state.sink is not parent_sink else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        ext._record(u, b'commandfinish', b'parent again\n', opts)
+        self.assertIs(ext._state.sink, parent_sink)
+        msgs = sorted(r['message'] for r in self.rows())
+        self.assertEqual(msgs, ['child', 'parent again', 'st exited 0'])
+        self.assertTrue(all(r['display'] == 'hg status' for r in self.rows()))
+
     def test_stats_counts(self):
         self.hgrc(log='*')
         pid, rc, out, err, wall = self.hg('debugbgrun', cwd=self.tmp)

@@ -102,6 +102,25 @@ class SinkCase(TmpCase):
         self.assertEqual((st['display'], st['runs'], st['failures'], st['max_ns']),
                          ('hg st', 6, 4, 6000))
 
+    def test_connect_ahead(self):
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            self.assertEqual(s.connect(), 'store')
+            self.assertEqual(rows(self.db), [])  # made, nothing written
+            s.put('after-connect')
+        with bgrun.Sink(self.db, socket=self.sock, mode='daemon') as s:
+            with self.assertRaises(bgrun.SinkError) as cm:
+                s.connect()
+            self.assertFalse(cm.exception.spooled)
+        self.assertFalse(os.path.exists(self.db + '.spool'))
+        # From another thread while this one puts: they take turns.
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            t = threading.Thread(target=s.connect)
+            t.start()
+            s.put('beside-connect')
+            t.join()
+        self.assertEqual(sorted(r['event'] for r in rows(self.db)),
+                         ['after-connect', 'beside-connect'])
+
     def test_spool_when_nothing_answers(self):
         # mode daemon, no daemon: the event is kept in the spool.
         with bgrun.Sink(self.db, socket=self.sock, mode='daemon') as s:

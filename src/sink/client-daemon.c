@@ -432,6 +432,20 @@ bool bgrun__sink_pending(const struct bgrun__sink_batch *b)
 	return false;
 }
 
+int bgrun__sink_connect_daemon(struct bgrun_sink *sink)
+{
+	int r;
+
+	if (sink->fd >= 0)
+		return 0;
+	r = connect_daemon(sink);
+	if ((r == -ENOENT || r == -ECONNREFUSED) &&
+	    sink->mode == BGRUN_SINK_AUTO && !sink->started &&
+	    start_daemon(sink) >= 0)
+		r = connect_daemon(sink);
+	return r;
+}
+
 int bgrun__sink_via_daemon(struct bgrun_sink *sink, struct bgrun__sink_batch *b)
 {
 	int r = 0;
@@ -440,11 +454,7 @@ int bgrun__sink_via_daemon(struct bgrun_sink *sink, struct bgrun__sink_batch *b)
 	for (int attempt = 0; attempt < 2 && bgrun__sink_pending(b);
 	     attempt++) {
 		if (sink->fd < 0) {
-			r = connect_daemon(sink);
-			if ((r == -ENOENT || r == -ECONNREFUSED) &&
-			    sink->mode == BGRUN_SINK_AUTO && !sink->started &&
-			    start_daemon(sink) >= 0)
-				r = connect_daemon(sink);
+			r = bgrun__sink_connect_daemon(sink);
 			if (r < 0)
 				return r;
 		}

@@ -39,6 +39,28 @@ static int open_store(struct bgrun_sink *sink)
 	return 0;
 }
 
+int bgrun_sink_connect(struct bgrun_sink *sink)
+{
+	int r;
+
+	if (sink == NULL)
+		return -EINVAL;
+	sink->spooled = false;
+	sink->errmsg[0] = '\0';
+	if (sink->mode != BGRUN_SINK_EMBEDDED) {
+		r = bgrun__sink_connect_daemon(sink);
+		if (r >= 0)
+			return BGRUN_SINK_VIA_DAEMON;
+		if (sink->mode == BGRUN_SINK_DAEMON)
+			return r;
+	}
+	r = open_store(sink);
+	if (r < 0)
+		return r;
+	sink->errmsg[0] = '\0';
+	return BGRUN_SINK_VIA_STORE;
+}
+
 static int via_store(struct bgrun_sink *sink, struct bgrun__sink_batch *b)
 {
 	struct bgrun_event *evs;

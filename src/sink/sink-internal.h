@@ -84,6 +84,11 @@ bool bgrun__sink_pending(const struct bgrun__sink_batch *b);
  */
 int bgrun__sink_via_daemon(struct bgrun_sink *sink,
 			   struct bgrun__sink_batch *b);
+/*
+ * Connects to the daemon (starting it first for BGRUN_SINK_AUTO) unless
+ * connected already: 0, or the -errno of the connection (errmsg set).
+ */
+int bgrun__sink_connect_daemon(struct bgrun_sink *sink);
 
 /* spool.c */
 /*
