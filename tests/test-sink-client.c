@@ -124,7 +124,7 @@ void case_client_connect(void)
 	/* No daemon: the store is opened (made), nothing is written. */
 	sink = sink_open(BGRUN_SINK_TRY, db, sock);
 	ASSERT_EQ(bgrun_sink_connect(sink), BGRUN_SINK_VIA_STORE);
-	ASSERT_STR(bgrun_sink_errmsg(sink), "");
+	ASSERT_STR_EQ_NULL(bgrun_sink_errmsg(sink), "");
 	ASSERT_EQ(t_db_int(db, "SELECT count(*) FROM events"), 0);
 	ASSERT_EQ(put(sink, &ev, 0), BGRUN_SINK_VIA_STORE);
 	bgrun_sink_close(sink);
