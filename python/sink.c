@@ -65,15 +65,19 @@ static int sink_init(SinkObject *self, PyObject *args, PyObject *kw)
 	    (logsink != Py_None && (o.logsink = pyb_fsbytes(keep, logsink, "logsink")) == NULL))
 		goto out;
 	/* Opening connects to nothing yet (the first put does): no GIL release. */
-	r = bgrun_sink_open(&o, &s);
+	if (bgrun_sink_new(&s) < 0) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	r = bgrun_sink_open(s, &o);
 	if (r < 0) {
 		if (r == -EINVAL)
-			PyErr_SetString(PyExc_ValueError,
-					"BGRUN_SINK must be auto, embedded or daemon");
+			PyErr_SetString(PyExc_ValueError, bgrun_sink_errmsg(s));
 		else {
 			errno = -r;
 			PyErr_SetFromErrno(PyExc_OSError);
 		}
+		bgrun_sink_close(s);
 		r = -1;
 		goto out;
 	}

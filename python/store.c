@@ -76,28 +76,33 @@ static int parse_query(PyObject *args, PyObject *kw, const char *fname, struct p
 static struct bgrun_store *open_store(const char *db)
 {
 	struct bgrun_store *store = NULL;
-	char *path = NULL, *errmsg = NULL;
-	int r = 0;
+	char *path = NULL;
+	int r;
 
 	if (db == NULL && (r = bgrun_store_default_path(&path)) < 0) {
 		errno = -r;
 		PyErr_SetFromErrno(PyExc_OSError);
 		return NULL;
 	}
+	if (bgrun_store_new(&store) < 0) {
+		free(path);
+		PyErr_NoMemory();
+		return NULL;
+	}
 	Py_BEGIN_ALLOW_THREADS
-	r = bgrun_store_open(db ? db : path, BGRUN_STORE_READONLY, &store, &errmsg);
+	r = bgrun_store_open(store, db ? db : path, BGRUN_STORE_READONLY);
 	Py_END_ALLOW_THREADS
 	if (r < 0) {
 		PyObject *exc = PyObject_CallFunction(PyExc_OSError, "is", -r,
-						      errmsg ? errmsg : bgrun_strerror(r));
+						      bgrun_store_errmsg(store));
 
 		if (exc != NULL) {
 			PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
 			Py_DECREF(exc);
 		}
+		bgrun_store_close(store);
 		store = NULL;
 	}
-	free(errmsg);
 	free(path);
 	return store;
 }
