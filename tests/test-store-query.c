@@ -77,13 +77,20 @@ void case_migrate_v1(void)
 	bgrun_store_close(s);
 
 	raw = t_sql_open(db);
-	ASSERT_EQ(t_sql_int(raw, "PRAGMA user_version", NULL), 2);
+	ASSERT_EQ(t_sql_int(raw, "PRAGMA user_version", NULL), 3);
 	ASSERT_EQ(t_sql_int(raw, "PRAGMA application_id", NULL), 0x62677275);
 	ASSERT_STR_EQ(t_sql_text(raw, "PRAGMA journal_mode"), "wal");
 	ASSERT_EQ(t_sql_int(raw, "SELECT count(*) FROM events", NULL), 2);
 	ASSERT_EQ(t_sql_int(raw, "SELECT count(*) FROM sqlite_schema WHERE "
 				 "type = 'index' AND name LIKE 'events_%'",
-			    NULL), 5);
+			    NULL), 6);
+	/* The old row was numbered for forwarding, before the new one. */
+	ASSERT_EQ(t_sql_int(raw, "SELECT count(DISTINCT changed_seq) FROM "
+				 "events WHERE changed_seq > 0", NULL), 2);
+	ASSERT_EQ(t_sql_int(raw, "SELECT changed_seq FROM events WHERE id = "
+				 "'11111111-2222-4333-8444-555555555555'",
+			    NULL), 1);
+	ASSERT_EQ(t_sql_int(raw, "SELECT value FROM counters", NULL), 2);
 	ASSERT_STR_EQ(t_sql_text(raw, "PRAGMA integrity_check"), "ok");
 	sqlite3_close(raw);
 	ASSERT_OK(t_open(db, BGRUN_STORE_READONLY, &s));
@@ -556,8 +563,129 @@ void case_concurrent_writers(void)
 		  WRITERS * PUTS);
 	ASSERT_EQ(t_sql_int(raw, "SELECT count(DISTINCT supervisor_pid) "
 				 "FROM events", NULL), WRITERS);
-	ASSERT_EQ(t_sql_int(raw, "PRAGMA user_version", NULL), 2);
+	ASSERT_EQ(t_sql_int(raw, "PRAGMA user_version", NULL), 3);
 	ASSERT_STR_EQ(t_sql_text(raw, "PRAGMA integrity_check"), "ok");
 	sqlite3_close(raw);
 	free(db);
+}
+
+struct t_changes {
+	int64_t seq[16];
+	char id[16][BGRUN_EVENT_ID_MAX + 1];
+	char result[16][16];
+	size_t n;
+};
+
+static int collect_change(void *data, const struct bgrun_store_change *c)
+{
+	struct t_changes *ch = data;
+	const char *r = strstr(c->json, "\"result\":");
+
+	ASSERT(ch->n < 16);
+	ch->seq[ch->n] = c->seq;
+	(void)snprintf(ch->id[ch->n], sizeof(ch->id[0]), "%s", c->id);
+	(void)snprintf(ch->result[ch->n], sizeof(ch->result[0]), "%.*s",
+		       r != NULL && r[9] == '"' ? (int)strcspn(r + 10, "\"") : 4,
+		       r != NULL && r[9] == '"' ? r + 10 : "null");
+	ch->n++;
+	return 0;
+}
+
+static struct t_changes changes_after(struct bgrun_store *s, int64_t after)
+{
+	struct t_changes ch = { .n = 0 };
+
+	ASSERT_OK(bgrun_store_changes(s, after, 0, collect_change, &ch));
+	for (size_t i = 1; i < ch.n; i++)
+		ASSERT(ch.seq[i] > ch.seq[i - 1]);
+	return ch;
+}
+
+void case_changes(void)
+{
+	char *db = t_path(t_tmpdir(), "events.db");
+	struct bgrun_event evs[3], late;
+	struct bgrun_store *s, *ro;
+	struct t_changes ch;
+	int64_t last = -1, cur = -1, deleted = 0, mark;
+
+	ASSERT_OK(t_open(db, 0, &s));
+	ASSERT_OK(bgrun_store_last_change(s, &last));
+	ASSERT_EQ(last, 0);
+	for (int i = 0; i < 3; i++) {
+		bgrun_event_init(&evs[i], "commandfinish", "bgrun");
+		evs[i].start_ns = T0 + i * SEC;
+		evs[i].result = i == 0 ? BGRUN_RESULT_RUNNING : BGRUN_RESULT_SUCCESS;
+	}
+	ASSERT_EQ(bgrun_store_put_batch(s, evs, 3), 3);
+	ch = changes_after(s, 0);
+	ASSERT_EQ(ch.n, 3);
+	for (int i = 0; i < 3; i++)
+		ASSERT_STR_EQ(ch.id[i], evs[i].id);
+	ASSERT_STR_EQ(ch.result[0], "running");
+	ASSERT_OK(bgrun_store_last_change(s, &last));
+	ASSERT_EQ(last, ch.seq[2]);
+	mark = last;
+
+	/* A write that changes nothing is no change; one that does is. */
+	ASSERT_EQ(bgrun_store_put(s, &evs[1]), 0);
+	ASSERT_EQ(changes_after(s, mark).n, 0);
+	evs[0].result = BGRUN_RESULT_FAILED;
+	evs[0].exit_code = 3;
+	ASSERT_EQ(bgrun_store_put(s, &evs[0]), 1);
+	ch = changes_after(s, mark);
+	ASSERT_EQ(ch.n, 1);
+	ASSERT_STR_EQ(ch.id[0], evs[0].id);
+	ASSERT_STR_EQ(ch.result[0], "failed");
+	/* It moved: after 0, it now comes last, once. */
+	ch = changes_after(s, 0);
+	ASSERT_EQ(ch.n, 3);
+	ASSERT_STR_EQ(ch.id[2], evs[0].id);
+	/* A limit takes the first ones. */
+	{
+		struct t_changes two = { .n = 0 };
+
+		ASSERT_OK(bgrun_store_changes(s, 0, 2, collect_change, &two));
+		ASSERT_EQ(two.n, 2);
+		ASSERT_STR_EQ(two.id[0], evs[1].id);
+	}
+
+	/* Marking lost is a change, with the stored result in the JSON. */
+	bgrun_event_init(&late, "commandfinish", "bgrun");
+	late.result = BGRUN_RESULT_RUNNING;
+	late.start_ns = T0 - 100 * SEC; /* old: the first to prune */
+	late.boot_id = "00000000-0000-4000-8000-000000000000";
+	ASSERT_EQ(bgrun_store_put(s, &late), 1);
+	ASSERT_OK(bgrun_store_last_change(s, &mark));
+	ASSERT_OK(bgrun_store_mark_lost(s, &cur));
+	ASSERT_EQ(cur, 1);
+	ch = changes_after(s, mark);
+	ASSERT_EQ(ch.n, 1);
+	ASSERT_STR_EQ(ch.id[0], late.id);
+	ASSERT_STR_EQ(ch.result[0], "lost");
+
+	/* Pruning the latest change takes no number back. */
+	ASSERT_OK(bgrun_store_last_change(s, &last));
+	ASSERT_OK(bgrun_store_prune(s, T0 - 50 * SEC, &deleted));
+	ASSERT_EQ(deleted, 1);
+	bgrun_event_init(&late, "commandfinish", "bgrun");
+	ASSERT_EQ(bgrun_store_put(s, &late), 1);
+	ch = changes_after(s, last);
+	ASSERT_EQ(ch.n, 1);
+	ASSERT(ch.seq[0] > last);
+
+	/* Cursors: 0 until set; kept; another store reads them. */
+	ASSERT_OK(bgrun_store_cursor_get(s, "pg", &cur));
+	ASSERT_EQ(cur, 0);
+	ASSERT_OK(bgrun_store_cursor_set(s, "pg", 7));
+	ASSERT_OK(bgrun_store_cursor_set(s, "pg", 9));
+	ASSERT_OK(bgrun_store_cursor_set(s, "other", 2));
+	ASSERT_OK(t_open(db, BGRUN_STORE_READONLY, &ro));
+	ASSERT_OK(bgrun_store_cursor_get(ro, "pg", &cur));
+	ASSERT_EQ(cur, 9);
+	ASSERT_EQ(bgrun_store_cursor_set(ro, "pg", 1), -EROFS);
+	ASSERT_EQ(bgrun_store_cursor_get(ro, "", &cur), -EINVAL);
+	ASSERT_EQ(changes_after(ro, 0).n, 4);
+	bgrun_store_close(ro);
+	bgrun_store_close(s);
 }

@@ -259,6 +259,58 @@ BGRUN_EXTERN int bgrun_store_stats(struct bgrun_store *store,
 BGRUN_EXTERN int bgrun_store_prune(struct bgrun_store *store, int64_t older_than_ns,
 		      int64_t *ret_deleted);
 
+/*
+ * CHANGES, for a reader that follows the store (the sink daemon's
+ * forwarding to PostgreSQL). Every write that inserts or changes a row,
+ * and marking a row lost, gives the row the next number of a counter that
+ * only grows (pruning takes no number back): its change number. The rows
+ * whose number is above N are then exactly what changed since a reader had
+ * read up to N, each once and in its latest state. Writes are serialised,
+ * so numbers are committed in order: a reader never finds a smaller
+ * number appear after a larger one.
+ */
+struct bgrun_store_change {
+	int64_t seq;         /* the row's change number (> 0) */
+	const char *id;
+	int64_t recorded_ns; /* when the row was first written; never changes */
+	int64_t time_ns;     /* start_ns, else recorded_ns */
+	/*
+	 * The row as one JSON object, as bgrun_event_row.json, but with the
+	 * result as stored (never made `lost` in passing: marking it lost
+	 * is a change of its own).
+	 */
+	const char *json;
+};
+
+/* As bgrun_store_row_cb: valid during the call; non-zero stops. */
+typedef int (*bgrun_store_change_cb)(void *data,
+				     const struct bgrun_store_change *change);
+
+/*
+ * Calls cb for each row whose change number is above after_seq, in the
+ * order of the numbers, at most limit rows (0: all), all read from one
+ * snapshot of the store. Returns 0 when all were given, else the
+ * callback's value or -errno.
+ */
+BGRUN_EXTERN int bgrun_store_changes(struct bgrun_store *store,
+				     int64_t after_seq, int64_t limit,
+				     bgrun_store_change_cb cb, void *data);
+
+/* The latest change number given (0: none yet) into *ret_seq. */
+BGRUN_EXTERN int bgrun_store_last_change(struct bgrun_store *store,
+					 int64_t *ret_seq);
+
+/*
+ * Cursors: named change numbers kept in the store, for readers of
+ * changes to say how far they got (a forwarding target each), committed
+ * when bgrun_store_cursor_set returns. name is borrowed, any non-empty
+ * text. *ret_seq is 0 for a cursor never set.
+ */
+BGRUN_EXTERN int bgrun_store_cursor_get(struct bgrun_store *store,
+					const char *name, int64_t *ret_seq);
+BGRUN_EXTERN int bgrun_store_cursor_set(struct bgrun_store *store,
+					const char *name, int64_t seq);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,7 +16,7 @@
 /* PRAGMA application_id of a bgrun store: "bgru". */
 #define BGRUN__STORE_APP_ID 0x62677275
 /* The schema version this library writes (PRAGMA user_version). */
-#define BGRUN__STORE_VERSION 2
+#define BGRUN__STORE_VERSION 3
 /* How long SQLite waits for a program that does not take our lock. */
 #define BGRUN__STORE_BUSY_MS 10000
 /*
@@ -58,17 +58,23 @@
  * A row as read back: id, recorded_ns, time_ns, argv, options, then the
  * plain columns from BGRUN__ROW_PLAIN, then the row as JSON.
  */
+#define BGRUN__SQL_ROW_JSON \
+	"json_object('id', id" \
+	BGRUN__EVENT_FIELDS(BGRUN__SQL_JSON) \
+	", 'argv', json(argv), 'options', json(options)" \
+	", 'recorded_ns', recorded_ns, 'time_ns', time_ns)"
 #define BGRUN__SQL_ROW \
 	"SELECT id, recorded_ns, time_ns, argv, options" \
 	BGRUN__EVENT_FIELDS(BGRUN__SQL_NAME) \
-	", json_object('id', id" \
-	BGRUN__EVENT_FIELDS(BGRUN__SQL_JSON) \
-	", 'argv', json(argv), 'options', json(options)" \
-	", 'recorded_ns', recorded_ns, 'time_ns', time_ns) FROM events"
+	", " BGRUN__SQL_ROW_JSON " FROM events"
 #define BGRUN__ROW_PLAIN 5
 #define BGRUN__ROW_JSON (BGRUN__ROW_PLAIN + BGRUN__N_COLUMNS)
-/* The upsert's parameters: :id, :recorded_ns, :argv, :options, then these. */
+/*
+ * The upsert's parameters: :id, :recorded_ns, :argv, :options, then the
+ * plain columns from BGRUN__UPSERT_PLAIN, then :changed_seq.
+ */
 #define BGRUN__UPSERT_PLAIN 5
+#define BGRUN__UPSERT_SEQ (BGRUN__UPSERT_PLAIN + BGRUN__N_COLUMNS)
 
 /* The plain columns, in the table's order (store.c). */
 struct bgrun__column {
@@ -93,6 +99,11 @@ enum bgrun__stmt_id {
 	BGRUN__STMT_RUNNING,
 	BGRUN__STMT_MARK_LOST,
 	BGRUN__STMT_PRUNE,
+	BGRUN__STMT_SEQ_GET,
+	BGRUN__STMT_SEQ_SET,
+	BGRUN__STMT_CHANGES,
+	BGRUN__STMT_CURSOR_GET,
+	BGRUN__STMT_CURSOR_SET,
 	BGRUN__N_STMTS
 };
 

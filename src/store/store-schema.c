@@ -11,7 +11,8 @@
  * Schema migrations: step i takes user_version i to i + 1, in one
  * transaction. Never edit a step once released: add one. Version 1 is the
  * first table; version 2 added the supervisor's start time, the options,
- * the resource use and the indexes of the queries.
+ * the resource use and the indexes of the queries; version 3 the change
+ * sequence that forwarding reads (see bgrun_store_changes in store.h).
  *
  * The columns of the event's fields are declared here by hand, as they
  * were released, not made from src/event-fields.h: a column's place in
@@ -61,6 +62,28 @@ static const char *const migrations[] = {
 	"CREATE INDEX events_source_event ON events(source, event, time_ns);"
 	"CREATE INDEX events_cwd ON events(cwd, time_ns);"
 	"PRAGMA user_version = 2;",
+
+	/* 2 -> 3 */
+	/*
+	 * changed_seq: every insert or change of a row takes the next number
+	 * of the counter, so "the rows after N" are what changed since a
+	 * reader had N, updated rows included. The counter has a row of its
+	 * own, not max(changed_seq): pruning must never let a number come
+	 * back. Existing rows are numbered in the order they were inserted,
+	 * to be forwarded too.
+	 */
+	"ALTER TABLE events ADD COLUMN changed_seq INTEGER;"
+	"UPDATE events SET changed_seq = rowid;"
+	"CREATE INDEX events_changed ON events(changed_seq);"
+	"CREATE TABLE counters ("
+	"name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) STRICT;"
+	"INSERT INTO counters VALUES ('changed_seq', "
+	"coalesce((SELECT max(rowid) FROM events), 0));"
+	/* How far each reader of changes got (a forwarding target). */
+	"CREATE TABLE cursors ("
+	"name TEXT PRIMARY KEY NOT NULL, seq INTEGER NOT NULL, "
+	"updated_ns INTEGER NOT NULL) STRICT;"
+	"PRAGMA user_version = 3;",
 };
 /* A missing step would leave the loop of migrate() without an end. */
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==

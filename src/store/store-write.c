@@ -326,9 +326,55 @@ int bgrun__event_prepare(struct bgrun_store *store,
 	return 0;
 }
 
-/* The upsert of one prepared event: 1 if a row changed, else 0. */
+/*
+ * The change counter (see the schema's version 3), read and written
+ * inside a write transaction: the lock makes the numbers of one
+ * transaction follow those of the one before, in commit order.
+ */
+static int seq_load(struct bgrun_store *store, int64_t *ret_seq)
+{
+	sqlite3_stmt *stmt;
+	int r, rc;
+
+	r = bgrun__store_stmt(store, BGRUN__STMT_SEQ_GET, &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		*ret_seq = sqlite3_column_int64(stmt, 0);
+	else if (rc == SQLITE_DONE)
+		r = bgrun__store_failf(store, -EBADMSG,
+				       "%s: the change counter is missing",
+				       store->path);
+	else
+		r = bgrun__store_fail(store, rc, "reading the change counter");
+	(void)sqlite3_reset(stmt);
+	return r;
+}
+
+static int seq_save(struct bgrun_store *store, int64_t seq)
+{
+	sqlite3_stmt *stmt;
+	int r, rc;
+
+	r = bgrun__store_stmt(store, BGRUN__STMT_SEQ_SET, &stmt);
+	if (r < 0)
+		return r;
+	rc = sqlite3_bind_int64(stmt, 1, seq);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(stmt);
+	if (rc != SQLITE_DONE)
+		r = bgrun__store_fail(store, rc, "writing the change counter");
+	bgrun__release_stmt(stmt);
+	return r;
+}
+
+/*
+ * The upsert of one prepared event, its change numbered seq: 1 if a row
+ * changed, else 0.
+ */
 static int write_event(struct bgrun_store *store,
-		       const struct bgrun_store_prepared *p)
+		       const struct bgrun_store_prepared *p, int64_t seq)
 {
 	const struct bgrun_event *ev = p->ev;
 	sqlite3_stmt *stmt;
@@ -379,6 +425,8 @@ static int write_event(struct bgrun_store *store,
 		}
 	}
 	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(stmt, BGRUN__UPSERT_SEQ, seq);
+	if (rc == SQLITE_OK)
 		rc = sqlite3_step(stmt);
 	if (rc == SQLITE_DONE)
 		r = sqlite3_changes(store->db) > 0 ? 1 : 0;
@@ -396,17 +444,22 @@ int bgrun__store_put_prepared(struct bgrun_store *store,
 			      const struct bgrun_store_prepared *const *preps,
 			      size_t n)
 {
+	int64_t seq = 0;
 	int r, changed = 0;
 
 	store->errmsg[0] = '\0';
 	r = bgrun__store_begin(store);
 	if (r < 0)
 		return r;
+	r = seq_load(store, &seq);
 	for (size_t i = 0; i < n && r >= 0; i++) {
-		r = write_event(store, preps[i]);
+		/* A number is used up even by a write that changes nothing. */
+		r = write_event(store, preps[i], ++seq);
 		if (r > 0)
 			changed++;
 	}
+	if (r >= 0 && changed > 0)
+		r = seq_save(store, seq);
 	return bgrun__store_end(store, r < 0 ? r : changed);
 }
 
@@ -509,7 +562,7 @@ int bgrun__store_mark_lost_locked(struct bgrun_store *store,
 {
 	char (*ids)[BGRUN_EVENT_ID_MAX + 1] = NULL, (*grown)[BGRUN_EVENT_ID_MAX + 1];
 	size_t n = 0, cap = 0;
-	int64_t count = 0;
+	int64_t count = 0, seq = 0;
 	sqlite3_stmt *stmt;
 	int r, rc;
 
@@ -541,9 +594,15 @@ int bgrun__store_mark_lost_locked(struct bgrun_store *store,
 	(void)sqlite3_reset(stmt);
 	if (r < 0)
 		goto cleanup;
-	r = bgrun__store_stmt(store, BGRUN__STMT_MARK_LOST, &stmt);
+	if (n == 0)
+		goto done;
+	r = seq_load(store, &seq);
+	if (r >= 0)
+		r = bgrun__store_stmt(store, BGRUN__STMT_MARK_LOST, &stmt);
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		rc = sqlite3_bind_text(stmt, 1, ids[i], -1, SQLITE_STATIC);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_bind_int64(stmt, 2, ++seq);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_step(stmt);
 		if (rc == SQLITE_DONE)
@@ -553,6 +612,9 @@ int bgrun__store_mark_lost_locked(struct bgrun_store *store,
 		(void)sqlite3_reset(stmt);
 		(void)sqlite3_clear_bindings(stmt);
 	}
+	if (r >= 0)
+		r = seq_save(store, seq);
+done:
 	if (r >= 0 && ret_count != NULL)
 		*ret_count = count;
 cleanup:

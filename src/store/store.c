@@ -48,12 +48,15 @@ static const char *const stmt_sql[BGRUN__N_STMTS] = {
 	[BGRUN__STMT_UPSERT] =
 		"INSERT INTO events(id, recorded_ns, argv, options"
 		BGRUN__EVENT_FIELDS(BGRUN__SQL_NAME)
+		", changed_seq"
 		") VALUES(:id, :recorded_ns, :argv, json(:options)"
 		BGRUN__EVENT_FIELDS(SQL_PARAM)
+		", :changed_seq"
 		") ON CONFLICT(id) DO UPDATE SET "
 		"argv = coalesce(excluded.argv, argv)"
 		", options = coalesce(excluded.options, options)"
 		BGRUN__EVENT_FIELDS(SQL_KEEP)
+		", changed_seq = excluded.changed_seq"
 		" WHERE result = 'running' OR (result = 'lost' AND "
 		"excluded.result NOT IN ('running', 'lost'))",
 	[BGRUN__STMT_JSON_LOST] = "SELECT json_set(?1, '$.result', 'lost')",
@@ -66,11 +69,24 @@ static const char *const stmt_sql[BGRUN__N_STMTS] = {
 		"SELECT id, boot_id, supervisor_pid, supervisor_start "
 		"FROM events WHERE result = 'running' AND result != 'success'",
 	[BGRUN__STMT_MARK_LOST] =
-		"UPDATE events SET result = 'lost' "
+		"UPDATE events SET result = 'lost', changed_seq = ?2 "
 		"WHERE id = ?1 AND result = 'running'",
 	[BGRUN__STMT_PRUNE] =
 		"DELETE FROM events "
 		"WHERE time_ns < ?1 AND result IS NOT 'running'",
+	[BGRUN__STMT_SEQ_GET] =
+		"SELECT value FROM counters WHERE name = 'changed_seq'",
+	[BGRUN__STMT_SEQ_SET] =
+		"UPDATE counters SET value = ?1 WHERE name = 'changed_seq'",
+	[BGRUN__STMT_CHANGES] =
+		"SELECT changed_seq, id, recorded_ns, time_ns, "
+		BGRUN__SQL_ROW_JSON " FROM events "
+		"WHERE changed_seq > ?1 ORDER BY changed_seq LIMIT ?2",
+	[BGRUN__STMT_CURSOR_GET] = "SELECT seq FROM cursors WHERE name = ?1",
+	[BGRUN__STMT_CURSOR_SET] =
+		"INSERT INTO cursors(name, seq, updated_ns) VALUES(?1, ?2, ?3) "
+		"ON CONFLICT(name) DO UPDATE SET seq = excluded.seq, "
+		"updated_ns = excluded.updated_ns",
 };
 
 int bgrun__sqlite_errno(sqlite3 *db, int rc)
@@ -169,6 +185,10 @@ int bgrun__store_stmt(struct bgrun_store *store, enum bgrun__stmt_id id,
 					      store->stmts[id],
 					      BGRUN__UPSERT_PLAIN + (int)i) + 1,
 				      bgrun__columns[i].name) == 0);
+		assert(id != BGRUN__STMT_UPSERT ||
+		       strcmp(sqlite3_bind_parameter_name(store->stmts[id],
+							  BGRUN__UPSERT_SEQ),
+			      ":changed_seq") == 0);
 	}
 	*ret_stmt = store->stmts[id];
 	return 0;
