@@ -210,5 +210,7 @@ int lsink_show_main(int argc, char **argv, const char *db);
 int lsink_stats_main(int argc, char **argv, const char *db);
 int lsink_prune_main(int argc, char **argv, const char *db);
 int lsink_mark_lost_main(int argc, char **argv, const char *db);
+/* pg-init.c (pg-none.c without libpq). */
+int lsink_pg_init_main(int argc, char **argv, const char *db);
 
 #endif /* LSINK_H */

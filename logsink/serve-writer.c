@@ -50,6 +50,7 @@ static void write_batch(struct lsink_writer *w, struct lsink_item *batch)
 			if (!it->refused)
 				it->status = 0;
 		w->n_commits++;
+		lsink_forward_kick(w->forward);
 		return;
 	}
 	for (it = batch; it != NULL; it = it->next) {
@@ -63,6 +64,7 @@ static void write_batch(struct lsink_writer *w, struct lsink_item *batch)
 			if (r1 >= 0) {
 				it->status = 0;
 				w->n_commits++;
+				lsink_forward_kick(w->forward);
 				continue;
 			}
 			lsink_item_fail(it, r1, bgrun_store_errmsg(w->store));
@@ -84,6 +86,8 @@ static void replay(struct lsink_writer *w)
 	else if (count > 0)
 		lsink_msg("stored %lld events from the spool of %s",
 			  (long long)count, lsink_printable(w->db));
+	if (count > 0)
+		lsink_forward_kick(w->forward);
 }
 
 static void wait_until(struct lsink_writer *w, int64_t deadline_ns)

@@ -32,6 +32,9 @@ enum {
 	OPT_BATCH_MAX,
 	OPT_DELAY,
 	OPT_LOG,
+	OPT_FORWARD,
+	OPT_FORWARD_HOST,
+	OPT_FORWARD_BATCH,
 };
 
 static const struct option options[] = {
@@ -49,6 +52,9 @@ static const struct option options[] = {
 	{ "batch-max", required_argument, NULL, OPT_BATCH_MAX },
 	{ "commit-delay", required_argument, NULL, OPT_DELAY },
 	{ "log", required_argument, NULL, OPT_LOG },
+	{ "forward", required_argument, NULL, OPT_FORWARD },
+	{ "forward-host", required_argument, NULL, OPT_FORWARD_HOST },
+	{ "forward-batch", required_argument, NULL, OPT_FORWARD_BATCH },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -76,7 +82,17 @@ static const char help_text[] =
 	"      --commit-delay=DUR   let a transaction wait DUR for more events\n"
 	"                           (default 0: commit as soon as the last one ended)\n"
 	"      --ready-fd=N         write \"READY PID\" (or \"ERROR MESSAGE\") to\n"
-	"                           descriptor N when listening, then close it\n" LSINK_COMMON_HELP
+	"                           descriptor N when listening, then close it\n"
+	"      --forward=CONNINFO   also ship every event of the log to PostgreSQL\n"
+	"                           (a postgresql:// URI or libpq's key=value\n"
+	"                           string; 'postgresql://' alone: libpq's PG*\n"
+	"                           variables and PGSERVICE), after it is\n"
+	"                           committed here; see docs/fleet.md\n"
+	"      --forward-host=NAME  the host recorded in PostgreSQL for every\n"
+	"                           event (default: the event's own, else this\n"
+	"                           machine's name)\n"
+	"      --forward-batch=N    events per PostgreSQL transaction (default 2000)\n"
+	LSINK_COMMON_HELP
 	"\n"
 	"Started by systemd with socket activation (LISTEN_FDS), it takes its\n"
 	"socket from there. SIGTERM or SIGINT: stop accepting, commit and ack\n"
@@ -285,6 +301,9 @@ static void cleanup(struct lsink_serve *s)
 {
 	struct stat st;
 
+	/* After the writer, which tells it of commits. */
+	lsink_forward_stop(s->forward);
+	s->forward = NULL;
 	if (s->listen_fd >= 0)
 		(void)close(s->listen_fd);
 	/* Our socket only: a successor may have bound the path already. */
@@ -342,6 +361,7 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 			     .queue_max = 16384, .queue_bytes = 64 << 20,
 			     .write_max = 1 << 20, .idle_ms = 60000 },
 		.srv.writer = { .batch_max = 2048 },
+		.fwd = { .batch_max = 2000 },
 	};
 	int opt, r, status = LSINK_EXIT_FAILURE;
 
@@ -401,6 +421,17 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 		case OPT_LOG:
 			s.log = optarg;
 			break;
+		case OPT_FORWARD:
+			s.fwd.conninfo = optarg;
+			break;
+		case OPT_FORWARD_HOST:
+			if (optarg[0] == '\0')
+				lsink_usage("--forward-host: an empty name");
+			s.fwd.host = optarg;
+			break;
+		case OPT_FORWARD_BATCH:
+			s.fwd.batch_max = parse_count(optarg, "forward-batch");
+			break;
 		default:
 			lsink_usage_hint();
 		}
@@ -451,9 +482,20 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 					 : bgrun_strerror(r));
 		goto out;
 	}
+	if (s.fwd.conninfo != NULL) {
+		char err[512];
+
+		s.fwd.db = s.db;
+		r = lsink_forward_start(&s.fwd, &s.forward, err, sizeof(err));
+		if (r < 0) {
+			lsink_serve_fail(&s, "%s", err[0] ? err : bgrun_strerror(r));
+			goto out;
+		}
+	}
 	s.srv.uid = geteuid();
 	s.srv.writer.store = s.store;
 	s.srv.writer.db = s.db;
+	s.srv.writer.forward = s.forward;
 	lsink_msg("serving '%s', writing '%s'", lsink_printable(s.socket),
 		  lsink_printable(s.db));
 	if (run(&s) < 0)

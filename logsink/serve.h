@@ -67,6 +67,7 @@ struct lsink_writer {
 	size_t batch_max;        /* events per transaction at most */
 	int64_t delay_ns;        /* how long a batch may wait to grow */
 	uv_async_t *wake;        /* the loop's, woken when items are done */
+	struct lsink_forward *forward; /* told of each commit, or NULL */
 	uint64_t n_commits;      /* the writer's; read after it is joined */
 };
 
@@ -141,6 +142,29 @@ void lsink_item_free(struct lsink_item *item);
 /* Marks an item failed: error, and why (kept if not empty). */
 void lsink_item_fail(struct lsink_item *item, int error, const char *why);
 
+/*
+ * serve-forward.c: the forwarder thread (PostgreSQL), when --forward is
+ * given; pg-none.c in a logsink built without libpq.
+ */
+struct lsink_forward;
+struct lsink_forward_opts {
+	const char *conninfo; /* borrowed: a postgresql:// URI or key=value */
+	const char *db;       /* the store, which it opens for itself */
+	const char *host;     /* the host of every event forwarded, or NULL */
+	size_t batch_max;     /* events per PostgreSQL transaction */
+};
+/*
+ * Starts forwarding. -errno with a one-line message in err (a string
+ * libpq cannot read is -EINVAL; no libpq, -ENOTSUP).
+ */
+int lsink_forward_start(const struct lsink_forward_opts *o,
+			struct lsink_forward **ret_forward, char *err,
+			size_t size);
+/* The store changed (any thread); accepts NULL. */
+void lsink_forward_kick(struct lsink_forward *f);
+/* Stops the thread after its current batch and frees it; accepts NULL. */
+void lsink_forward_stop(struct lsink_forward *f);
+
 /* serve.c and serve-socket.c: `logsink serve` itself. */
 
 /* The daemon: its server, its store and its socket. */
@@ -154,6 +178,8 @@ struct lsink_serve {
 	ino_t sock_ino;
 	const char *log;
 	struct bgrun_store *store;
+	struct lsink_forward_opts fwd;
+	struct lsink_forward *forward;
 };
 
 /*

@@ -1,0 +1,593 @@
+/* SPDX-License-Identifier: MIT */
+/* serve-forward.c: the daemon's forwarder thread: ships the store's changes to PostgreSQL, in order, once each. */
+
+#include "serve.h"
+#include "pg.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+/*
+ * FORWARDING
+ *
+ * The forwarder has its own connection to the store and follows it by
+ * change number (bgrun_store_changes): whatever reached the store, from
+ * this daemon's writer, an embedded writer or the spool, and every later
+ * change of a row (a running row that finished, a row marked lost) comes
+ * after the cursor. A batch is sent in one PostgreSQL transaction: COPY
+ * into a temporary table, then one INSERT ... ON CONFLICT into the fleet
+ * table, whose rule is the local store's (a running row takes any new
+ * state, a lost one a final state, a final one nothing). Only after that
+ * COMMIT is the cursor moved, in the store. A crash between the two sends
+ * the batch again, which changes nothing at the table: delivery is at
+ * least once, the table holds each event once.
+ *
+ * The writer never waits for any of it: it only signals that it
+ * committed. Every failure (no server, a dropped connection, an error of
+ * the server) ends the connection; the forwarder says what went wrong
+ * once, waits (doubling, up to BACKOFF_MAX_MS) and starts again from the
+ * cursor with a new connection, schema check included.
+ */
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+/* How often the store is looked at without a signal (embedded writers). */
+#define POLL_MS 1000
+
+struct lsink_forward {
+	struct lsink_forward_opts o;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	/* Under lock: */
+	bool stop, kicked;
+	bool busy;                 /* sending a batch */
+	PGcancel *cancel;          /* while connected, for stopping */
+	/* The thread's own: */
+	struct bgrun_store *store;
+	PGconn *pg;
+	char *insert_sql;
+	char shown[256];           /* the server, for messages */
+	char target[512];          /* the cursor's name */
+	char node[256];            /* this machine's name */
+	int64_t cursor;
+	int64_t made_lo, made_hi;  /* months known to have partitions */
+	char *buf;                 /* the batch, as COPY text */
+	size_t len, cap, n;
+	int64_t seq, lo_ns, hi_ns;
+	bool failed;               /* appending to buf ran out of memory */
+	char said[512];            /* the problem last logged */
+	int backoff_ms;
+	uint64_t n_sent, n_batches;
+};
+
+static const char *const column_names[] = {
+#define COLUMN_NAME(n, type) #n,
+	LSINK_PG_COLUMNS(COLUMN_NAME)
+#undef COLUMN_NAME
+};
+#define N_PG_COLUMNS (sizeof(column_names) / sizeof(column_names[0]))
+
+/*
+ * "id, a, b ..." (without id when first is NULL), each name after prefix,
+ * host as host_expr when given.
+ */
+static bool append_list(char **sql, size_t *len, const char *first,
+			const char *prefix, const char *host_expr)
+{
+	char *grown;
+	size_t room;
+
+	for (size_t i = 0; i <= N_PG_COLUMNS; i++) {
+		const char *name = i == 0 ? "id" : column_names[i - 1];
+		bool is_host = strcmp(name, "host") == 0;
+		char piece[256];
+
+		if (first == NULL && i == 0)
+			continue; /* lists without the key */
+		if (is_host && host_expr != NULL)
+			(void)snprintf(piece, sizeof(piece), "%s", host_expr);
+		else
+			(void)snprintf(piece, sizeof(piece), "%s%s", prefix,
+				       name);
+		room = *len + strlen(piece) + 3;
+		grown = realloc(*sql, room);
+		if (grown == NULL)
+			return false;
+		*sql = grown;
+		*len += (size_t)sprintf(*sql + *len, "%s%s",
+					i == (first == NULL ? 1u : 0u) ? ""
+								       : ", ",
+					piece);
+	}
+	return true;
+}
+
+static bool append_str(char **sql, size_t *len, const char *s)
+{
+	char *grown = realloc(*sql, *len + strlen(s) + 1);
+
+	if (grown == NULL)
+		return false;
+	*sql = grown;
+	*len += (size_t)sprintf(*sql + *len, "%s", s);
+	return true;
+}
+
+/*
+ * The INSERT of a batch, made from the column list: $1 is this machine's
+ * name (for events without a host), $2 the forced host or NULL.
+ */
+static char *make_insert_sql(void)
+{
+	char *sql = NULL;
+	size_t len = 0;
+	bool ok;
+
+	ok = append_str(&sql, &len, "INSERT INTO fleet_events (") &&
+	     append_list(&sql, &len, "", "", NULL) &&
+	     append_str(&sql, &len, ") SELECT ") &&
+	     append_list(&sql, &len, "", "r.",
+			 "coalesce($2::text, r.host, $1::text)") &&
+	     append_str(&sql, &len,
+			" FROM fleet_batch b, "
+			"json_populate_record(NULL::fleet_events, b.j) r "
+			"ON CONFLICT (id, recorded_ns) DO UPDATE SET (") &&
+	     append_list(&sql, &len, NULL, "", NULL) &&
+	     append_str(&sql, &len, ") = ROW(") &&
+	     append_list(&sql, &len, NULL, "excluded.", NULL) &&
+	     append_str(&sql, &len,
+			"), forwarded_at = now() "
+			"WHERE fleet_events.result = 'running' OR "
+			"(fleet_events.result = 'lost' AND "
+			"excluded.result NOT IN ('running', 'lost'))");
+	if (!ok) {
+		free(sql);
+		return NULL;
+	}
+	return sql;
+}
+
+/* "user@host:port/dbname" of conninfo, as far as it says. */
+static void describe(const char *conninfo, char *out, size_t size)
+{
+	PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
+	const char *host = NULL, *port = NULL, *db = NULL, *user = NULL;
+
+	for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++) {
+		if (o->val == NULL || o->val[0] == '\0')
+			continue;
+		if (strcmp(o->keyword, "host") == 0)
+			host = o->val;
+		else if (strcmp(o->keyword, "port") == 0)
+			port = o->val;
+		else if (strcmp(o->keyword, "dbname") == 0)
+			db = o->val;
+		else if (strcmp(o->keyword, "user") == 0)
+			user = o->val;
+		else if (strcmp(o->keyword, "service") == 0 && host == NULL)
+			host = o->val;
+	}
+	(void)snprintf(out, size, "postgresql://%s%s%s%s%s/%s",
+		       user ? user : "", user ? "@" : "",
+		       host ? host : "(default)", port ? ":" : "",
+		       port ? port : "", db ? db : "");
+	PQconninfoFree(opts);
+}
+
+/* Says what is wrong, once until it changes or forwarding works again. */
+static void problem(struct lsink_forward *f, const char *what,
+		    const char *why)
+{
+	char line[sizeof(f->said)];
+
+	(void)snprintf(line, sizeof(line), "%s: %s", what, why);
+	if (strcmp(line, f->said) == 0)
+		return;
+	memcpy(f->said, line, sizeof(line));
+	lsink_msg("forwarding to %s: %s (events are kept here; retrying)",
+		  lsink_printable(f->shown), lsink_printable(line));
+}
+
+static void disconnect(struct lsink_forward *f)
+{
+	PGcancel *cancel;
+
+	(void)pthread_mutex_lock(&f->lock);
+	cancel = f->cancel;
+	f->cancel = NULL;
+	(void)pthread_mutex_unlock(&f->lock);
+	PQfreeCancel(cancel);
+	PQfinish(f->pg);
+	f->pg = NULL;
+	f->made_lo = 1;
+	f->made_hi = 0;
+}
+
+/* Connects, checks the schema, reads the cursor. 0, or -1 said. */
+static int connect_pg(struct lsink_forward *f)
+{
+	char err[512];
+	int r;
+
+	f->pg = lsink_pg_connect(f->o.conninfo);
+	if (f->pg == NULL || PQstatus(f->pg) != CONNECTION_OK) {
+		lsink_pg_error(f->pg, NULL, err, sizeof(err));
+		problem(f, "cannot connect", f->pg != NULL ? err : "out of memory");
+		goto fail;
+	}
+	if (lsink_pg_setup(f->pg, err, sizeof(err)) < 0) {
+		problem(f, "the fleet schema", err);
+		goto fail;
+	}
+	if (lsink_pg_exec(f->pg, "CREATE TEMP TABLE IF NOT EXISTS fleet_batch "
+				 "(j json NOT NULL) ON COMMIT DELETE ROWS",
+			  err, sizeof(err)) < 0) {
+		problem(f, "a temporary table", err);
+		goto fail;
+	}
+	/*
+	 * The cursor belongs to the server and database actually reached,
+	 * whatever string named them.
+	 */
+	(void)snprintf(f->target, sizeof(f->target), "postgresql://%s@%s:%s/%s",
+		       PQuser(f->pg), PQhost(f->pg), PQport(f->pg),
+		       PQdb(f->pg));
+	r = bgrun_store_cursor_get(f->store, f->target, &f->cursor);
+	if (r < 0) {
+		problem(f, "reading the cursor", bgrun_store_errmsg(f->store));
+		goto fail;
+	}
+	(void)pthread_mutex_lock(&f->lock);
+	f->cancel = PQgetCancel(f->pg);
+	(void)pthread_mutex_unlock(&f->lock);
+	return 0;
+fail:
+	disconnect(f);
+	return -1;
+}
+
+/* COPY text format: backslash, tab, newline and CR escaped. */
+static int add_change(void *data, const struct bgrun_store_change *c)
+{
+	struct lsink_forward *f = data;
+	size_t need = f->len + 2 * strlen(c->json) + 2;
+
+	if (need > f->cap) {
+		size_t cap = f->cap ? f->cap : 1 << 16;
+		char *grown;
+
+		while (cap < need)
+			cap *= 2;
+		grown = realloc(f->buf, cap);
+		if (grown == NULL) {
+			f->failed = true;
+			return 1;
+		}
+		f->buf = grown;
+		f->cap = cap;
+	}
+	for (const char *p = c->json; *p != '\0'; p++) {
+		switch (*p) {
+		case '\\': f->buf[f->len++] = '\\'; f->buf[f->len++] = '\\'; break;
+		case '\t': f->buf[f->len++] = '\\'; f->buf[f->len++] = 't'; break;
+		case '\n': f->buf[f->len++] = '\\'; f->buf[f->len++] = 'n'; break;
+		case '\r': f->buf[f->len++] = '\\'; f->buf[f->len++] = 'r'; break;
+		default: f->buf[f->len++] = *p;
+		}
+	}
+	f->buf[f->len++] = '\n';
+	if (f->n == 0 || c->recorded_ns < f->lo_ns)
+		f->lo_ns = c->recorded_ns;
+	if (f->n == 0 || c->recorded_ns > f->hi_ns)
+		f->hi_ns = c->recorded_ns;
+	f->seq = c->seq;
+	f->n++;
+	return 0;
+}
+
+/* Reads the next batch after the cursor. Its size, or -1 said. */
+static int read_batch(struct lsink_forward *f)
+{
+	int r;
+
+	f->len = f->n = 0;
+	f->failed = false;
+	r = bgrun_store_changes(f->store, f->cursor, (int64_t)f->o.batch_max,
+				add_change, f);
+	if (f->failed || r < 0) {
+		problem(f, "reading the local store",
+			f->failed ? "out of memory" : bgrun_store_errmsg(f->store));
+		return -1;
+	}
+	return (int)f->n;
+}
+
+/* The batch in one transaction. 0, or -1 said. */
+static int send_batch(struct lsink_forward *f)
+{
+	const char *params[2] = { f->node, f->o.host };
+	int64_t lo = lsink_pg_month(f->lo_ns), hi = lsink_pg_month(f->hi_ns);
+	char err[512];
+	PGresult *res;
+
+	if (lo < f->made_lo || hi > f->made_hi) {
+		if (lsink_pg_partitions(f->pg, f->lo_ns, f->hi_ns, err,
+					sizeof(err)) < 0) {
+			problem(f, "making partitions", err);
+			return -1;
+		}
+		if (f->made_lo > f->made_hi || hi + 1 < f->made_lo ||
+		    lo > f->made_hi + 1) {
+			f->made_lo = lo;
+			f->made_hi = hi;
+		} else {
+			f->made_lo = lo < f->made_lo ? lo : f->made_lo;
+			f->made_hi = hi > f->made_hi ? hi : f->made_hi;
+		}
+	}
+	if (lsink_pg_exec(f->pg, "BEGIN", err, sizeof(err)) < 0)
+		goto fail;
+	res = PQexec(f->pg, "COPY fleet_batch (j) FROM STDIN");
+	if (PQresultStatus(res) != PGRES_COPY_IN) {
+		lsink_pg_error(f->pg, res, err, sizeof(err));
+		PQclear(res);
+		goto fail;
+	}
+	PQclear(res);
+	if (PQputCopyData(f->pg, f->buf, (int)f->len) != 1 ||
+	    PQputCopyEnd(f->pg, NULL) != 1) {
+		lsink_pg_error(f->pg, NULL, err, sizeof(err));
+		goto fail;
+	}
+	res = PQgetResult(f->pg);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		lsink_pg_error(f->pg, res, err, sizeof(err));
+		PQclear(res);
+		goto fail;
+	}
+	PQclear(res);
+	while ((res = PQgetResult(f->pg)) != NULL)
+		PQclear(res);
+	res = PQexecParams(f->pg, f->insert_sql, 2, NULL, params, NULL, NULL,
+			   0);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		lsink_pg_error(f->pg, res, err, sizeof(err));
+		PQclear(res);
+		goto fail;
+	}
+	PQclear(res);
+	if (lsink_pg_exec(f->pg, "COMMIT", err, sizeof(err)) < 0)
+		goto fail;
+	return 0;
+fail:
+	problem(f, "sending events", err);
+	return -1;
+}
+
+/* Waits up to ms for a kick (or stop). Under lock. */
+static void wait_kick(struct lsink_forward *f, int ms)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	while (!f->kicked && !f->stop)
+		if (pthread_cond_timedwait(&f->cond, &f->lock, &ts) != 0)
+			break;
+	f->kicked = false;
+}
+
+/* After a failure: wait, longer each time. */
+static void back_off(struct lsink_forward *f)
+{
+	(void)pthread_mutex_lock(&f->lock);
+	if (!f->stop) {
+		struct timespec ts;
+		int ms = f->backoff_ms;
+
+		(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += ms / 1000;
+		ts.tv_nsec += (long)(ms % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		/* Kicks do not cut it short: only stopping does. */
+		while (!f->stop &&
+		       pthread_cond_timedwait(&f->cond, &f->lock, &ts) == 0)
+			;
+	}
+	(void)pthread_mutex_unlock(&f->lock);
+	f->backoff_ms = f->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
+							   : f->backoff_ms * 2;
+}
+
+static bool stopping(struct lsink_forward *f)
+{
+	bool stop;
+
+	(void)pthread_mutex_lock(&f->lock);
+	stop = f->stop;
+	(void)pthread_mutex_unlock(&f->lock);
+	return stop;
+}
+
+static void *forward_main(void *arg)
+{
+	struct lsink_forward *f = arg;
+	int n, r = 0;
+
+	while (!stopping(f)) {
+		if (f->pg == NULL && connect_pg(f) < 0) {
+			back_off(f);
+			continue;
+		}
+		n = read_batch(f);
+		if (n == 0) {
+			(void)pthread_mutex_lock(&f->lock);
+			wait_kick(f, POLL_MS);
+			(void)pthread_mutex_unlock(&f->lock);
+			continue;
+		}
+		if (n > 0) {
+			(void)pthread_mutex_lock(&f->lock);
+			f->busy = true;
+			(void)pthread_mutex_unlock(&f->lock);
+			r = send_batch(f);
+			(void)pthread_mutex_lock(&f->lock);
+			f->busy = false;
+			(void)pthread_mutex_unlock(&f->lock);
+		}
+		if (n < 0 || r < 0) {
+			disconnect(f);
+			back_off(f);
+			continue;
+		}
+		/* Committed there: now the cursor, here. */
+		if (bgrun_store_cursor_set(f->store, f->target, f->seq) < 0)
+			problem(f, "saving the cursor",
+				bgrun_store_errmsg(f->store));
+		f->cursor = f->seq;
+		f->n_sent += f->n;
+		f->n_batches++;
+		if (f->said[0] != '\0') {
+			lsink_msg("forwarding to %s: working again",
+				  lsink_printable(f->shown));
+			f->said[0] = '\0';
+		}
+		f->backoff_ms = BACKOFF_MIN_MS;
+	}
+	disconnect(f);
+	return NULL;
+}
+
+static void forward_free(struct lsink_forward *f)
+{
+	if (f == NULL)
+		return;
+	bgrun_store_close(f->store);
+	free(f->insert_sql);
+	free(f->buf);
+	free(f);
+}
+
+int lsink_forward_start(const struct lsink_forward_opts *o,
+			struct lsink_forward **ret_forward, char *err,
+			size_t size)
+{
+	struct lsink_forward *f = calloc(1, sizeof(*f));
+	PQconninfoOption *parsed;
+	pthread_condattr_t ca;
+	char *perr = NULL, *serr = NULL;
+	sigset_t all, old;
+	struct utsname u;
+	int r;
+
+	if (f == NULL)
+		return -ENOMEM;
+	f->o = *o;
+	f->made_lo = 1;
+	f->backoff_ms = BACKOFF_MIN_MS;
+	/* A string libpq cannot read is a usage error, now, not a retry loop. */
+	parsed = PQconninfoParse(o->conninfo, &perr);
+	if (parsed == NULL) {
+		(void)snprintf(err, size, "--forward: %s",
+			       perr != NULL ? strtok(perr, "\n")
+					    : "out of memory");
+		PQfreemem(perr);
+		forward_free(f);
+		return -EINVAL;
+	}
+	PQconninfoFree(parsed);
+	describe(o->conninfo, f->shown, sizeof(f->shown));
+	(void)snprintf(f->node, sizeof(f->node), "%s",
+		       uname(&u) == 0 ? u.nodename : "unknown");
+	f->insert_sql = make_insert_sql();
+	if (f->insert_sql == NULL) {
+		forward_free(f);
+		return -ENOMEM;
+	}
+	r = bgrun_store_open(o->db, 0, &f->store, &serr);
+	if (r < 0) {
+		(void)snprintf(err, size, "forwarding: %s",
+			       serr != NULL ? serr : bgrun_strerror(r));
+		free(serr);
+		forward_free(f);
+		return r;
+	}
+	r = pthread_mutex_init(&f->lock, NULL);
+	if (r != 0) {
+		forward_free(f);
+		return -r;
+	}
+	(void)pthread_condattr_init(&ca);
+	(void)pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	r = pthread_cond_init(&f->cond, &ca);
+	(void)pthread_condattr_destroy(&ca);
+	if (r != 0)
+		goto fail_lock;
+	(void)sigfillset(&all);
+	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&f->thread, NULL, forward_main, f);
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r != 0)
+		goto fail_cond;
+	lsink_msg("forwarding to %s", lsink_printable(f->shown));
+	*ret_forward = f;
+	return 0;
+fail_cond:
+	(void)pthread_cond_destroy(&f->cond);
+fail_lock:
+	(void)pthread_mutex_destroy(&f->lock);
+	forward_free(f);
+	(void)snprintf(err, size, "cannot start the forwarder: %s",
+		       strerror(r));
+	return -r;
+}
+
+void lsink_forward_kick(struct lsink_forward *f)
+{
+	if (f == NULL)
+		return;
+	(void)pthread_mutex_lock(&f->lock);
+	f->kicked = true;
+	(void)pthread_cond_signal(&f->cond);
+	(void)pthread_mutex_unlock(&f->lock);
+}
+
+void lsink_forward_stop(struct lsink_forward *f)
+{
+	char ignored[256];
+
+	if (f == NULL)
+		return;
+	(void)pthread_mutex_lock(&f->lock);
+	f->stop = true;
+	/*
+	 * A batch waiting on a slow server ends now, failed (and is sent
+	 * again by the next start). Only then: a cancel request is a
+	 * connection of its own, which a server that is not there makes wait.
+	 */
+	if (f->busy && f->cancel != NULL)
+		(void)PQcancel(f->cancel, ignored, (int)sizeof(ignored));
+	(void)pthread_cond_signal(&f->cond);
+	(void)pthread_mutex_unlock(&f->lock);
+	(void)pthread_join(f->thread, NULL);
+	(void)pthread_cond_destroy(&f->cond);
+	(void)pthread_mutex_destroy(&f->lock);
+	lsink_msg("forwarded %llu events in %llu transactions",
+		  (unsigned long long)f->n_sent,
+		  (unsigned long long)f->n_batches);
+	forward_free(f);
+}

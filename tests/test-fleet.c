@@ -1,0 +1,628 @@
+/* SPDX-License-Identifier: MIT */
+/* test-fleet.c: forwarding to a real PostgreSQL of the test's own: two hosts, the server restarted mid-flood, kill -9. */
+
+#include "test-sink.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef T_HAVE_LIBPQ
+
+static void no_libpq(void)
+{
+	SKIP("this build has no libpq (libpq-dev): nothing to forward with");
+}
+
+void case_fleet_two_hosts(void) { no_libpq(); }
+void case_fleet_pg_restart(void) { no_libpq(); }
+void case_fleet_kill9(void) { no_libpq(); }
+
+#else
+
+#include <libpq-fe.h>
+#include <pwd.h>
+
+/*
+ * THE SERVER: a cluster of the test's own in a temporary directory,
+ * listening only on a Unix socket there, never the system's. initdb and
+ * the server refuse to run as root (as CI runs): then they run as nobody,
+ * through runuser, in a directory nobody owns.
+ */
+#define PG_BINDIR_DEFAULT "/usr/lib/postgresql/15/bin"
+
+struct t_pg {
+	char dir[64];
+	char bindir[256];
+	char conninfo[256];
+	bool as_nobody;
+	bool running;
+};
+
+static struct t_pg *the_pg; /* stopped at exit */
+
+/* Runs argv (as nobody if need be), output to dir/cmd.log; its exit code. */
+static int pg_run(struct t_pg *pg, const char *const *args)
+{
+	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
+	const char *argv[32];
+	struct bgrun_child *child;
+	struct bgrun_status st;
+	char log[128];
+	size_t n = 0;
+	int r;
+
+	if (pg->as_nobody) {
+		argv[n++] = "/usr/sbin/runuser";
+		argv[n++] = "-u";
+		argv[n++] = "nobody";
+		argv[n++] = "--";
+	}
+	for (size_t i = 0; args[i] != NULL && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	(void)snprintf(log, sizeof(log), "%s/cmd.log", pg->dir);
+	o.argv = argv;
+	o.out = (struct bgrun_stdio){ .kind = BGRUN_STDIO_FILE, .path = log,
+				      .append = true };
+	o.err = o.out;
+	r = bgrun_spawn(&o, &child);
+	if (r < 0)
+		FAIL("cannot start %s: %s", argv[0], bgrun_strerror(r));
+	if (bgrun_child_wait(child, 120000, &st) < 0)
+		FAIL("%s did not finish within 120 s", args[0]);
+	bgrun_child_free(child);
+	return st.exited ? (int)st.exit_code : 128 + (int)st.signal;
+}
+
+static void pg_cmd(struct t_pg *pg, const char *const *args)
+{
+	char log[128], *text;
+	int code = pg_run(pg, args);
+
+	if (code == 0)
+		return;
+	(void)snprintf(log, sizeof(log), "%s/cmd.log", pg->dir);
+	text = NULL;
+	{
+		FILE *f = fopen(log, "re");
+		static char buf[4096];
+		size_t k = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+		buf[k] = '\0';
+		text = buf;
+		if (f != NULL)
+			(void)fclose(f);
+	}
+	FAIL("%s exited %d: %s", args[0], code, text);
+}
+
+static const char *pg_bin(struct t_pg *pg, const char *name)
+{
+	return t_path(pg->bindir, name);
+}
+
+static void pg_start(struct t_pg *pg)
+{
+	char opts[256], logfile[128], data[128];
+
+	(void)snprintf(data, sizeof(data), "%s/data", pg->dir);
+	(void)snprintf(logfile, sizeof(logfile), "%s/server.log", pg->dir);
+	/* fsync off: a test's server need not survive a power cut. */
+	(void)snprintf(opts, sizeof(opts),
+		       "-c listen_addresses='' -k %s -p 5432 -c fsync=off "
+		       "-c max_connections=40",
+		       pg->dir);
+	pg_cmd(pg, (const char *const[]){ pg_bin(pg, "pg_ctl"), "-D", data,
+					  "-l", logfile, "-w", "-t", "60",
+					  "-o", opts, "start", NULL });
+	pg->running = true;
+}
+
+/* mode: "fast" (sessions ended cleanly) or "immediate" (like a crash). */
+static void pg_stop(struct t_pg *pg, const char *mode)
+{
+	char data[128];
+
+	(void)snprintf(data, sizeof(data), "%s/data", pg->dir);
+	pg_cmd(pg, (const char *const[]){ pg_bin(pg, "pg_ctl"), "-D", data,
+					  "-m", mode, "-w", "-t", "60", "stop",
+					  NULL });
+	pg->running = false;
+}
+
+static void pg_cleanup(void)
+{
+	if (the_pg != NULL && the_pg->running)
+		(void)pg_run(the_pg, (const char *const[]){
+			pg_bin(the_pg, "pg_ctl"), "-D",
+			t_path(the_pg->dir, "data"), "-m", "immediate", "-w",
+			"stop", NULL });
+	if (the_pg != NULL)
+		t_rmtree(the_pg->dir);
+	the_pg = NULL;
+}
+
+/* A new cluster, started; skips when there is no server to run. */
+static struct t_pg *pg_new(void)
+{
+	static struct t_pg pg;
+	const char *env = getenv("BGRUN_TEST_PG_BINDIR");
+	struct passwd *nobody = NULL;
+	char initdb[300];
+
+	memset(&pg, 0, sizeof(pg));
+	(void)snprintf(pg.bindir, sizeof(pg.bindir), "%s",
+		       env != NULL && env[0] != '\0' ? env : PG_BINDIR_DEFAULT);
+	(void)snprintf(initdb, sizeof(initdb), "%s/initdb", pg.bindir);
+	if (access(initdb, X_OK) < 0)
+		SKIP("no PostgreSQL server to test with: %s: %s (install "
+		     "postgresql, or set BGRUN_TEST_PG_BINDIR)",
+		     initdb, strerror(errno));
+	if (geteuid() == 0) {
+		nobody = getpwnam("nobody");
+		if (nobody == NULL || access("/usr/sbin/runuser", X_OK) < 0)
+			SKIP("running as root without user nobody or runuser: "
+			     "PostgreSQL will not run as root");
+		pg.as_nobody = true;
+	}
+	(void)snprintf(pg.dir, sizeof(pg.dir), "/tmp/bgpg.XXXXXX");
+	if (mkdtemp(pg.dir) == NULL)
+		FAIL("mkdtemp: %m");
+	the_pg = &pg;
+	(void)atexit(pg_cleanup);
+	if (nobody != NULL &&
+	    (chown(pg.dir, nobody->pw_uid, nobody->pw_gid) < 0 ||
+	     chmod(pg.dir, 0755) < 0))
+		FAIL("chown %s: %m", pg.dir);
+	pg_cmd(&pg, (const char *const[]){ initdb, "-D",
+					   t_path(pg.dir, "data"), "-U", "bgrun",
+					   "--auth=trust", "-E", "UTF8",
+					   "--locale=C", "--no-sync", NULL });
+	(void)snprintf(pg.conninfo, sizeof(pg.conninfo),
+		       "postgresql://bgrun@/postgres?host=%s&port=5432", pg.dir);
+	pg_start(&pg);
+	return &pg;
+}
+
+static PGconn *pg_conn(struct t_pg *pg)
+{
+	PGconn *c = PQconnectdb(pg->conninfo);
+
+	if (PQstatus(c) != CONNECTION_OK)
+		FAIL("connecting to the test server: %s", PQerrorMessage(c));
+	return c;
+}
+
+/* The integer sql gives; -1 when it fails (a table not made yet). */
+static int64_t pg_int(struct t_pg *pg, const char *sql)
+{
+	PGconn *c = pg_conn(pg);
+	PGresult *res = PQexec(c, sql);
+	int64_t v = -1;
+
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+	    !PQgetisnull(res, 0, 0))
+		v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	PQfinish(c);
+	return v;
+}
+
+/* Polls pg_int until it is want or timeout_ms passes: the last value. */
+static int64_t pg_wait(struct t_pg *pg, const char *sql, int64_t want,
+		       int timeout_ms)
+{
+	int64_t deadline = t_now_ms() + timeout_ms, v;
+
+	while ((v = pg_int(pg, sql)) != want && t_now_ms() < deadline)
+		(void)poll(NULL, 0, 50);
+	return v;
+}
+
+typedef char t_id[BGRUN_EVENT_ID_MAX + 1];
+
+static int cmp_id(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/*
+ * Every id of ids[0..n) is in the fleet table exactly once, and no id is
+ * there twice; the table holds nothing else (of host, when not NULL)
+ * unless more is true.
+ */
+static void pg_expect_ids(struct t_pg *pg, const char *host, t_id *ids,
+			  size_t n, bool more)
+{
+	PGconn *c = pg_conn(pg);
+	const char *params[1] = { host };
+	PGresult *res = PQexecParams(
+		c, host != NULL ? "SELECT id FROM fleet_events WHERE host = $1 "
+				  "ORDER BY id COLLATE \"C\""
+				: "SELECT id FROM fleet_events ORDER BY id "
+				  "COLLATE \"C\"",
+		host != NULL ? 1 : 0, NULL, params, NULL, NULL, 0);
+	size_t rows, i = 0, j = 0;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		FAIL("reading the fleet table: %s", PQerrorMessage(c));
+	rows = (size_t)PQntuples(res);
+	qsort(ids, n, sizeof(*ids), cmp_id);
+	for (size_t k = 1; k < n; k++)
+		if (strcmp(ids[k - 1], ids[k]) == 0)
+			FAIL("the test made id %s twice", ids[k]);
+	for (size_t k = 1; k < rows; k++)
+		if (strcmp(PQgetvalue(res, (int)k - 1, 0),
+			   PQgetvalue(res, (int)k, 0)) == 0)
+			FAIL("id %s is in the fleet table twice",
+			     PQgetvalue(res, (int)k, 0));
+	/* Both sorted by bytes: one walk compares them. */
+	while (j < n) {
+		int cmp = i < rows ? strcmp(PQgetvalue(res, (int)i, 0), ids[j])
+				   : 1;
+
+		if (cmp > 0)
+			FAIL("acked event %s is not in the fleet table "
+			     "(%zu rows, %zu acked)", ids[j], rows, n);
+		if (cmp < 0 && !more)
+			FAIL("event %s is in the fleet table, but was not "
+			     "acked", PQgetvalue(res, (int)i, 0));
+		if (cmp == 0)
+			j++;
+		i++;
+	}
+	if (i < rows && !more)
+		FAIL("%zu rows in the fleet table, %zu events acked", rows, n);
+	PQclear(res);
+	PQfinish(c);
+}
+
+/* ---- clients ---- */
+
+#define FLEET_BATCH 25
+
+struct t_flood {
+	const char *db, *sock;
+	enum bgrun_sink_mode mode;
+	t_id *ids;            /* the acked ones */
+	size_t n, max;
+	_Atomic size_t acked; /* n, for other threads */
+	_Atomic bool *stop;
+	int failed;
+};
+
+static void *flood_main(void *arg)
+{
+	struct t_flood *f = arg;
+	struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
+	struct bgrun_event evs[FLEET_BATCH];
+	struct bgrun_sink *sink;
+
+	o.mode = f->mode;
+	o.db = f->db;
+	o.socket = f->sock;
+	o.timeout_ms = 20000;
+	if (bgrun_sink_open(&o, &sink) < 0)
+		FAIL("bgrun_sink_open");
+	while (f->n + FLEET_BATCH <= f->max && !*f->stop) {
+		int r;
+
+		for (int i = 0; i < FLEET_BATCH; i++) {
+			t_event(&evs[i], i % 3);
+			evs[i].tag = "fleet";
+		}
+		r = bgrun_sink_put_batch(sink, evs, FLEET_BATCH);
+		if (r < 0) {
+			/* Not acked: not expected anywhere (some may be spooled). */
+			f->failed++;
+			continue;
+		}
+		for (int i = 0; i < FLEET_BATCH; i++)
+			memcpy(f->ids[f->n + (size_t)i], evs[i].id, sizeof(t_id));
+		f->n += FLEET_BATCH;
+		f->acked = f->n;
+	}
+	bgrun_sink_close(sink);
+	return NULL;
+}
+
+static size_t total_acked(struct t_flood *f, int n)
+{
+	size_t sum = 0;
+
+	for (int i = 0; i < n; i++)
+		sum += f[i].acked;
+	return sum;
+}
+
+static void wait_total(struct t_flood *f, int n, size_t want)
+{
+	int64_t deadline = t_now_ms() + 120000;
+
+	while (total_acked(f, n) < want && t_now_ms() < deadline)
+		(void)poll(NULL, 0, 5);
+	if (total_acked(f, n) < want)
+		FAIL("only %zu events acked, waiting for %zu", total_acked(f, n),
+		     want);
+}
+
+/* All the acked ids of n flooders in one array (malloc'd). */
+static t_id *all_ids(struct t_flood *f, int n, size_t *ret_n)
+{
+	size_t total = 0, at = 0;
+	t_id *ids;
+
+	for (int i = 0; i < n; i++)
+		total += f[i].n;
+	ids = calloc(total + 1, sizeof(*ids));
+	ASSERT(ids != NULL);
+	for (int i = 0; i < n; i++) {
+		memcpy(ids + at, f[i].ids, f[i].n * sizeof(*ids));
+		at += f[i].n;
+	}
+	*ret_n = total;
+	return ids;
+}
+
+static char *read_log(const char *path)
+{
+	static char buf[1 << 16];
+	FILE *f = fopen(path, "re");
+	size_t k = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+	buf[k] = '\0';
+	if (f != NULL)
+		(void)fclose(f);
+	return buf;
+}
+
+/* How many lines of text contain needle. */
+static int count_lines(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
+}
+
+/*
+ * A problem is said once: no line of the log repeats the one before it,
+ * however many times the forwarder retried.
+ */
+static void expect_said_once(const char *log)
+{
+	const char *line = log, *next;
+	size_t prev_len = 0;
+	const char *prev = NULL;
+
+	for (; *line != '\0'; line = next) {
+		size_t len = strcspn(line, "\n");
+
+		next = line + len + (line[len] == '\n');
+		if (prev != NULL && len == prev_len &&
+		    strncmp(line, prev, len) == 0)
+			FAIL("the log repeats itself: %.*s", (int)len, line);
+		prev = line;
+		prev_len = len;
+	}
+}
+
+#define COUNT_ALL "SELECT count(*) FROM fleet_events"
+
+void case_fleet_two_hosts(void)
+{
+	struct t_pg *pg = pg_new();
+	const char *dir[2] = { t_tmpdir(), t_tmpdir() };
+	const char *hosts[2] = { "host-a", "host-b" };
+	struct t_daemon d[2];
+	char fwd[300], sql[256];
+	t_id ids[2][61];
+	struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
+	struct bgrun_sink *sink;
+	struct bgrun_event ev, running;
+
+	(void)snprintf(fwd, sizeof(fwd), "--forward=%s", pg->conninfo);
+	for (int h = 0; h < 2; h++) {
+		char host_opt[64];
+
+		(void)snprintf(host_opt, sizeof(host_opt), "--forward-host=%s",
+			       hosts[h]);
+		t_daemon_start(&d[h], t_path(dir[h], "ev.db"),
+			       t_path(dir[h], "s/sink.sock"),
+			       (const char *const[]){ fwd, host_opt, NULL });
+	}
+	for (int h = 0; h < 2; h++) {
+		o.mode = BGRUN_SINK_DAEMON;
+		o.db = d[h].db;
+		o.socket = d[h].sock;
+		ASSERT_OK(bgrun_sink_open(&o, &sink));
+		for (int i = 0; i < 50; i++) {
+			t_event(&ev, i);
+			ASSERT_EQ(bgrun_sink_put(sink, &ev),
+				  BGRUN_SINK_VIA_DAEMON);
+			memcpy(ids[h][i], ev.id, sizeof(t_id));
+		}
+		/* A running row, to become final later. */
+		t_event(&running, 0);
+		running.result = BGRUN_RESULT_RUNNING;
+		running.exit_code = BGRUN_NULL;
+		ASSERT_EQ(bgrun_sink_put(sink, &running), BGRUN_SINK_VIA_DAEMON);
+		memcpy(ids[h][50], running.id, sizeof(t_id));
+		bgrun_sink_close(sink);
+		/* Written without the daemon, into its store: forwarded too. */
+		o.mode = BGRUN_SINK_EMBEDDED;
+		ASSERT_OK(bgrun_sink_open(&o, &sink));
+		for (int i = 51; i < 61; i++) {
+			t_event(&ev, i);
+			ASSERT_EQ(bgrun_sink_put(sink, &ev), BGRUN_SINK_VIA_STORE);
+			memcpy(ids[h][i], ev.id, sizeof(t_id));
+		}
+		/* The running row finishes, written by another writer. */
+		running.result = BGRUN_RESULT_FAILED;
+		running.exit_code = 99;
+		ASSERT_EQ(bgrun_sink_put(sink, &running), BGRUN_SINK_VIA_STORE);
+		bgrun_sink_close(sink);
+	}
+	ASSERT_EQ(pg_wait(pg, "SELECT count(*) FROM fleet_events WHERE "
+			      "result = 'failed' AND exit_code = 99",
+			  2, 60000),
+		  2);
+	ASSERT_EQ(pg_wait(pg, COUNT_ALL, 122, 60000), 122);
+	for (int h = 0; h < 2; h++) {
+		pg_expect_ids(pg, hosts[h], ids[h], 61, false);
+		(void)snprintf(sql, sizeof(sql),
+			       "SELECT count(*) FROM fleet_events WHERE host = "
+			       "'%s' AND tag IS NULL AND argv::text = "
+			       "'[\"hg\",\"commit\",\"-m\",\"a message\"]'",
+			       hosts[h]);
+		ASSERT_EQ(pg_int(pg, sql), 61);
+	}
+	ASSERT_EQ(pg_int(pg, "SELECT count(*) FROM fleet_events WHERE "
+			     "result = 'running'"), 0);
+	ASSERT_EQ(pg_int(pg, "SELECT max(version) FROM fleet_schema"), 1);
+	/* Partitioned by month, the partitions made as events came. */
+	ASSERT(pg_int(pg, "SELECT count(*) FROM pg_inherits WHERE inhparent = "
+			  "'fleet_events'::regclass") >= 1);
+	for (int h = 0; h < 2; h++) {
+		ASSERT_EQ(t_daemon_stop(&d[h], SIGTERM), 0);
+		ASSERT(strstr(read_log(d[h].log), "forwarding to") != NULL);
+		/* The cursor, committed after PostgreSQL was, reached the end. */
+		ASSERT_EQ(t_db_int(d[h].db, "SELECT seq FROM cursors"),
+			  t_db_int(d[h].db, "SELECT value FROM counters"));
+	}
+}
+
+#define FLOOD_THREADS 3
+#define FLOOD_MAX 20000
+
+static void flood_start(struct t_flood *f, pthread_t *th, const char *db,
+			const char *sock, _Atomic bool *stop)
+{
+	for (int i = 0; i < FLOOD_THREADS; i++) {
+		f[i] = (struct t_flood){ .db = db, .sock = sock,
+					 .mode = BGRUN_SINK_DAEMON,
+					 .max = FLOOD_MAX, .stop = stop };
+		f[i].ids = calloc(FLOOD_MAX, sizeof(*f[i].ids));
+		ASSERT(f[i].ids != NULL);
+		ASSERT(pthread_create(&th[i], NULL, flood_main, &f[i]) == 0);
+	}
+}
+
+static void flood_join(struct t_flood *f, pthread_t *th)
+{
+	for (int i = 0; i < FLOOD_THREADS; i++)
+		(void)pthread_join(th[i], NULL);
+}
+
+static void flood_free(struct t_flood *f)
+{
+	for (int i = 0; i < FLOOD_THREADS; i++)
+		free(f[i].ids);
+}
+
+void case_fleet_pg_restart(void)
+{
+	struct t_pg *pg = pg_new();
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	struct t_flood f[FLOOD_THREADS];
+	pthread_t th[FLOOD_THREADS];
+	_Atomic bool stop = false;
+	struct t_daemon d;
+	char fwd[300];
+	size_t n, at_stop;
+	t_id *ids;
+	const char *log;
+
+	(void)snprintf(fwd, sizeof(fwd), "--forward=%s", pg->conninfo);
+	t_daemon_start(&d, db, sock,
+		       (const char *const[]){ fwd, "--forward-batch=200", NULL });
+	flood_start(f, th, db, sock, &stop);
+	wait_total(f, FLOOD_THREADS, 1500);
+	/* Forwarding works before the fault... */
+	ASSERT(pg_wait(pg, "SELECT (count(*) > 0)::int FROM fleet_events", 1, 60000) == 1);
+	/* ...then the server goes, like a crash, in the middle of it all. */
+	pg_stop(pg, "immediate");
+	at_stop = total_acked(f, FLOOD_THREADS);
+	/* The daemon keeps taking and acking events without it. */
+	wait_total(f, FLOOD_THREADS, at_stop + 3000);
+	pg_start(pg);
+	wait_total(f, FLOOD_THREADS, total_acked(f, FLOOD_THREADS) + 1500);
+	/* Stopped once more, cleanly this time, and back. */
+	pg_stop(pg, "fast");
+	wait_total(f, FLOOD_THREADS, total_acked(f, FLOOD_THREADS) + 1500);
+	pg_start(pg);
+	stop = true;
+	flood_join(f, th);
+	ids = all_ids(f, FLOOD_THREADS, &n);
+	for (int i = 0; i < FLOOD_THREADS; i++)
+		ASSERT_EQ(f[i].failed, 0);
+	ASSERT_EQ(t_db_int(db, "SELECT count(*) FROM events"), (int64_t)n);
+	ASSERT_EQ(pg_wait(pg, COUNT_ALL, (int64_t)n, 120000), (int64_t)n);
+	pg_expect_ids(pg, NULL, ids, n, false);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	log = read_log(d.log);
+	/* It said what went wrong, and that it works again; once each time. */
+	ASSERT(strstr(log, "(events are kept here; retrying)") != NULL);
+	ASSERT(count_lines(log, "working again") >= 1);
+	expect_said_once(log);
+	fprintf(stderr, "%zu events acked, %zu before the first stop; log:\n%s",
+		n, at_stop, log);
+	free(ids);
+	flood_free(f);
+}
+
+void case_fleet_kill9(void)
+{
+	struct t_pg *pg = pg_new();
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	struct t_flood f[FLOOD_THREADS];
+	pthread_t th[FLOOD_THREADS];
+	_Atomic bool stop = false;
+	struct t_daemon d;
+	char fwd[300];
+	const char *const args[] = { fwd, "--forward-batch=50", NULL };
+	int64_t in_pg, local;
+	size_t n;
+	t_id *ids;
+
+	(void)snprintf(fwd, sizeof(fwd), "--forward=%s", pg->conninfo);
+	t_daemon_start(&d, db, sock, args);
+	flood_start(f, th, db, sock, &stop);
+	wait_total(f, FLOOD_THREADS, 3000);
+	ASSERT(pg_wait(pg, "SELECT (count(*) > 0)::int FROM fleet_events", 1, 60000) == 1);
+	/* In the middle of forwarding (and of taking events): kill -9. */
+	ASSERT_EQ(t_daemon_stop(&d, SIGKILL), 128 + SIGKILL);
+	stop = true;
+	flood_join(f, th);
+	ids = all_ids(f, FLOOD_THREADS, &n);
+	in_pg = pg_int(pg, COUNT_ALL);
+	/* Restarted: what the clients spooled meanwhile comes in first. */
+	t_daemon_start(&d, db, sock, args);
+	ASSERT_EQ(t_wait_files(t_path(dir, "ev.db.spool"), ".ev", 0, 60000), 0);
+	local = t_db_int(db, "SELECT count(*) FROM events");
+	/* Every acked event is stored; the clients may have had more in flight. */
+	ASSERT(local >= (int64_t)n);
+	ASSERT(in_pg <= local);
+	ASSERT_EQ(pg_wait(pg, COUNT_ALL, local, 120000), local);
+	/* The rows the cursor had not caught were sent again: still once each. */
+	ASSERT_EQ(pg_int(pg, "SELECT count(DISTINCT id) FROM fleet_events"), local);
+	pg_expect_ids(pg, NULL, ids, n, true);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	fprintf(stderr, "%zu acked, %lld stored, %lld in PostgreSQL at the kill\n",
+		n, (long long)local, (long long)in_pg);
+	free(ids);
+	flood_free(f);
+}
+
+#endif /* T_HAVE_LIBPQ */
