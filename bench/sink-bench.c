@@ -4,7 +4,7 @@
 /*
  * Usage: sink-bench [--quick] [--events N] [--window N] [--rounds N]
  *                   [--hooks N] [--dir DIR] [--logsink PATH] [--csv FILE]
- *                   [--only SCENARIO] [--clients N]
+ *                   [--only SCENARIO] [--clients N] [--serve-arg ARG]...
  *
  * For 1, 8 and 32 clients (threads of this program, each on its own
  * persistent connection or store), in one run on the same machine:
@@ -27,7 +27,9 @@
  * (bgrun_spawn, ensurestart, waited for) with a logtoprocess environment,
  * with a daemon and without; its wall time is spawn to reap.
  * --only runs the scenarios whose name starts with SCENARIO ("daemon,
- * pipelined", "hook"...), --clients those with N clients.
+ * pipelined", "hook"...), --clients those with N clients. --serve-arg
+ * gives every daemon one more option (--forward=..., to see that
+ * forwarding leaves local acks alone).
  */
 
 #include "bgrun.h"
@@ -289,15 +291,23 @@ struct daemon {
 	char log[600];
 };
 
+/* --serve-arg ARG (repeated): more options of every daemon started. */
+#define MAX_SERVE_ARGS 8
+static const char *serve_args[MAX_SERVE_ARGS];
+static int n_serve_args;
+
 static void daemon_start(struct daemon *d, const char *db, const char *sock)
 {
-	const char *argv[] = { logsink, "--db", db, "serve", "--socket", sock,
-			       "--ready-fd=3", NULL };
+	const char *argv[8 + MAX_SERVE_ARGS] = { logsink, "--db", db, "serve",
+						 "--socket", sock,
+						 "--ready-fd=3" };
 	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
 	char line[256] = "";
 	ssize_t n;
 	int p[2];
 
+	for (int i = 0; i < n_serve_args; i++)
+		argv[7 + i] = serve_args[i];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		die("pipe");
 	o.argv = argv;
@@ -605,13 +615,17 @@ int main(int argc, char **argv)
 			csv_path = argv[++i];
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
 			only = argv[++i];
+		} else if (strcmp(argv[i], "--serve-arg") == 0 && i + 1 < argc &&
+			   n_serve_args < MAX_SERVE_ARGS) {
+			serve_args[n_serve_args++] = argv[++i];
 		} else if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc) {
 			only_clients = atoi(argv[++i]);
 		} else {
 			fprintf(stderr, "usage: sink-bench [--quick] [--events N] "
 				"[--window N] [--rounds N] [--hooks N] [--dir DIR] "
 				"[--logsink PATH] "
-				"[--csv FILE] [--only SCENARIO] [--clients N]\n");
+				"[--csv FILE] [--only SCENARIO] [--clients N] "
+				"[--serve-arg ARG]...\n");
 			return 2;
 		}
 	}

@@ -22,6 +22,8 @@ const char lsink_filter_help[] =
 	"      --cwd=DIR      commands run in DIR (resolved like bgrun does)\n"
 	"      --source=S     events of source S (bgrun, hg...)\n"
 	"      --event=E      events named E (commandfinish...)\n"
+	"      --host=NAME    events of host NAME (of a fleet, with --db\n"
+	"                     postgresql://...)\n"
 	"\n"
 	"TIME is a duration ago (90s, 10m, 2h, 3d) or an ISO 8601 date and time:\n"
 	"2026-11-29, 2026-11-29T10:00, '2026-11-29 10:00:00', local time unless\n"
@@ -227,6 +229,9 @@ bool lsink_filter_option(struct bgrun_query *q, int opt, const char *arg)
 		return true;
 	case LSINK_OPT_EVENT:
 		q->event = arg;
+		return true;
+	case LSINK_OPT_HOST:
+		q->host = arg;
 		return true;
 	}
 	return false;

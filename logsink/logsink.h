@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Exit codes: 0 done, 1 a failure (no such event, unreadable log), 2 usage. */
 enum {
@@ -113,6 +114,8 @@ enum {
 	LSINK_OPT_JSON,
 	LSINK_OPT_CSV,
 	LSINK_OPT_OLDER_THAN,
+	LSINK_OPT_HOST,
+	LSINK_OPT_BY,
 	LSINK_OPT_LAST,
 };
 
@@ -126,7 +129,8 @@ enum {
 	{ "tag", required_argument, NULL, LSINK_OPT_TAG }, \
 	{ "cwd", required_argument, NULL, LSINK_OPT_CWD }, \
 	{ "source", required_argument, NULL, LSINK_OPT_SOURCE }, \
-	{ "event", required_argument, NULL, LSINK_OPT_EVENT }
+	{ "event", required_argument, NULL, LSINK_OPT_EVENT }, \
+	{ "host", required_argument, NULL, LSINK_OPT_HOST }
 
 /* The help lines of the filters. */
 extern const char lsink_filter_help[];
@@ -212,5 +216,22 @@ int lsink_prune_main(int argc, char **argv, const char *db);
 int lsink_mark_lost_main(int argc, char **argv, const char *db);
 /* pg-init.c (pg-none.c without libpq). */
 int lsink_pg_init_main(int argc, char **argv, const char *db);
+
+/*
+ * pg-query.c (pg-none.c without libpq): the fleet table read like the
+ * store (the row's argv is left NULL; its JSON has it). 0, or -errno after
+ * saying why.
+ */
+/* Whether --db names a PostgreSQL database (postgresql:// or postgres://). */
+static inline bool lsink_db_is_pg(const char *db)
+{
+	return db != NULL && (strncmp(db, "postgresql://", 13) == 0 ||
+			      strncmp(db, "postgres://", 11) == 0);
+}
+int lsink_pg_query(const char *conninfo, const struct bgrun_query *q,
+		   bgrun_store_row_cb cb, void *data);
+/* by_host: one row per host (as its display) instead of per command. */
+int lsink_pg_stats(const char *conninfo, const struct bgrun_query *q,
+		   bool by_host, bgrun_store_stats_cb cb, void *data);
 
 #endif /* LSINK_H */

@@ -36,3 +36,23 @@ int lsink_pg_init_main(int argc, char **argv, const char *db)
 		  "support (libpq)");
 	return LSINK_EXIT_FAILURE;
 }
+
+int lsink_pg_query(const char *conninfo, const struct bgrun_query *q,
+		   bgrun_store_row_cb cb, void *data)
+{
+	(void)conninfo;
+	(void)q;
+	(void)cb;
+	(void)data;
+	lsink_msg("--db postgresql://: this logsink was built without "
+		  "PostgreSQL support (libpq)");
+	return -ENOTSUP;
+}
+
+int lsink_pg_stats(const char *conninfo, const struct bgrun_query *q,
+		   bool by_host, bgrun_store_stats_cb cb, void *data)
+{
+	(void)by_host;
+	(void)cb;
+	return lsink_pg_query(conninfo, q, NULL, data);
+}

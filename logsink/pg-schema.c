@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#define COLUMN_DEF(n, type) ", " #n " " type
+#define COLUMN_DEF(kind, n, type) ", " LSINK_PG_NAME(kind, n, type) " " type
 
 /*
  * Schema version 1. Never edit a released version: add a step. The

@@ -28,24 +28,29 @@
 #define LSINK_PG_LOCK_KEY "1650946677"
 
 /*
- * The fleet table's columns after id: name and PostgreSQL type. "user"
- * is quoted: a reserved word there.
+ * The fleet table's columns after id, each X(KIND, name, type): KIND is S
+ * for a text field of struct bgrun_event, I for an integer field, R for a
+ * number of the row (recorded_ns, time_ns) and J for JSON (argv,
+ * options). SQL names them quoted ("user" is a reserved word there).
  */
 #define LSINK_PG_COLUMNS(X) \
-	X(recorded_ns, "bigint NOT NULL") X(time_ns, "bigint NOT NULL") \
-	X(host, "text") X(event, "text NOT NULL") X(source, "text") \
-	X(uid, "bigint") X("user", "text") X(boot_id, "text") \
-	X(pid, "bigint") X(supervisor_pid, "bigint") \
-	X(supervisor_start, "bigint") X(argv, "json") X(display, "text") \
-	X(cwd, "text") X(tag, "text") X(start_ns, "bigint") \
-	X(end_ns, "bigint") X(duration_ns, "bigint") X(exit_code, "bigint") \
-	X(signal, "bigint") X(core_dumped, "bigint") X(result, "text") \
-	X(user_cpu_ns, "bigint") X(sys_cpu_ns, "bigint") \
-	X(max_rss_kb, "bigint") X(minor_faults, "bigint") \
-	X(major_faults, "bigint") X(in_blocks, "bigint") \
-	X(out_blocks, "bigint") X(vol_ctxsw, "bigint") \
-	X(invol_ctxsw, "bigint") X(stdout_path, "text") \
-	X(stderr_path, "text") X(message, "text") X(options, "json")
+	X(R, recorded_ns, "bigint NOT NULL") X(R, time_ns, "bigint NOT NULL") \
+	X(S, host, "text") X(S, event, "text NOT NULL") X(S, source, "text") \
+	X(I, uid, "bigint") X(S, user, "text") X(S, boot_id, "text") \
+	X(I, pid, "bigint") X(I, supervisor_pid, "bigint") \
+	X(I, supervisor_start, "bigint") X(J, argv, "json") \
+	X(S, display, "text") X(S, cwd, "text") X(S, tag, "text") \
+	X(I, start_ns, "bigint") X(I, end_ns, "bigint") \
+	X(I, duration_ns, "bigint") X(I, exit_code, "bigint") \
+	X(I, signal, "bigint") X(I, core_dumped, "bigint") \
+	X(S, result, "text") X(I, user_cpu_ns, "bigint") \
+	X(I, sys_cpu_ns, "bigint") X(I, max_rss_kb, "bigint") \
+	X(I, minor_faults, "bigint") X(I, major_faults, "bigint") \
+	X(I, in_blocks, "bigint") X(I, out_blocks, "bigint") \
+	X(I, vol_ctxsw, "bigint") X(I, invol_ctxsw, "bigint") \
+	X(S, stdout_path, "text") X(S, stderr_path, "text") \
+	X(S, message, "text") X(J, options, "json")
+#define LSINK_PG_NAME(kind, n, type) "\"" #n "\""
 
 /*
  * Connects to conninfo (a postgresql:// URI or key=value string; "" or

@@ -25,6 +25,9 @@ static const char help_tail[] =
 	"                     duration_ms, tag, cwd, command; CRLF line ends\n"
 	LSINK_COMMON_HELP
 	"\n"
+	"With --db postgresql://... (a URI libpq reads) the fleet table that\n"
+	"`logsink serve --forward` fills is read instead, with the same filters.\n"
+	"\n"
 	"The table's columns: TIME (local), DURATION, RESULT, EXIT (the exit code,\n"
 	"or the signal that killed the command), ID (its first 8 characters, which\n"
 	"'logsink show' accepts) and COMMAND. On a terminal each line is cut to\n"
@@ -174,7 +177,7 @@ int lsink_query_main(int argc, char **argv, const char *db)
 	if (optind < argc)
 		lsink_usage("extra operand '%s'", lsink_printable(argv[optind]));
 
-	if (lsink_open(db, true, &store) < 0)
+	if (!lsink_db_is_pg(db) && lsink_open(db, true, &store) < 0)
 		return LSINK_EXIT_FAILURE;
 	width = lsink_terminal_width();
 	if (o.format == LSINK_FORMAT_AUTO)
@@ -190,8 +193,14 @@ int lsink_query_main(int argc, char **argv, const char *db)
 	else if (o.format == LSINK_FORMAT_CSV)
 		(void)printf("id,time,event,source,result,exit_code,signal,"
 			     "duration_ms,tag,cwd,command" LSINK_CSV_EOL);
-	r = bgrun_store_query(store, &q, print_row, &o);
-	if (r < 0) {
+	if (lsink_db_is_pg(db)) {
+		r = lsink_pg_query(db, &q, print_row, &o);
+		if (r < 0)
+			status = LSINK_EXIT_FAILURE;
+	} else {
+		r = bgrun_store_query(store, &q, print_row, &o);
+	}
+	if (r < 0 && store != NULL) {
 		lsink_store_error(store, r, "cannot read the log");
 		status = LSINK_EXIT_FAILURE;
 	}

@@ -67,7 +67,7 @@ struct lsink_forward {
 };
 
 static const char *const column_names[] = {
-#define COLUMN_NAME(n, type) #n,
+#define COLUMN_NAME(kind, n, type) LSINK_PG_NAME(kind, n, type),
 	LSINK_PG_COLUMNS(COLUMN_NAME)
 #undef COLUMN_NAME
 };
@@ -85,7 +85,7 @@ static bool append_list(char **sql, size_t *len, const char *first,
 
 	for (size_t i = 0; i <= N_PG_COLUMNS; i++) {
 		const char *name = i == 0 ? "id" : column_names[i - 1];
-		bool is_host = strcmp(name, "host") == 0;
+		bool is_host = strcmp(name, "\"host\"") == 0;
 		char piece[256];
 
 		if (first == NULL && i == 0)
@@ -131,18 +131,18 @@ static char *make_insert_sql(void)
 
 	ok = append_str(&sql, &len, "INSERT INTO fleet_events (") &&
 	     append_list(&sql, &len, "", "", NULL) &&
-	     append_str(&sql, &len, ") SELECT ") &&
+	     append_str(&sql, &len, ", forwarded_at) SELECT ") &&
 	     append_list(&sql, &len, "", "r.",
 			 "coalesce($2::text, r.host, $1::text)") &&
 	     append_str(&sql, &len,
-			" FROM fleet_batch b, "
+			", clock_timestamp() FROM fleet_batch b, "
 			"json_populate_record(NULL::fleet_events, b.j) r "
 			"ON CONFLICT (id, recorded_ns) DO UPDATE SET (") &&
 	     append_list(&sql, &len, NULL, "", NULL) &&
 	     append_str(&sql, &len, ") = ROW(") &&
 	     append_list(&sql, &len, NULL, "excluded.", NULL) &&
 	     append_str(&sql, &len,
-			"), forwarded_at = now() "
+			"), forwarded_at = excluded.forwarded_at "
 			"WHERE fleet_events.result = 'running' OR "
 			"(fleet_events.result = 'lost' AND "
 			"excluded.result NOT IN ('running', 'lost'))");

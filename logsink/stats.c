@@ -21,6 +21,8 @@ static const char help_tail[] =
 	"                     failures, p50_ns, p95_ns, max_ns\n"
 	"      --csv          CSV with a header line: command, runs, failures,\n"
 	"                     p50_ms, p95_ms, max_ms\n"
+	"      --by=KEY       one row per command (the default) or, for a fleet\n"
+	"                     (--db postgresql://...), per host\n"
 	LSINK_COMMON_HELP
 	"\n"
 	"Percentiles use the nearest-rank method. Running events are not counted.\n"
@@ -31,6 +33,7 @@ static const struct option options[] = {
 	{ "table", no_argument, NULL, LSINK_OPT_TABLE },
 	{ "json", no_argument, NULL, LSINK_OPT_JSON },
 	{ "csv", no_argument, NULL, LSINK_OPT_CSV },
+	{ "by", required_argument, NULL, LSINK_OPT_BY },
 	LSINK_COMMON_OPTIONS,
 	{ NULL, 0, NULL, 0 },
 };
@@ -154,6 +157,7 @@ int lsink_stats_main(int argc, char **argv, const char *db)
 	struct output o = { .command_cols = -1 };
 	struct bgrun_store *store = NULL;
 	int opt, r, width, status = LSINK_EXIT_FAILURE;
+	bool by_host = false;
 
 	lsink_getopt_init(argv);
 	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -163,6 +167,15 @@ int lsink_stats_main(int argc, char **argv, const char *db)
 		switch (opt) {
 		case LSINK_OPT_DB:
 			db = optarg;
+			break;
+		case LSINK_OPT_BY:
+			if (strcmp(optarg, "host") == 0)
+				by_host = true;
+			else if (strcmp(optarg, "command") == 0)
+				by_host = false;
+			else
+				lsink_usage("--by: 'command' or 'host', not '%s'",
+					    lsink_printable(optarg));
 			break;
 		case 'h':
 			(void)fputs(help_head, stdout);
@@ -175,7 +188,10 @@ int lsink_stats_main(int argc, char **argv, const char *db)
 	if (optind < argc)
 		lsink_usage("extra operand '%s'", lsink_printable(argv[optind]));
 
-	if (lsink_open(db, true, &store) < 0)
+	if (by_host && !lsink_db_is_pg(db))
+		lsink_usage("--by=host: for a fleet (--db postgresql://...) "
+			    "only: a local log is one host's");
+	if (!lsink_db_is_pg(db) && lsink_open(db, true, &store) < 0)
 		return LSINK_EXIT_FAILURE;
 	if (o.format == LSINK_FORMAT_JSON && json_init(&o) < 0)
 		goto out;
@@ -193,8 +209,11 @@ int lsink_stats_main(int argc, char **argv, const char *db)
 	else if (o.format == LSINK_FORMAT_CSV)
 		(void)printf("command,runs,failures,p50_ms,p95_ms,max_ms"
 			     LSINK_CSV_EOL);
-	r = bgrun_store_stats(store, &q, print_stats, &o);
-	if (r < 0)
+	if (lsink_db_is_pg(db))
+		r = lsink_pg_stats(db, &q, by_host, print_stats, &o);
+	else
+		r = bgrun_store_stats(store, &q, print_stats, &o);
+	if (r < 0 && store != NULL)
 		lsink_store_error(store, r, "cannot read the log");
 	else if (r == 0)
 		status = EXIT_SUCCESS;

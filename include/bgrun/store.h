@@ -180,6 +180,7 @@ struct bgrun_query {
 	const char *source;
 	const char *event;
 	int64_t limit;        /* at most this many rows; 0: all */
+	const char *host;     /* the event's host */
 };
 
 #define BGRUN_QUERY_INIT { .since_ns = BGRUN_NULL, .until_ns = BGRUN_NULL }

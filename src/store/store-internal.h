@@ -111,7 +111,7 @@ enum bgrun__stmt_id {
 #define BGRUN__ARGV_CHUNK 16
 
 /* The query filters, one bit each (store-query.c). */
-#define BGRUN__N_FILTERS 11
+#define BGRUN__N_FILTERS 12
 #define BGRUN__N_FILTER_STMTS (2u << BGRUN__N_FILTERS) /* x query|stats */
 
 struct bgrun_store {

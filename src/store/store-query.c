@@ -27,6 +27,7 @@ enum {
 	F_CWD,
 	F_SOURCE,
 	F_EVENT,
+	F_HOST,
 };
 
 static const char *const filter_sql[BGRUN__N_FILTERS] = {
@@ -47,6 +48,7 @@ static const char *const filter_sql[BGRUN__N_FILTERS] = {
 	[F_CWD] = " AND cwd = :cwd",
 	[F_SOURCE] = " AND source = :source",
 	[F_EVENT] = " AND event = :event",
+	[F_HOST] = " AND host = :host",
 };
 
 static const char *const kind_head[] = {
@@ -86,6 +88,8 @@ static unsigned filter_mask(const struct bgrun_query *q)
 		mask |= 1u << F_SOURCE;
 	if (q->event != NULL)
 		mask |= 1u << F_EVENT;
+	if (q->host != NULL)
+		mask |= 1u << F_HOST;
 	return mask;
 }
 
@@ -152,6 +156,8 @@ int bgrun__store_filter_stmt(struct bgrun_store *store, unsigned kind,
 		rc = bind_named_text(stmt, ":source", q->source);
 	if (rc == SQLITE_OK)
 		rc = bind_named_text(stmt, ":event", q->event);
+	if (rc == SQLITE_OK)
+		rc = bind_named_text(stmt, ":host", q->host);
 	if (rc != SQLITE_OK) {
 		(void)sqlite3_clear_bindings(stmt);
 		return bgrun__store_fail(store, rc, "binding a query");

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+/* forward-bench.c: forwarding to PostgreSQL: events/s into the fleet table from K hosts, lag, local ingest beside it. */
+
+/*
+ * Usage: forward-bench --pg CONNINFO [--events N] [--hosts 1,4,16]
+ *                      [--batch N] [--logsink PATH] [--dir DIR] [--csv FILE]
+ *
+ * For each K of --hosts: empties the fleet table of CONNINFO, starts K
+ * daemons (`logsink serve --forward=CONNINFO --forward-host=bench-I`),
+ * each with a store of its own (a simulated host), and one client thread
+ * per daemon writing N/K events of the shape a bgrun supervisor writes,
+ * 100 per bgrun_sink_put_batch. It reports, in the same run:
+ *   local      events/s acked by the daemons (first put to last ack)
+ *   forwarded  events/s in PostgreSQL (first put to the last row seen
+ *              there, polled every 5 ms)
+ *   lag        per event, from its local commit (recorded_ns) to its
+ *              insert in PostgreSQL (forwarded_at), p50 and p99
+ * The server is whatever CONNINFO names: a local one here (see
+ * docs/fleet.md for the numbers and how they were taken).
+ */
+
+#include "bgrun.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef FORWARD_BENCH_LOGSINK
+#define FORWARD_BENCH_LOGSINK "logsink"
+#endif
+
+#define MAX_HOSTS 64
+#define PUT_BATCH 100
+
+static const char *logsink = FORWARD_BENCH_LOGSINK;
+static const char *conninfo;
+static const char *base_dir = "/tmp";
+static const char *batch_arg = "2000";
+
+__attribute__((noreturn, format(printf, 1, 2)))
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)fputs("forward-bench: ", stderr);
+	(void)vfprintf(stderr, fmt, ap);
+	(void)fputc('\n', stderr);
+	va_end(ap);
+	exit(1);
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static PGconn *pg_connect(void)
+{
+	PGconn *c = PQconnectdb(conninfo);
+
+	if (PQstatus(c) != CONNECTION_OK)
+		die("%s", PQerrorMessage(c));
+	return c;
+}
+
+/* The integer sql gives, or -1 (a table not made yet). */
+static int64_t pg_int(PGconn *c, const char *sql)
+{
+	PGresult *res = PQexec(c, sql);
+	int64_t v = -1;
+
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+	    !PQgetisnull(res, 0, 0))
+		v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return v;
+}
+
+struct daemon {
+	struct bgrun_child *child;
+	char db[512], sock[300], log[600];
+};
+
+static void daemon_start(struct daemon *d, const char *dir, int i)
+{
+	char fwd[1024], host[64], batch[64];
+	const char *argv[] = { logsink, "--db", d->db, "serve", "--socket",
+			       d->sock, "--ready-fd=3", fwd, host, batch,
+			       NULL };
+	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
+	char line[256] = "";
+	ssize_t n;
+	int p[2];
+
+	(void)snprintf(d->db, sizeof(d->db), "%s/h%d.db", dir, i);
+	(void)snprintf(d->sock, sizeof(d->sock), "%s/h%d.sock", dir, i);
+	(void)snprintf(d->log, sizeof(d->log), "%s.log", d->db);
+	(void)snprintf(fwd, sizeof(fwd), "--forward=%s", conninfo);
+	(void)snprintf(host, sizeof(host), "--forward-host=bench-%d", i);
+	(void)snprintf(batch, sizeof(batch), "--forward-batch=%s", batch_arg);
+	if (pipe2(p, O_CLOEXEC) < 0)
+		die("pipe: %s", strerror(errno));
+	o.argv = argv;
+	o.pass_fds = &p[1];
+	o.n_pass_fds = 1;
+	o.err = (struct bgrun_stdio){ .kind = BGRUN_STDIO_FILE, .path = d->log };
+	if (bgrun_spawn(&o, &d->child) < 0)
+		die("cannot start %s (--logsink PATH?)", logsink);
+	(void)close(p[1]);
+	n = read(p[0], line, sizeof(line) - 1);
+	(void)close(p[0]);
+	if (n <= 0 || strncmp(line, "READY", 5) != 0)
+		die("the daemon did not start: %s", line);
+}
+
+static void daemon_stop(struct daemon *d)
+{
+	struct bgrun_status st;
+
+	(void)bgrun_child_kill(d->child, SIGTERM);
+	(void)bgrun_child_wait(d->child, -1, &st);
+	bgrun_child_free(d->child);
+}
+
+struct client {
+	pthread_t thread;
+	struct daemon *d;
+	long n;
+	int64_t end_ns;
+};
+
+static void *client_main(void *arg)
+{
+	static const char *const argv[] = { "make", "-C", "build", "-j8",
+					    "all", NULL };
+	struct client *c = arg;
+	struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
+	struct bgrun_event evs[PUT_BATCH];
+	struct bgrun_sink *sink;
+
+	o.mode = BGRUN_SINK_DAEMON;
+	o.db = c->d->db;
+	o.socket = c->d->sock;
+	if (bgrun_sink_open(&o, &sink) < 0)
+		die("bgrun_sink_open");
+	for (long done = 0; done < c->n; done += PUT_BATCH) {
+		for (int i = 0; i < PUT_BATCH; i++) {
+			bgrun_event_init(&evs[i], "commandfinish", "bgrun");
+			evs[i].argv = argv;
+			evs[i].cwd = "/home/user/src/project";
+			evs[i].tag = "ci";
+			evs[i].start_ns = 1;
+			evs[i].exit_code = i % 10 == 0;
+			evs[i].result = i % 10 == 0 ? BGRUN_RESULT_FAILED
+						    : BGRUN_RESULT_SUCCESS;
+			evs[i].duration_ns = 1000000 + i;
+			evs[i].user_cpu_ns = 500000;
+			evs[i].sys_cpu_ns = 100000;
+			evs[i].max_rss_kb = 20480;
+			evs[i].pid = 1000 + i;
+		}
+		if (bgrun_sink_put_batch(sink, evs, PUT_BATCH) !=
+		    BGRUN_SINK_VIA_DAEMON)
+			die("a put failed: %s", bgrun_sink_errmsg(sink));
+	}
+	c->end_ns = now_ns();
+	bgrun_sink_close(sink);
+	return NULL;
+}
+
+struct result {
+	int hosts;
+	long events;
+	double local_eps, forward_eps;
+	double lag_p50_ms, lag_p99_ms;
+};
+
+static void run(int k, long events, struct result *res)
+{
+	struct daemon d[MAX_HOSTS];
+	struct client c[MAX_HOSTS];
+	char dir[256], sql[512];
+	int64_t t0, t_acked = 0, t_fwd;
+	long per = events / k / PUT_BATCH * PUT_BATCH;
+	PGconn *pg = pg_connect();
+	PGresult *r;
+
+	(void)snprintf(dir, sizeof(dir), "%s/forward-bench.%d.%d", base_dir,
+		       (int)getpid(), k);
+	if (mkdir(dir, 0700) < 0)
+		die("%s: %s", dir, strerror(errno));
+	/* The table, if there, starts empty (the daemons make it if not). */
+	PQclear(PQexec(pg, "TRUNCATE fleet_events"));
+	for (int i = 0; i < k; i++)
+		daemon_start(&d[i], dir, i);
+	t0 = now_ns();
+	for (int i = 0; i < k; i++) {
+		c[i] = (struct client){ .d = &d[i], .n = per };
+		if (pthread_create(&c[i].thread, NULL, client_main, &c[i]) != 0)
+			die("pthread_create");
+	}
+	for (int i = 0; i < k; i++) {
+		(void)pthread_join(c[i].thread, NULL);
+		if (c[i].end_ns > t_acked)
+			t_acked = c[i].end_ns;
+	}
+	while (pg_int(pg, "SELECT count(*) FROM fleet_events") < per * k)
+		(void)poll(NULL, 0, 5);
+	t_fwd = now_ns();
+	for (int i = 0; i < k; i++)
+		daemon_stop(&d[i]);
+	(void)snprintf(sql, sizeof(sql),
+		       "SELECT percentile_disc(ARRAY[0.5, 0.99]) WITHIN GROUP "
+		       "(ORDER BY extract(epoch FROM forwarded_at) * 1e9 - "
+		       "recorded_ns) FROM fleet_events");
+	r = PQexec(pg, sql);
+	res->hosts = k;
+	res->events = per * k;
+	res->local_eps = (double)(per * k) / ((double)(t_acked - t0) / 1e9);
+	res->forward_eps = (double)(per * k) / ((double)(t_fwd - t0) / 1e9);
+	res->lag_p50_ms = res->lag_p99_ms = -1;
+	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+		/* "{p50,p99}" in ns */
+		const char *v = PQgetvalue(r, 0, 0);
+
+		if (sscanf(v, "{%lf,%lf}", &res->lag_p50_ms,
+			   &res->lag_p99_ms) == 2) {
+			res->lag_p50_ms /= 1e6;
+			res->lag_p99_ms /= 1e6;
+		}
+	}
+	PQclear(r);
+	PQfinish(pg);
+	for (int i = 0; i < k; i++) {
+		(void)unlink(d[i].db);
+		(void)snprintf(sql, sizeof(sql), "%s-lock", d[i].db);
+		(void)unlink(sql);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *hosts = "1,4,16", *csv = NULL;
+	long events = 200000;
+	struct result res[16];
+	int n_res = 0;
+	FILE *out;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--pg") == 0 && i + 1 < argc)
+			conninfo = argv[++i];
+		else if (strcmp(argv[i], "--events") == 0 && i + 1 < argc)
+			events = atol(argv[++i]);
+		else if (strcmp(argv[i], "--hosts") == 0 && i + 1 < argc)
+			hosts = argv[++i];
+		else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
+			batch_arg = argv[++i];
+		else if (strcmp(argv[i], "--logsink") == 0 && i + 1 < argc)
+			logsink = argv[++i];
+		else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+			base_dir = argv[++i];
+		else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc)
+			csv = argv[++i];
+		else {
+			fprintf(stderr,
+				"usage: forward-bench --pg CONNINFO [--events N] "
+				"[--hosts 1,4,16] [--batch N] [--logsink PATH] "
+				"[--dir DIR] [--csv FILE]\n");
+			return 2;
+		}
+	}
+	if (conninfo == NULL)
+		die("--pg CONNINFO: the PostgreSQL to forward to (a test one: "
+		    "its fleet_events table is emptied)");
+	if (events < 100)
+		die("--events must be at least 100");
+	for (const char *p = hosts; *p != '\0';) {
+		int k = atoi(p);
+
+		if (k < 1 || k > MAX_HOSTS || n_res == 16)
+			die("--hosts: counts from 1 to %d", MAX_HOSTS);
+		if (events / k < PUT_BATCH)
+			die("--events: fewer than %d per host", PUT_BATCH);
+		run(k, events, &res[n_res++]);
+		p += strcspn(p, ",");
+		p += *p == ',';
+	}
+	printf("%-6s %9s %12s %14s %10s %10s\n", "hosts", "events",
+	       "local ev/s", "forwarded ev/s", "lag p50", "lag p99");
+	for (int i = 0; i < n_res; i++)
+		printf("%-6d %9ld %12.0f %14.0f %8.1fms %8.1fms\n", res[i].hosts,
+		       res[i].events, res[i].local_eps, res[i].forward_eps,
+		       res[i].lag_p50_ms, res[i].lag_p99_ms);
+	if (csv != NULL) {
+		out = fopen(csv, "we");
+		if (out == NULL)
+			die("%s: %s", csv, strerror(errno));
+		fprintf(out, "hosts,events,local_eps,forwarded_eps,lag_p50_ms,"
+			     "lag_p99_ms\n");
+		for (int i = 0; i < n_res; i++)
+			fprintf(out, "%d,%ld,%.0f,%.0f,%.2f,%.2f\n", res[i].hosts,
+				res[i].events, res[i].local_eps,
+				res[i].forward_eps, res[i].lag_p50_ms,
+				res[i].lag_p99_ms);
+		(void)fclose(out);
+	}
+	return 0;
+}
