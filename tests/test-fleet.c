@@ -416,6 +416,39 @@ static void expect_said_once(const char *log)
 	}
 }
 
+/* `logsink ARGS...`, its stdout into out (static); its exit code. */
+static int run_logsink(const char *const *args, char **out)
+{
+	static char buf[1 << 16];
+	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
+	const char *argv[16];
+	static const char *path;
+	struct bgrun_child *child;
+	struct bgrun_status st;
+	size_t n = 0;
+	FILE *f;
+
+	if (path == NULL)
+		path = t_path(t_tmpdir(), "out");
+	argv[n++] = t_logsink;
+	for (size_t i = 0; args[i] != NULL && n < 15; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	o.argv = argv;
+	o.out = (struct bgrun_stdio){ .kind = BGRUN_STDIO_FILE, .path = path };
+	ASSERT_OK(bgrun_spawn(&o, &child));
+	if (bgrun_child_wait(child, 60000, &st) < 0)
+		FAIL("logsink did not finish within 60 s");
+	bgrun_child_free(child);
+	f = fopen(path, "re");
+	ASSERT(f != NULL);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	(void)fclose(f);
+	*out = buf;
+	return st.exited ? (int)st.exit_code : 128 + (int)st.signal;
+}
+
 #define COUNT_ALL "SELECT count(*) FROM fleet_events"
 
 void case_fleet_two_hosts(void)
@@ -492,6 +525,42 @@ void case_fleet_two_hosts(void)
 	/* Partitioned by month, the partitions made as events came. */
 	ASSERT(pg_int(pg, "SELECT count(*) FROM pg_inherits WHERE inhparent = "
 			  "'fleet_events'::regclass") >= 1);
+	/* The fleet read like a log: the same filters, --host among them. */
+	for (int h = 0; h < 2; h++) {
+		char host_opt[64], *out;
+
+		(void)snprintf(host_opt, sizeof(host_opt), "--host=%s", hosts[h]);
+		ASSERT_EQ(run_logsink((const char *const[]){
+				      "query", "--db", pg->conninfo, host_opt,
+				      "--csv", NULL }, &out), 0);
+		ASSERT_EQ(count_lines(out, "\n"), 1 + 61);
+		ASSERT(strstr(out, ids[h][0]) != NULL);
+		ASSERT(strstr(out, ids[1 - h][0]) == NULL);
+		ASSERT_EQ(run_logsink((const char *const[]){
+				      "query", "--db", pg->conninfo, host_opt,
+				      "--result=failed", "--tag=none", NULL },
+				      &out), 0);
+		ASSERT_EQ(count_lines(out, "\n"), 1);
+		ASSERT_EQ(run_logsink((const char *const[]){
+				      "query", "--db", pg->conninfo, host_opt,
+				      "--cmd=hg c*", "--limit=5", "--json", NULL },
+				      &out), 0);
+		ASSERT_EQ(count_lines(out, "\n"), 5);
+		ASSERT_EQ(count_lines(out, hosts[h]), 5);
+	}
+	{
+		char *out;
+
+		ASSERT_EQ(run_logsink((const char *const[]){
+				      "stats", "--db", pg->conninfo, "--by=host",
+				      "--csv", NULL }, &out), 0);
+		/* 61 runs each; failures: exit codes 1..60 but 0, 51, and 99. */
+		ASSERT(strstr(out, "host-a,61,") != NULL);
+		ASSERT(strstr(out, "host-b,61,") != NULL);
+		ASSERT_EQ(run_logsink((const char *const[]){
+				      "stats", "--by=host", "--db",
+				      d[0].db, NULL }, &out), 2);
+	}
 	for (int h = 0; h < 2; h++) {
 		ASSERT_EQ(t_daemon_stop(&d[h], SIGTERM), 0);
 		ASSERT(strstr(read_log(d[h].log), "forwarding to") != NULL);
