@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 #include <time.h>
 
 /*
@@ -20,7 +22,8 @@
  * this daemon's writer, an embedded writer or the spool, and every later
  * change of a row (a running row that finished, a row marked lost) comes
  * after the cursor. A batch is sent in one PostgreSQL transaction: COPY
- * into a temporary table, then one INSERT ... ON CONFLICT into the fleet
+ * (typed columns, text format) into a temporary table, then one INSERT
+ * ... ON CONFLICT into the fleet
  * table, whose rule is the local store's (a running row takes any new
  * state, a lost one a final state, a final one nothing). Only after that
  * COMMIT is the cursor moved, in the store. A crash between the two sends
@@ -38,6 +41,8 @@
 #define BACKOFF_MAX_MS 5000
 /* How often the store is looked at without a signal (embedded writers). */
 #define POLL_MS 1000
+/* The forwarder thread's nice value. */
+#define FORWARD_NICE 10
 
 struct lsink_forward {
 	struct lsink_forward_opts o;
@@ -51,7 +56,7 @@ struct lsink_forward {
 	/* The thread's own: */
 	struct bgrun_store *store;
 	PGconn *pg;
-	char *insert_sql;
+	char *copy_sql, *insert_sql;
 	char shown[256];           /* the server, for messages */
 	char target[512];          /* the cursor's name */
 	char node[256];            /* this machine's name */
@@ -120,9 +125,24 @@ static bool append_str(char **sql, size_t *len, const char *s)
 }
 
 /*
- * The INSERT of a batch, made from the column list: $1 is this machine's
- * name (for events without a host), $2 the forced host or NULL.
+ * The statements of a batch, made from the column list: the COPY into
+ * the temporary table, and the INSERT from there, where $1 is this
+ * machine's name (for events without a host) and $2 the forced host or
+ * NULL.
  */
+static char *make_copy_sql(void)
+{
+	char *sql = NULL;
+	size_t len = 0;
+
+	if (append_str(&sql, &len, "COPY fleet_batch (") &&
+	    append_list(&sql, &len, "", "", NULL) &&
+	    append_str(&sql, &len, ") FROM STDIN"))
+		return sql;
+	free(sql);
+	return NULL;
+}
+
 static char *make_insert_sql(void)
 {
 	char *sql = NULL;
@@ -132,11 +152,10 @@ static char *make_insert_sql(void)
 	ok = append_str(&sql, &len, "INSERT INTO fleet_events (") &&
 	     append_list(&sql, &len, "", "", NULL) &&
 	     append_str(&sql, &len, ", forwarded_at) SELECT ") &&
-	     append_list(&sql, &len, "", "r.",
-			 "coalesce($2::text, r.host, $1::text)") &&
+	     append_list(&sql, &len, "", "b.",
+			 "coalesce($2::text, b.host, $1::text)") &&
 	     append_str(&sql, &len,
-			", clock_timestamp() FROM fleet_batch b, "
-			"json_populate_record(NULL::fleet_events, b.j) r "
+			", clock_timestamp() FROM fleet_batch b "
 			"ON CONFLICT (id, recorded_ns) DO UPDATE SET (") &&
 	     append_list(&sql, &len, NULL, "", NULL) &&
 	     append_str(&sql, &len, ") = ROW(") &&
@@ -226,7 +245,8 @@ static int connect_pg(struct lsink_forward *f)
 		goto fail;
 	}
 	if (lsink_pg_exec(f->pg, "CREATE TEMP TABLE IF NOT EXISTS fleet_batch "
-				 "(j json NOT NULL) ON COMMIT DELETE ROWS",
+				 "(LIKE fleet_events INCLUDING DEFAULTS) "
+				 "ON COMMIT DELETE ROWS",
 			  err, sizeof(err)) < 0) {
 		problem(f, "a temporary table", err);
 		goto fail;
@@ -252,36 +272,86 @@ fail:
 	return -1;
 }
 
-/* COPY text format: backslash, tab, newline and CR escaped. */
+/* Room for need more bytes in the batch. */
+static bool reserve(struct lsink_forward *f, size_t need)
+{
+	size_t cap = f->cap ? f->cap : 1 << 16;
+	char *grown;
+
+	if (f->len + need <= f->cap)
+		return true;
+	while (cap < f->len + need)
+		cap *= 2;
+	grown = realloc(f->buf, cap);
+	if (grown == NULL)
+		return false;
+	f->buf = grown;
+	f->cap = cap;
+	return true;
+}
+
+/* One field of COPY's text format, then the separator sep. */
+static bool put_text(struct lsink_forward *f, const char *s, char sep)
+{
+	if (s == NULL) {
+		if (!reserve(f, 3))
+			return false;
+		f->buf[f->len++] = '\\';
+		f->buf[f->len++] = 'N';
+		f->buf[f->len++] = sep;
+		return true;
+	}
+	if (!reserve(f, 2 * strlen(s) + 1))
+		return false;
+	for (; *s != '\0'; s++) {
+		char e = *s == '\\' ? '\\' : *s == '\t' ? 't'
+			 : *s == '\n' ? 'n' : *s == '\r' ? 'r' : 0;
+
+		if (e != 0) {
+			f->buf[f->len++] = '\\';
+			f->buf[f->len++] = e;
+		} else {
+			f->buf[f->len++] = *s;
+		}
+	}
+	f->buf[f->len++] = sep;
+	return true;
+}
+
+static bool put_int(struct lsink_forward *f, int64_t v, char sep)
+{
+	char num[24];
+
+	if (v == BGRUN_NULL)
+		return put_text(f, NULL, sep);
+	(void)snprintf(num, sizeof(num), "%lld", (long long)v);
+	return put_text(f, num, sep);
+}
+
+/*
+ * A row as one line of COPY's text format, its columns in the order of
+ * LSINK_PG_COLUMNS, id first.
+ */
 static int add_change(void *data, const struct bgrun_store_change *c)
 {
 	struct lsink_forward *f = data;
-	size_t need = f->len + 2 * strlen(c->json) + 2;
+	const struct bgrun_event *ev = &c->ev;
+	bool ok = put_text(f, ev->id, '\t');
 
-	if (need > f->cap) {
-		size_t cap = f->cap ? f->cap : 1 << 16;
-		char *grown;
-
-		while (cap < need)
-			cap *= 2;
-		grown = realloc(f->buf, cap);
-		if (grown == NULL) {
-			f->failed = true;
-			return 1;
-		}
-		f->buf = grown;
-		f->cap = cap;
+	/* Every column is followed by a tab; the last one's becomes \n. */
+#define PUT_S(n) ok = ok && put_text(f, ev->n, '\t');
+#define PUT_I(n) ok = ok && put_int(f, ev->n, '\t');
+#define PUT_R(n) ok = ok && put_int(f, c->n, '\t');
+#define PUT_J(n) ok = ok && put_text(f, strcmp(#n, "argv") == 0 \
+					 ? c->argv_json : ev->options_json, '\t');
+#define PUT(kind, n, type) PUT_##kind(n)
+	LSINK_PG_COLUMNS(PUT)
+#undef PUT
+	if (!ok) {
+		f->failed = true;
+		return 1;
 	}
-	for (const char *p = c->json; *p != '\0'; p++) {
-		switch (*p) {
-		case '\\': f->buf[f->len++] = '\\'; f->buf[f->len++] = '\\'; break;
-		case '\t': f->buf[f->len++] = '\\'; f->buf[f->len++] = 't'; break;
-		case '\n': f->buf[f->len++] = '\\'; f->buf[f->len++] = 'n'; break;
-		case '\r': f->buf[f->len++] = '\\'; f->buf[f->len++] = 'r'; break;
-		default: f->buf[f->len++] = *p;
-		}
-	}
-	f->buf[f->len++] = '\n';
+	f->buf[f->len - 1] = '\n';
 	if (f->n == 0 || c->recorded_ns < f->lo_ns)
 		f->lo_ns = c->recorded_ns;
 	if (f->n == 0 || c->recorded_ns > f->hi_ns)
@@ -333,7 +403,7 @@ static int send_batch(struct lsink_forward *f)
 	}
 	if (lsink_pg_exec(f->pg, "BEGIN", err, sizeof(err)) < 0)
 		goto fail;
-	res = PQexec(f->pg, "COPY fleet_batch (j) FROM STDIN");
+	res = PQexec(f->pg, f->copy_sql);
 	if (PQresultStatus(res) != PGRES_COPY_IN) {
 		lsink_pg_error(f->pg, res, err, sizeof(err));
 		PQclear(res);
@@ -428,6 +498,13 @@ static void *forward_main(void *arg)
 	struct lsink_forward *f = arg;
 	int n, r = 0;
 
+	/*
+	 * The writer's acks come first: where CPUs are short (the server on
+	 * the same machine, or a busy one) the forwarder yields to it and
+	 * catches up later. On Linux a nice value is per thread.
+	 */
+	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), FORWARD_NICE);
+
 	while (!stopping(f)) {
 		if (f->pg == NULL && connect_pg(f) < 0) {
 			back_off(f);
@@ -477,6 +554,7 @@ static void forward_free(struct lsink_forward *f)
 	if (f == NULL)
 		return;
 	bgrun_store_close(f->store);
+	free(f->copy_sql);
 	free(f->insert_sql);
 	free(f->buf);
 	free(f);
@@ -513,8 +591,9 @@ int lsink_forward_start(const struct lsink_forward_opts *o,
 	describe(o->conninfo, f->shown, sizeof(f->shown));
 	(void)snprintf(f->node, sizeof(f->node), "%s",
 		       uname(&u) == 0 ? u.nodename : "unknown");
+	f->copy_sql = make_copy_sql();
 	f->insert_sql = make_insert_sql();
-	if (f->insert_sql == NULL) {
+	if (f->copy_sql == NULL || f->insert_sql == NULL) {
 		forward_free(f);
 		return -ENOMEM;
 	}

@@ -573,20 +573,23 @@ struct t_changes {
 	int64_t seq[16];
 	char id[16][BGRUN_EVENT_ID_MAX + 1];
 	char result[16][16];
+	char argv[16][64];
 	size_t n;
 };
 
 static int collect_change(void *data, const struct bgrun_store_change *c)
 {
 	struct t_changes *ch = data;
-	const char *r = strstr(c->json, "\"result\":");
 
 	ASSERT(ch->n < 16);
 	ch->seq[ch->n] = c->seq;
-	(void)snprintf(ch->id[ch->n], sizeof(ch->id[0]), "%s", c->id);
-	(void)snprintf(ch->result[ch->n], sizeof(ch->result[0]), "%.*s",
-		       r != NULL && r[9] == '"' ? (int)strcspn(r + 10, "\"") : 4,
-		       r != NULL && r[9] == '"' ? r + 10 : "null");
+	(void)snprintf(ch->id[ch->n], sizeof(ch->id[0]), "%s", c->ev.id);
+	(void)snprintf(ch->result[ch->n], sizeof(ch->result[0]), "%s",
+		       c->ev.result != NULL ? c->ev.result : "null");
+	ASSERT(c->ev.argv == NULL);
+	(void)snprintf(ch->argv[ch->n], sizeof(ch->argv[0]), "%s",
+		       c->argv_json != NULL ? c->argv_json : "null");
+	ASSERT(c->recorded_ns > 0 && c->time_ns > 0);
 	ch->n++;
 	return 0;
 }
@@ -617,12 +620,15 @@ void case_changes(void)
 		evs[i].start_ns = T0 + i * SEC;
 		evs[i].result = i == 0 ? BGRUN_RESULT_RUNNING : BGRUN_RESULT_SUCCESS;
 	}
+	evs[2].argv = (const char *const[]){ "ls", "\xff", NULL };
 	ASSERT_EQ(bgrun_store_put_batch(s, evs, 3), 3);
 	ch = changes_after(s, 0);
 	ASSERT_EQ(ch.n, 3);
 	for (int i = 0; i < 3; i++)
 		ASSERT_STR_EQ(ch.id[i], evs[i].id);
 	ASSERT_STR_EQ(ch.result[0], "running");
+	ASSERT_STR_EQ(ch.argv[0], "null");
+	ASSERT_STR_EQ(ch.argv[2], "[\"ls\",{\"hex\":\"FF\"}]");
 	ASSERT_OK(bgrun_store_last_change(s, &last));
 	ASSERT_EQ(last, ch.seq[2]);
 	mark = last;
@@ -650,7 +656,7 @@ void case_changes(void)
 		ASSERT_STR_EQ(two.id[0], evs[1].id);
 	}
 
-	/* Marking lost is a change, with the stored result in the JSON. */
+	/* Marking lost is a change, of the stored result. */
 	bgrun_event_init(&late, "commandfinish", "bgrun");
 	late.result = BGRUN_RESULT_RUNNING;
 	late.start_ns = T0 - 100 * SEC; /* old: the first to prune */

@@ -272,15 +272,17 @@ BGRUN_EXTERN int bgrun_store_prune(struct bgrun_store *store, int64_t older_than
  */
 struct bgrun_store_change {
 	int64_t seq;         /* the row's change number (> 0) */
-	const char *id;
 	int64_t recorded_ns; /* when the row was first written; never changes */
 	int64_t time_ns;     /* start_ns, else recorded_ns */
 	/*
-	 * The row as one JSON object, as bgrun_event_row.json, but with the
-	 * result as stored (never made `lost` in passing: marking it lost
-	 * is a change of its own).
+	 * The row as stored: ev.result is the stored result (never made
+	 * `lost` in passing: marking it lost is a change of its own), and
+	 * ev.argv is NULL: argv_json has it, the JSON array the store keeps
+	 * (an argument that is not UTF-8 as {"hex": "..."}), NULL if unknown.
+	 * ev.options_json is the stored options object, or NULL.
 	 */
-	const char *json;
+	struct bgrun_event ev;
+	const char *argv_json;
 };
 
 /* As bgrun_store_row_cb: valid during the call; non-zero stops. */

@@ -4,8 +4,12 @@
 #include "store-internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+
+/* The columns of BGRUN__STMT_CHANGES before the plain ones. */
+#define CHANGES_PLAIN 6
 
 int bgrun_store_changes(struct bgrun_store *store, int64_t after_seq,
 			int64_t limit, bgrun_store_change_cb cb, void *data)
@@ -25,14 +29,28 @@ int bgrun_store_changes(struct bgrun_store *store, int64_t after_seq,
 		rc = sqlite3_bind_int64(stmt, 2, limit > 0 ? limit : -1);
 	/* One statement: the whole read sees one snapshot. */
 	while (rc == SQLITE_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const char *id = bgrun__column_text(stmt, 1);
+
+		memset(&c, 0, sizeof(c));
 		c.seq = sqlite3_column_int64(stmt, 0);
-		c.id = bgrun__column_text(stmt, 1);
+		(void)snprintf(c.ev.id, sizeof(c.ev.id), "%s", id ? id : "");
 		c.recorded_ns = sqlite3_column_int64(stmt, 2);
 		c.time_ns = sqlite3_column_int64(stmt, 3);
-		c.json = bgrun__column_text(stmt, 4);
-		if (c.id == NULL || c.json == NULL) {
-			rc = SQLITE_NOMEM;
-			break;
+		c.argv_json = bgrun__column_text(stmt, 4);
+		c.ev.options_json = bgrun__column_text(stmt, 5);
+		for (size_t i = 0; i < bgrun__n_columns; i++) {
+			char *field = (char *)&c.ev + bgrun__columns[i].offset;
+			int col = CHANGES_PLAIN + (int)i;
+
+			if (bgrun__columns[i].text) {
+				const char *s = bgrun__column_text(stmt, col);
+
+				memcpy(field, &s, sizeof(s));
+			} else {
+				int64_t v = bgrun__column_int(stmt, col);
+
+				memcpy(field, &v, sizeof(v));
+			}
 		}
 		r = cb(data, &c);
 		if (r != 0)
