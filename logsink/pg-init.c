@@ -6,6 +6,7 @@
 
 #include <getopt.h>
 #include <stdlib.h>
+#include <time.h>
 
 static const char help_text[] =
 	"Usage: logsink pg-init [OPTION]... [CONNINFO]\n"
@@ -28,7 +29,8 @@ int lsink_pg_init_main(int argc, char **argv, const char *db)
 	const char *conninfo = "";
 	char err[512];
 	PGconn *pg;
-	int64_t now = lsink_now_ns();
+	struct timespec ts;
+	int64_t now;
 	int opt, status = LSINK_EXIT_FAILURE;
 
 	(void)db;
@@ -48,6 +50,8 @@ int lsink_pg_init_main(int argc, char **argv, const char *db)
 	if (optind < argc)
 		lsink_usage("pg-init: unexpected argument '%s'",
 			    lsink_printable(argv[optind]));
+	(void)clock_gettime(CLOCK_REALTIME, &ts);
+	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	pg = lsink_pg_connect(conninfo);
 	if (pg == NULL || PQstatus(pg) != CONNECTION_OK) {
 		lsink_pg_error(pg, NULL, err, sizeof(err));

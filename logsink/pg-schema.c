@@ -29,8 +29,7 @@ static const char schema_v1[] =
 	"CREATE INDEX fleet_events_display ON fleet_events "
 	"(display text_pattern_ops, time_ns);"
 	"CREATE INDEX fleet_events_tag ON fleet_events (tag, time_ns) "
-	"WHERE tag IS NOT NULL;"
-	"INSERT INTO fleet_schema VALUES (1);";
+	"WHERE tag IS NOT NULL;";
 
 void lsink_pg_error(PGconn *pg, const PGresult *res, char *err, size_t size)
 {
@@ -138,7 +137,19 @@ int lsink_pg_setup(PGconn *pg, char *err, size_t size)
 			       v, LSINK_PG_SCHEMA_VERSION);
 		goto fail;
 	}
-	if (v < 1 && lsink_pg_exec(pg, schema_v1, err, size) < 0)
+	if (v < 1 && (lsink_pg_exec(pg, schema_v1, err, size) < 0 ||
+		      lsink_pg_exec(pg, "INSERT INTO fleet_schema VALUES (1)",
+				    err, size) < 0))
+		goto fail;
+	/*
+	 * The table dropped behind our back (by hand, to start afresh): made
+	 * again, rather than failing forever. What was forwarded before is
+	 * not sent again (the cursors say it was).
+	 */
+	if (v >= 1 && (query_text(pg, "SELECT to_regclass('fleet_events')",
+				  version, sizeof(version), &none, err,
+				  size) < 0 ||
+		       (none && lsink_pg_exec(pg, schema_v1, err, size) < 0)))
 		goto fail;
 	if (lsink_pg_exec(pg, "COMMIT", err, size) < 0)
 		goto fail;

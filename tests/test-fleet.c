@@ -216,6 +216,18 @@ static int64_t pg_int(struct t_pg *pg, const char *sql)
 	return v;
 }
 
+/* Runs sql, which must work. */
+static void pg_exec(struct t_pg *pg, const char *sql)
+{
+	PGconn *c = pg_conn(pg);
+	PGresult *res = PQexec(c, sql);
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		FAIL("%s: %s", sql, PQerrorMessage(c));
+	PQclear(res);
+	PQfinish(c);
+}
+
 /* Polls pg_int until it is want or timeout_ms passes: the last value. */
 static int64_t pg_wait(struct t_pg *pg, const char *sql, int64_t want,
 		       int timeout_ms)
@@ -561,6 +573,21 @@ void case_fleet_two_hosts(void)
 				      "stats", "--by=host", "--db",
 				      d[0].db, NULL }, &out), 2);
 	}
+	/* The table dropped under a running daemon: made again, filled on. */
+	pg_exec(pg, "DROP TABLE fleet_events");
+	o.mode = BGRUN_SINK_DAEMON;
+	o.db = d[0].db;
+	o.socket = d[0].sock;
+	ASSERT_OK(bgrun_sink_open(&o, &sink));
+	for (int i = 0; i < 5; i++) {
+		t_event(&ev, i);
+		ASSERT_EQ(bgrun_sink_put(sink, &ev), BGRUN_SINK_VIA_DAEMON);
+		memcpy(ids[0][i], ev.id, sizeof(t_id));
+	}
+	bgrun_sink_close(sink);
+	ASSERT_EQ(pg_wait(pg, COUNT_ALL, 5, 60000), 5);
+	pg_expect_ids(pg, "host-a", ids[0], 5, false);
+	ASSERT(strstr(read_log(d[0].log), "42P01") != NULL);
 	for (int h = 0; h < 2; h++) {
 		ASSERT_EQ(t_daemon_stop(&d[h], SIGTERM), 0);
 		ASSERT(strstr(read_log(d[h].log), "forwarding to") != NULL);
