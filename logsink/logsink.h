@@ -230,6 +230,9 @@ static inline bool lsink_db_is_pg(const char *db)
 }
 int lsink_pg_query(const char *conninfo, const struct bgrun_query *q,
 		   bgrun_store_row_cb cb, void *data);
+/* As bgrun_store_get: -EINVAL, -ENOENT, -EEXIST (not said), -EIO (said). */
+int lsink_pg_get(const char *conninfo, const char *id_or_part,
+		 bgrun_store_row_cb cb, void *data);
 /* by_host: one row per host (as its display) instead of per command. */
 int lsink_pg_stats(const char *conninfo, const struct bgrun_query *q,
 		   bool by_host, bgrun_store_stats_cb cb, void *data);

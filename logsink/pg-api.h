@@ -24,6 +24,8 @@ struct lsink_pg_api {
 	int (*init_main)(int argc, char **argv, const char *db);
 	int (*query)(const char *conninfo, const struct bgrun_query *q,
 		     bgrun_store_row_cb cb, void *data);
+	int (*get)(const char *conninfo, const char *id_or_part,
+		   bgrun_store_row_cb cb, void *data);
 	int (*stats)(const char *conninfo, const struct bgrun_query *q,
 		     bool by_host, bgrun_store_stats_cb cb, void *data);
 };

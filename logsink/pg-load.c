@@ -111,3 +111,13 @@ int lsink_pg_stats(const char *conninfo, const struct bgrun_query *q,
 	}
 	return api->stats(conninfo, q, by_host, cb, data);
 }
+
+int lsink_pg_get(const char *conninfo, const char *id_or_part,
+		 bgrun_store_row_cb cb, void *data)
+{
+	if (load() == NULL) {
+		lsink_msg("--db postgresql://: %s", why);
+		return -EIO;
+	}
+	return api->get(conninfo, id_or_part, cb, data);
+}

@@ -12,5 +12,6 @@ const struct lsink_pg_api lsink_pg_api = {
 	.forward_stop = lsink_forward_stop,
 	.init_main = lsink_pg_init_main,
 	.query = lsink_pg_query,
+	.get = lsink_pg_get,
 	.stats = lsink_pg_stats,
 };

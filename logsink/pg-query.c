@@ -17,6 +17,10 @@
  * so the fleet table's `lost` is what its host stored (logsink
  * mark-lost, or prune, records it there, and the change is forwarded).
  */
+/* A row as read back: its columns, and its JSON as the store gives it. */
+#define ROW_SQL "SELECT f.*, (to_jsonb(f) - 'forwarded_at')::text AS json " \
+		"FROM fleet_events f"
+
 struct sql {
 	char text[4096];
 	size_t len;
@@ -173,33 +177,11 @@ static PGresult *run(PGconn *pg, const struct sql *s)
 	return res;
 }
 
-int lsink_pg_query(const char *conninfo, const struct bgrun_query *q,
-		   bgrun_store_row_cb cb, void *data)
+/* The rows of res (SELECT f.*, ... AS json) to cb: 0 or cb's value. */
+static int emit_rows(const PGresult *res, bgrun_store_row_cb cb, void *data)
 {
-	struct sql s = { .len = 0 };
-	char limit[24], *re = NULL;
-	PGconn *pg;
-	PGresult *res = NULL;
-	int r = 0, json;
+	int json = PQfnumber(res, "json"), r = 0;
 
-	/* The JSON of a row: its columns, as the local store gives them. */
-	add(&s, "SELECT f.*, (to_jsonb(f) - 'forwarded_at')::text AS json "
-		"FROM fleet_events f");
-	if (where(&s, q, &re) < 0)
-		return -ENOMEM;
-	add(&s, " ORDER BY time_ns DESC, recorded_ns DESC, id DESC");
-	if (q->limit > 0) {
-		(void)snprintf(limit, sizeof(limit), "%lld", (long long)q->limit);
-		add_param(&s, " LIMIT ", limit);
-	}
-	pg = open_fleet(conninfo);
-	if (pg != NULL)
-		res = run(pg, &s);
-	if (res == NULL) {
-		r = -EIO;
-		goto out;
-	}
-	json = PQfnumber(res, "json");
 	for (int i = 0; i < PQntuples(res) && r == 0; i++) {
 		struct bgrun_event_row row;
 		struct bgrun_event *ev = &row.ev;
@@ -219,8 +201,35 @@ int lsink_pg_query(const char *conninfo, const struct bgrun_query *q,
 		row.json = get_text(res, i, json);
 		r = cb(data, &row);
 	}
-	if (r > 0)
-		r = 0; /* the callback stopped it: a write error, said later */
+	return r;
+}
+
+int lsink_pg_query(const char *conninfo, const struct bgrun_query *q,
+		   bgrun_store_row_cb cb, void *data)
+{
+	struct sql s = { .len = 0 };
+	char limit[24], *re = NULL;
+	PGconn *pg;
+	PGresult *res = NULL;
+	int r = 0;
+
+	/* The JSON of a row: its columns, as the local store gives them. */
+	add(&s, ROW_SQL);
+	if (where(&s, q, &re) < 0)
+		return -ENOMEM;
+	add(&s, " ORDER BY time_ns DESC, recorded_ns DESC, id DESC");
+	if (q->limit > 0) {
+		(void)snprintf(limit, sizeof(limit), "%lld", (long long)q->limit);
+		add_param(&s, " LIMIT ", limit);
+	}
+	pg = open_fleet(conninfo);
+	if (pg != NULL)
+		res = run(pg, &s);
+	if (res == NULL) {
+		r = -EIO;
+		goto out;
+	}
+	r = emit_rows(res, cb, data);
 out:
 	PQclear(res);
 	PQfinish(pg);
@@ -288,5 +297,50 @@ out:
 	PQclear(res);
 	PQfinish(pg);
 	free(re);
+	return r;
+}
+
+int lsink_pg_get(const char *conninfo, const char *id_or_part,
+		 bgrun_store_row_cb cb, void *data)
+{
+	struct sql s = { .len = 0 };
+	char like[2 * BGRUN_EVENT_ID_MAX + 1], *o = like;
+	size_t n = strlen(id_or_part);
+	PGconn *pg;
+	PGresult *res = NULL;
+	int r = 0;
+
+	/* As bgrun_store_get: the id, else the one id it starts or ends. */
+	if (n == 0 || n > BGRUN_EVENT_ID_MAX ||
+	    strspn(id_or_part, "abcdefghijklmnopqrstuvwxyz"
+			       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n)
+		return -EINVAL;
+	/* '_' is LIKE's any-character: escaped (the others mean nothing). */
+	for (const char *p = id_or_part; *p != '\0'; p++) {
+		if (*p == '_')
+			*o++ = '\\';
+		*o++ = *p;
+	}
+	*o = '\0';
+	add(&s, ROW_SQL);
+	add_param(&s, " WHERE id = ", id_or_part);
+	add(&s, " UNION ALL (" ROW_SQL);
+	add_param(&s, " WHERE NOT EXISTS (SELECT 1 FROM fleet_events "
+		      "WHERE id = ", id_or_part);
+	add_param(&s, ") AND (id LIKE ", like);
+	add(&s, "::text || '%' OR id LIKE '%' || $3::text) LIMIT 2)");
+	pg = open_fleet(conninfo);
+	if (pg != NULL)
+		res = run(pg, &s);
+	if (res == NULL)
+		r = -EIO;
+	else if (PQntuples(res) == 0)
+		r = -ENOENT;
+	else if (PQntuples(res) > 1)
+		r = -EEXIST;
+	else
+		r = emit_rows(res, cb, data);
+	PQclear(res);
+	PQfinish(pg);
 	return r;
 }

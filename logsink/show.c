@@ -179,9 +179,12 @@ int lsink_show_main(int argc, char **argv, const char *db)
 		lsink_usage("extra operand '%s'",
 			    lsink_printable(argv[optind + 1]));
 
-	if (lsink_open(db, true, &store) < 0)
+	if (lsink_db_is_pg(db))
+		r = lsink_pg_get(db, id, print_event, &json);
+	else if (lsink_open(db, true, &store) < 0)
 		return LSINK_EXIT_FAILURE;
-	r = bgrun_store_get(store, id, print_event, &json);
+	else
+		r = bgrun_store_get(store, id, print_event, &json);
 	if (r == -ENOENT) {
 		lsink_msg("no event '%s'", lsink_printable(id));
 		status = LSINK_EXIT_FAILURE;
@@ -193,7 +196,8 @@ int lsink_show_main(int argc, char **argv, const char *db)
 		lsink_msg("'%s' is not an event id", lsink_printable(id));
 		status = LSINK_EXIT_FAILURE;
 	} else if (r < 0) {
-		lsink_store_error(store, r, "cannot read the log");
+		if (store != NULL) /* else said already */
+			lsink_store_error(store, r, "cannot read the log");
 		status = LSINK_EXIT_FAILURE;
 	}
 	if (lsink_flush_stdout() != 0)

@@ -470,7 +470,7 @@ void case_fleet_two_hosts(void)
 	const char *hosts[2] = { "host-a", "host-b" };
 	struct t_daemon d[2];
 	char fwd[300], sql[256];
-	t_id ids[2][61];
+	t_id ids[2][61], running_id[2];
 	struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
 	struct bgrun_sink *sink;
 	struct bgrun_event ev, running;
@@ -502,6 +502,7 @@ void case_fleet_two_hosts(void)
 		running.exit_code = BGRUN_NULL;
 		ASSERT_EQ(bgrun_sink_put(sink, &running), BGRUN_SINK_VIA_DAEMON);
 		memcpy(ids[h][50], running.id, sizeof(t_id));
+		memcpy(running_id[h], running.id, sizeof(t_id));
 		bgrun_sink_close(sink);
 		/* Written without the daemon, into its store: forwarded too. */
 		o.mode = BGRUN_SINK_EMBEDDED;
@@ -572,6 +573,20 @@ void case_fleet_two_hosts(void)
 		ASSERT_EQ(run_logsink((const char *const[]){
 				      "stats", "--by=host", "--db",
 				      d[0].db, NULL }, &out), 2);
+		/* show: by the end of an id, as with a local log. */
+		ASSERT_EQ(run_logsink((const char *const[]){
+				      "show", "--db", pg->conninfo,
+				      running_id[1] + strlen(running_id[1]) - 8,
+				      NULL }, &out), 0);
+		ASSERT(strstr(out, running_id[1]) != NULL);
+		ASSERT(strstr(out, "host: host-b") != NULL);
+		ASSERT(strstr(out, "exit_code: 99") != NULL);
+		ASSERT_EQ(run_logsink((const char *const[]){
+				      "show", "--db", pg->conninfo, "0", NULL },
+				      &out), 1); /* all start so: ambiguous */
+		ASSERT_EQ(run_logsink((const char *const[]){
+				      "show", "--db", pg->conninfo, "no_such", NULL },
+				      &out), 1);
 	}
 	/* The table dropped under a running daemon: made again, filled on. */
 	pg_exec(pg, "DROP TABLE fleet_events");
