@@ -88,6 +88,10 @@ check "libexec/bgrun installed" test -n "$helpers"
 for p in bgrun-start bgrun-full logsink-full; do
 	check "libexec/bgrun/$p installed, executable" test -x "$helpers/$p"
 done
+# Built with libpq: the PostgreSQL module, beside logsink-full that loads it.
+if [ -e "$BUILD/logsink/logsink-pg.so" ]; then
+	check "libexec/bgrun/logsink-pg.so installed" test -f "$helpers/logsink-pg.so"
+fi
 capture "$D$PREFIX/bin/bgrun" --version
 eq "the installed bgrun runs: exit 0" "$RC" 0
 

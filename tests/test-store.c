@@ -210,11 +210,11 @@ void case_open_creates(void)
 
 	raw = t_sql_open(db);
 	ASSERT_EQ(t_sql_int(raw, "PRAGMA application_id", NULL), 0x62677275);
-	ASSERT_EQ(t_sql_int(raw, "PRAGMA user_version", NULL), 2);
+	ASSERT_EQ(t_sql_int(raw, "PRAGMA user_version", NULL), 3);
 	ASSERT_STR_EQ(t_sql_text(raw, "PRAGMA journal_mode"), "wal");
 	ASSERT_EQ(t_sql_int(raw, "SELECT count(*) FROM sqlite_schema WHERE "
 				 "type = 'index' AND name LIKE 'events_%'",
-			    NULL), 5);
+			    NULL), 6);
 	sqlite3_close(raw);
 
 	/* Opening again (read-write and read-only) changes nothing. */
