@@ -694,4 +694,5 @@ void case_changes(void)
 	ASSERT_EQ(changes_after(ro, 0).n, 4);
 	bgrun_store_close(ro);
 	bgrun_store_close(s);
+	free(db);
 }
