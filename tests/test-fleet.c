@@ -22,6 +22,7 @@ static void no_libpq(void)
 }
 
 void case_fleet_two_hosts(void) { no_libpq(); }
+void case_fleet_refused(void) { no_libpq(); }
 void case_fleet_pg_restart(void) { no_libpq(); }
 void case_fleet_kill9(void) { no_libpq(); }
 
@@ -610,6 +611,86 @@ void case_fleet_two_hosts(void)
 		ASSERT_EQ(t_db_int(d[h].db, "SELECT seq FROM cursors"),
 			  t_db_int(d[h].db, "SELECT value FROM counters"));
 	}
+}
+
+/* Polls the daemon's log until it holds needle, or 60 s pass. */
+static void wait_log(const char *log, const char *needle)
+{
+	int64_t deadline = t_now_ms() + 60000;
+
+	while (strstr(read_log(log), needle) == NULL && t_now_ms() < deadline)
+		(void)poll(NULL, 0, 20);
+	if (strstr(read_log(log), needle) == NULL)
+		FAIL("the log never said '%s': %s", needle, read_log(log));
+}
+
+/* n events through the daemon d, acked; their ids into ids. */
+static void put_n(struct t_daemon *d, t_id *ids, int n)
+{
+	struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
+	struct bgrun_sink *sink;
+	struct bgrun_event ev;
+
+	o.mode = BGRUN_SINK_DAEMON;
+	o.db = d->db;
+	o.socket = d->sock;
+	ASSERT_OK(bgrun_sink_open(&o, &sink));
+	for (int i = 0; i < n; i++) {
+		t_event(&ev, i);
+		ASSERT_EQ(bgrun_sink_put(sink, &ev), BGRUN_SINK_VIA_DAEMON);
+		memcpy(ids[i], ev.id, sizeof(t_id));
+	}
+	bgrun_sink_close(sink);
+}
+
+/*
+ * The server down when the daemon starts, and a server that refuses the
+ * daemon (a role it does not know): both daemons start, take and ack
+ * events, say what is wrong once, and forward all once the server is
+ * there and takes them.
+ */
+void case_fleet_refused(void)
+{
+	struct t_pg *pg = pg_new();
+	const char *dir[2] = { t_tmpdir(), t_tmpdir() };
+	struct t_daemon d[2];
+	char fwd[2][300];
+	t_id ids[2][100];
+
+	pg_stop(pg, "fast");
+	(void)snprintf(fwd[0], sizeof(fwd[0]), "--forward=%s", pg->conninfo);
+	(void)snprintf(fwd[1], sizeof(fwd[1]),
+		       "--forward=postgresql://fleetuser@/postgres?host=%s&"
+		       "port=5432", pg->dir);
+	t_daemon_start(&d[0], t_path(dir[0], "ev.db"),
+		       t_path(dir[0], "s/sink.sock"),
+		       (const char *const[]){ fwd[0], "--forward-host=down",
+					      NULL });
+	t_daemon_start(&d[1], t_path(dir[1], "ev.db"),
+		       t_path(dir[1], "s/sink.sock"),
+		       (const char *const[]){ fwd[1], "--forward-host=refused",
+					      NULL });
+	put_n(&d[0], ids[0], 100);
+	put_n(&d[1], ids[1], 100);
+	wait_log(d[0].log, "cannot connect");
+	pg_start(pg);
+	wait_log(d[1].log, "role \"fleetuser\" does not exist");
+	ASSERT_EQ(pg_wait(pg, "SELECT count(*) FROM fleet_events WHERE host = "
+			      "'down'", 100, 60000), 100);
+	/* Still refused: nothing of the other daemon's. */
+	ASSERT_EQ(pg_int(pg, "SELECT count(*) FROM fleet_events WHERE host = "
+			     "'refused'"), 0);
+	pg_exec(pg, "CREATE ROLE fleetuser LOGIN SUPERUSER");
+	ASSERT_EQ(pg_wait(pg, COUNT_ALL, 200, 60000), 200);
+	pg_expect_ids(pg, "down", ids[0], 100, false);
+	pg_expect_ids(pg, "refused", ids[1], 100, false);
+	for (int h = 0; h < 2; h++) {
+		ASSERT_EQ(t_daemon_stop(&d[h], SIGTERM), 0);
+		expect_said_once(read_log(d[h].log));
+		ASSERT(strstr(read_log(d[h].log), "working again") != NULL);
+	}
+	fprintf(stderr, "%s", read_log(d[1].log));
+	ASSERT_EQ(count_lines(read_log(d[1].log), "does not exist"), 1);
 }
 
 #define FLOOD_THREADS 3
