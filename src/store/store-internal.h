@@ -58,15 +58,13 @@
  * A row as read back: id, recorded_ns, time_ns, argv, options, then the
  * plain columns from BGRUN__ROW_PLAIN, then the row as JSON.
  */
-#define BGRUN__SQL_ROW_JSON \
-	"json_object('id', id" \
-	BGRUN__EVENT_FIELDS(BGRUN__SQL_JSON) \
-	", 'argv', json(argv), 'options', json(options)" \
-	", 'recorded_ns', recorded_ns, 'time_ns', time_ns)"
 #define BGRUN__SQL_ROW \
 	"SELECT id, recorded_ns, time_ns, argv, options" \
 	BGRUN__EVENT_FIELDS(BGRUN__SQL_NAME) \
-	", " BGRUN__SQL_ROW_JSON " FROM events"
+	", json_object('id', id" \
+	BGRUN__EVENT_FIELDS(BGRUN__SQL_JSON) \
+	", 'argv', json(argv), 'options', json(options)" \
+	", 'recorded_ns', recorded_ns, 'time_ns', time_ns) FROM events"
 #define BGRUN__ROW_PLAIN 5
 #define BGRUN__ROW_JSON (BGRUN__ROW_PLAIN + BGRUN__N_COLUMNS)
 /*

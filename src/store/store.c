@@ -81,7 +81,7 @@ static const char *const stmt_sql[BGRUN__N_STMTS] = {
 	/* See store-changes.c for the columns' positions. */
 	[BGRUN__STMT_CHANGES] =
 		"SELECT changed_seq, id, recorded_ns, time_ns, argv, options"
-		BGRUN__EVENT_COLUMNS(BGRUN__SQL_NAME, BGRUN__SQL_NAME)
+		BGRUN__EVENT_FIELDS(BGRUN__SQL_NAME)
 		" FROM events "
 		"WHERE changed_seq > ?1 ORDER BY changed_seq LIMIT ?2",
 	[BGRUN__STMT_CURSOR_GET] = "SELECT seq FROM cursors WHERE name = ?1",
