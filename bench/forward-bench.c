@@ -156,7 +156,7 @@ static void *client_main(void *arg)
 	o.mode = BGRUN_SINK_DAEMON;
 	o.db = c->d->db;
 	o.socket = c->d->sock;
-	if (bgrun_sink_open(&o, &sink) < 0)
+	if (bgrun_sink_new(&sink) < 0 || bgrun_sink_open(sink, &o) < 0)
 		die("bgrun_sink_open");
 	for (long done = 0; done < c->n; done += PUT_BATCH) {
 		for (int i = 0; i < PUT_BATCH; i++) {

@@ -567,7 +567,7 @@ int lsink_forward_start(const struct lsink_forward_opts *o,
 	struct lsink_forward *f = calloc(1, sizeof(*f));
 	PQconninfoOption *parsed;
 	pthread_condattr_t ca;
-	char *perr = NULL, *serr = NULL;
+	char *perr = NULL;
 	sigset_t all, old;
 	struct utsname u;
 	int r;
@@ -597,11 +597,15 @@ int lsink_forward_start(const struct lsink_forward_opts *o,
 		forward_free(f);
 		return -ENOMEM;
 	}
-	r = bgrun_store_open(o->db, 0, &f->store, &serr);
+	r = bgrun_store_new(&f->store);
+	if (r >= 0)
+		r = bgrun_store_open(f->store, o->db, 0);
 	if (r < 0) {
 		(void)snprintf(err, size, "forwarding: %s",
-			       serr != NULL ? serr : bgrun_strerror(r));
-		free(serr);
+			       f->store != NULL &&
+					       bgrun_store_errmsg(f->store)[0]
+				       ? bgrun_store_errmsg(f->store)
+				       : bgrun_strerror(r));
 		forward_free(f);
 		return r;
 	}

@@ -323,7 +323,7 @@ static void *flood_main(void *arg)
 	o.db = f->db;
 	o.socket = f->sock;
 	o.timeout_ms = 20000;
-	if (bgrun_sink_open(&o, &sink) < 0)
+	if (bgrun_sink_new(&sink) < 0 || bgrun_sink_open(sink, &o) < 0)
 		FAIL("bgrun_sink_open");
 	while (f->n + FLEET_BATCH <= f->max && !*f->stop) {
 		int r;
@@ -490,7 +490,8 @@ void case_fleet_two_hosts(void)
 		o.mode = BGRUN_SINK_DAEMON;
 		o.db = d[h].db;
 		o.socket = d[h].sock;
-		ASSERT_OK(bgrun_sink_open(&o, &sink));
+		ASSERT_OK(bgrun_sink_new(&sink));
+		ASSERT_OK(bgrun_sink_open(sink, &o));
 		for (int i = 0; i < 50; i++) {
 			t_event(&ev, i);
 			ASSERT_EQ(bgrun_sink_put(sink, &ev),
@@ -507,7 +508,8 @@ void case_fleet_two_hosts(void)
 		bgrun_sink_close(sink);
 		/* Written without the daemon, into its store: forwarded too. */
 		o.mode = BGRUN_SINK_EMBEDDED;
-		ASSERT_OK(bgrun_sink_open(&o, &sink));
+		ASSERT_OK(bgrun_sink_new(&sink));
+		ASSERT_OK(bgrun_sink_open(sink, &o));
 		for (int i = 51; i < 61; i++) {
 			t_event(&ev, i);
 			ASSERT_EQ(bgrun_sink_put(sink, &ev), BGRUN_SINK_VIA_STORE);
@@ -594,7 +596,8 @@ void case_fleet_two_hosts(void)
 	o.mode = BGRUN_SINK_DAEMON;
 	o.db = d[0].db;
 	o.socket = d[0].sock;
-	ASSERT_OK(bgrun_sink_open(&o, &sink));
+	ASSERT_OK(bgrun_sink_new(&sink));
+	ASSERT_OK(bgrun_sink_open(sink, &o));
 	for (int i = 0; i < 5; i++) {
 		t_event(&ev, i);
 		ASSERT_EQ(bgrun_sink_put(sink, &ev), BGRUN_SINK_VIA_DAEMON);
@@ -634,7 +637,8 @@ static void put_n(struct t_daemon *d, t_id *ids, int n)
 	o.mode = BGRUN_SINK_DAEMON;
 	o.db = d->db;
 	o.socket = d->sock;
-	ASSERT_OK(bgrun_sink_open(&o, &sink));
+	ASSERT_OK(bgrun_sink_new(&sink));
+	ASSERT_OK(bgrun_sink_open(sink, &o));
 	for (int i = 0; i < n; i++) {
 		t_event(&ev, i);
 		ASSERT_EQ(bgrun_sink_put(sink, &ev), BGRUN_SINK_VIA_DAEMON);

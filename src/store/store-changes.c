@@ -20,7 +20,9 @@ int bgrun_store_changes(struct bgrun_store *store, int64_t after_seq,
 
 	if (store == NULL || cb == NULL || limit < 0 || after_seq < 0)
 		return -EINVAL;
-	store->errmsg[0] = '\0';
+	r = bgrun__store_enter(store);
+	if (r < 0)
+		return r;
 	r = bgrun__store_stmt(store, BGRUN__STMT_CHANGES, &stmt);
 	if (r < 0)
 		return r;
@@ -87,8 +89,9 @@ int bgrun_store_last_change(struct bgrun_store *store, int64_t *ret_seq)
 
 	if (store == NULL || ret_seq == NULL)
 		return -EINVAL;
-	store->errmsg[0] = '\0';
-	r = bgrun__store_stmt(store, BGRUN__STMT_SEQ_GET, &stmt);
+	r = bgrun__store_enter(store);
+	if (r >= 0)
+		r = bgrun__store_stmt(store, BGRUN__STMT_SEQ_GET, &stmt);
 	if (r >= 0)
 		r = step_int(store, stmt, "reading the change counter", &seq);
 	if (r >= 0)
@@ -105,7 +108,9 @@ int bgrun_store_cursor_get(struct bgrun_store *store, const char *name,
 
 	if (store == NULL || name == NULL || name[0] == '\0' || ret_seq == NULL)
 		return -EINVAL;
-	store->errmsg[0] = '\0';
+	r = bgrun__store_enter(store);
+	if (r < 0)
+		return r;
 	r = bgrun__store_stmt(store, BGRUN__STMT_CURSOR_GET, &stmt);
 	if (r < 0)
 		return r;
@@ -128,7 +133,9 @@ int bgrun_store_cursor_set(struct bgrun_store *store, const char *name,
 
 	if (store == NULL || name == NULL || name[0] == '\0' || seq < 0)
 		return -EINVAL;
-	store->errmsg[0] = '\0';
+	r = bgrun__store_enter(store);
+	if (r < 0)
+		return r;
 	r = bgrun__store_begin(store);
 	if (r < 0)
 		return r;
