@@ -9,6 +9,13 @@
 
 #include <sys/types.h>
 
+/* The platform's private types: struct bgrun__os_proc, struct bgrun__watch. */
+#if defined(_WIN32)
+#include "win/os.h"
+#else
+#include "unix/os.h"
+#endif
+
 /*
  * One launch, fully resolved from the options: the exact argv and envp
  * to execute and the stdio wiring. In the synchronous path the strings are
@@ -16,7 +23,7 @@
  * block owned by the request (arena).
  */
 struct bgrun__req {
-	const char *file;        /* the program to find (argv[0] or /bin/sh) */
+	const char *file;        /* the program to find (argv[0] or the shell) */
 	char **argv;             /* NULL-terminated */
 	char **envp;             /* NULL-terminated */
 	const char *cwd;         /* NULL: the caller's */
@@ -33,16 +40,22 @@ struct bgrun__req {
 	bool owns_fds;
 };
 
-/* What a successful platform launch produced. */
+/*
+ * What a successful platform launch produced. Shared code reads pid and
+ * the start times and copies the struct; os is the platform's alone.
+ * Start from BGRUN__PROC_INIT: bgrun__platform_close() must be harmless
+ * on a proc that was never launched.
+ */
 struct bgrun__proc {
-	pid_t pid;
-	int pidfd;                /* -1 when pidfds are unavailable */
+	bgrun_pid_t pid;
+	struct bgrun__os_proc os;
 	int64_t start_realtime_ns;
 	int64_t start_mono_ns;
 };
+#define BGRUN__PROC_INIT { .os = BGRUN__OS_PROC_INIT }
 
 /*
- * PLATFORM (spawn-posix.c): launch req; on failure, *failure gets the stage
+ * unix/spawn.c: launch req; on failure, *failure gets the stage
  * and nothing is left behind.
  */
 int bgrun__platform_spawn(const struct bgrun__req *req,
@@ -52,12 +65,12 @@ int bgrun__platform_spawn(const struct bgrun__req *req,
 int bgrun__platform_resolve(const struct bgrun__req *req, char **ret_path,
 			    struct bgrun_failure *failure);
 /*
- * Reaps proc if it has ended: 1 and *ret_status filled; 0 if still running
+ * unix/proc.c: reaps proc if it has ended: 1 and *ret_status filled; 0 if still running
  * (only with nohang); -errno on error (-ECHILD: reaped by someone else).
  */
 int bgrun__platform_reap(struct bgrun__proc *proc, bool nohang,
 			 struct bgrun_status *ret_status);
-/* Waits up to timeout_ms (< 0: forever) for proc to be reapable. */
+/* unix/proc.c: waits up to timeout_ms (< 0: forever) for proc to be reapable. */
 int bgrun__platform_wait_ready(const struct bgrun__proc *proc, int timeout_ms);
 int bgrun__platform_kill(const struct bgrun__proc *proc, int sig);
 void bgrun__platform_close(struct bgrun__proc *proc);
@@ -99,12 +112,59 @@ int bgrun__mkdir_p(const char *path, unsigned mode);
 ssize_t bgrun__self_path(char *buf, size_t size);
 
 /*
- * atfork.c: fork safety. A caller may fork() (we never do): prepare takes
- * each module's lock so no state is half-updated; the parent releases
- * them; the child releases them and forgets the threads and children it
- * inherited images of. bgrun__init_once installs the hooks (the POSIX
- * platform with pthread_atfork; a platform without fork has none).
+ * env.c: what a request is made of on this platform. The caller's
+ * environment (NAME=VALUE strings, borrowed: valid until the caller
+ * changes its environment); whether two variable names, of which the
+ * first len bytes are compared (stopping at a NUL, as strncmp does), are
+ * the same name to this platform; and the argv that runs a command
+ * line with the platform's shell, to which the command line is appended
+ * (NULL-terminated, static).
  */
+const char *const *bgrun__os_environ(void);
+bool bgrun__os_env_name_eq(const char *a, const char *b, size_t len);
+const char *const *bgrun__os_shell_argv(void);
+
+/*
+ * Fork safety. A caller may fork() (the library never does): before it,
+ * each module's hook takes the module's lock so no state is half-updated
+ * (PREPARE); after it the parent releases them (PARENT), and the child
+ * releases them and forgets the threads and children it inherited images
+ * of, which do not exist or are not its own there (CHILD).
+ * bgrun__init_once installs the platform's hook, which calls the
+ * modules' hooks below (atfork.c on POSIX; a platform without fork
+ * installs none and never calls them).
+ */
+enum bgrun__fork_phase {
+	BGRUN__FORK_PREPARE,
+	BGRUN__FORK_PARENT,
+	BGRUN__FORK_CHILD,
+};
 void bgrun__init_once(void);
+void bgrun__async_atfork(enum bgrun__fork_phase phase);  /* spawn/async.c */
+void bgrun__reaper_atfork(enum bgrun__fork_phase phase); /* spawn/reap.c */
+
+/*
+ * watch.c: the exit watch, how the reaper (spawn/reap.c) learns that a
+ * child it adopted may be reaped, without blocking a caller's thread and
+ * without waiting for any child but its own. The platform runs the
+ * watcher (POSIX: a thread of its own that waits on process descriptors,
+ * and polls children without one) and calls
+ * bgrun__reaper_ready(data) when the child watched with data may have
+ * ended; a spurious call is harmless (the reaper reaps with nohang).
+ *
+ * THREAD SAFETY: the reaper calls add and remove with its lock held, and
+ * bgrun__reaper_ready takes that lock, so the platform calls it holding
+ * no lock that add or remove take. A watch is removed only from within
+ * bgrun__reaper_ready for that watch (or in a forked child, where the
+ * watcher is gone), so the watcher may rely on a watch it is about to
+ * report staying in place. w and proc stay in place while watched.
+ */
+/* 0, or -errno if the watcher cannot run (nothing then watches it). */
+int bgrun__watch_add(struct bgrun__watch *w, const struct bgrun__proc *proc,
+		     void *data);
+void bgrun__watch_remove(struct bgrun__watch *w);
+/* Called by bgrun__reaper_atfork, inside the reaper's lock. */
+void bgrun__watch_atfork(enum bgrun__fork_phase phase);
+void bgrun__reaper_ready(void *data); /* spawn/reap.c */
 
 #endif /* BGRUN_PLATFORM_H */

@@ -52,7 +52,7 @@ struct bgrun_event {
 	const char *host;
 	int64_t uid;
 	const char *user;
-	const char *boot_id; /* /proc/sys/kernel/random/boot_id */
+	const char *boot_id; /* this boot's id (bgrun/unix.h says where from) */
 	int64_t pid;         /* the command's */
 	/*
 	 * The process that watches the command (a bgrun supervisor: its
@@ -141,8 +141,8 @@ BGRUN_EXTERN void bgrun_event_set_status(struct bgrun_event *ev,
 			    const struct bgrun_status *st);
 
 /*
- * The start time of process pid (field 22 of /proc/PID/stat, clock ticks
- * since boot), or BGRUN_NULL if there is no such process.
+ * The start time of process pid (in the platform's units: bgrun/unix.h),
+ * or BGRUN_NULL if there is no such process.
  */
 BGRUN_EXTERN int64_t bgrun_proc_starttime(bgrun_pid_t pid);
 

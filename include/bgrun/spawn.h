@@ -73,13 +73,14 @@ struct bgrun_spawn_opts {
 	 */
 	const char *const *argv;
 	/*
-	 * When set, the command is `/bin/sh -c SHELL`; argv, if also set,
-	 * becomes the script's $0, $1, ... (argv[0] is then only $0).
+	 * When set, the command is SHELL run by the platform's shell
+	 * (bgrun/unix.h says which); argv, if also set, becomes the
+	 * script's $0, $1, ... (argv[0] is then only $0).
 	 */
 	const char *shell;
 
 	/*
-	 * Environment. env == NULL: the caller's environ at the time of the
+	 * Environment. env == NULL: the caller's environment at the time of the
 	 * call. Otherwise exactly the list in env (NAME=VALUE strings).
 	 * Then env_set (NAME=VALUE, replacing or adding) and env_unset (NAME)
 	 * are applied on top, in that order. Strings that are not NAME=VALUE
@@ -230,8 +231,9 @@ BGRUN_EXTERN int bgrun_child_wait(struct bgrun_child *child, int timeout_ms,
 		     struct bgrun_status *ret_status);
 
 /*
- * Sends sig to the child (through its pidfd where available, so never to a
- * recycled pid). -ESRCH once it has been reaped.
+ * Sends sig to the child (through a process descriptor where the platform
+ * has one, bgrun/unix.h, so never to a recycled pid). -ESRCH once it has
+ * been reaped.
  */
 BGRUN_EXTERN int bgrun_child_kill(struct bgrun_child *child, int sig);
 

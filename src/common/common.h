@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 /*
- * A helper program of ours: NAME beside this program (self, NULL: read
- * from /proc/self/exe) when there is one there, as in a build tree;
+ * A helper program of ours: NAME beside this program (self, NULL: as
+ * bgrun__self_path tells) when there is one there, as in a build tree;
  * else the installed path. In buf (size bytes) or installed.
  */
 const char *bgrun__helper_path(const char *self, const char *name,
@@ -32,20 +32,6 @@ static inline size_t bgrun__vec_len(const char *const *v)
 		n++;
 	return n;
 }
-
-/*
- * pthread_atfork handlers: a caller may fork() (we never do). Prepare takes
- * the module's lock so no state is half-updated; the parent releases it;
- * the child releases it and forgets the threads and children it inherited
- * images of, which do not exist or are not its own there.
- */
-enum bgrun__fork_phase {
-	BGRUN__FORK_PREPARE,
-	BGRUN__FORK_PARENT,
-	BGRUN__FORK_CHILD,
-};
-void bgrun__reaper_atfork(enum bgrun__fork_phase phase);
-void bgrun__async_atfork(enum bgrun__fork_phase phase);
 
 /* Creates a thread with every signal blocked (caller's mask restored). */
 int bgrun__thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg);

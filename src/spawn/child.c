@@ -46,7 +46,7 @@ struct bgrun_child *bgrun__child_new(void)
 	(void)pthread_condattr_destroy(&ca);
 	c->refs = 1;
 	c->state = CHILD_QUEUED;
-	c->proc.pidfd = -1;
+	c->proc = (struct bgrun__proc)BGRUN__PROC_INIT;
 	return c;
 }
 
@@ -122,10 +122,10 @@ static int wait_launched(struct bgrun_child *c, int timeout_ms)
 	return 0;
 }
 
-pid_t bgrun_child_started(struct bgrun_child *c,
-			  struct bgrun_failure *ret_failure)
+bgrun_pid_t bgrun_child_started(struct bgrun_child *c,
+				struct bgrun_failure *ret_failure)
 {
-	pid_t r;
+	bgrun_pid_t r;
 
 	pthread_mutex_lock(&c->lock);
 	(void)wait_launched(c, -1);
@@ -140,10 +140,10 @@ pid_t bgrun_child_started(struct bgrun_child *c,
 	return r;
 }
 
-pid_t bgrun_child_pid(const struct bgrun_child *c)
+bgrun_pid_t bgrun_child_pid(const struct bgrun_child *c)
 {
 	struct bgrun_child *m = (struct bgrun_child *)c;
-	pid_t pid;
+	bgrun_pid_t pid;
 
 	pthread_mutex_lock(&m->lock);
 	pid = m->state == CHILD_FAILED ? 0 : m->proc.pid;
@@ -218,7 +218,7 @@ int bgrun_child_kill(struct bgrun_child *c, int sig)
 
 void bgrun_child_free(struct bgrun_child *c)
 {
-	struct bgrun__proc orphan = { .pidfd = -1 };
+	struct bgrun__proc orphan = BGRUN__PROC_INIT;
 	bool adopt;
 
 	if (c == NULL)

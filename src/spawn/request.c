@@ -9,8 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-extern char **environ;
-
 /* Length of the NAME part of "NAME=VALUE" (or of a bare NAME). */
 static size_t name_len(const char *s)
 {
@@ -19,9 +17,10 @@ static size_t name_len(const char *s)
 	return eq != NULL ? (size_t)(eq - s) : strlen(s);
 }
 
+/* Whether entry ("NAME=VALUE" or "NAME") is for name[0..len). */
 static bool same_name(const char *entry, const char *name, size_t len)
 {
-	return strncmp(entry, name, len) == 0 &&
+	return bgrun__os_env_name_eq(entry, name, len) &&
 	       (entry[len] == '=' || entry[len] == '\0');
 }
 
@@ -80,13 +79,13 @@ static int validate(const struct bgrun_spawn_opts *o)
 }
 
 /*
- * The environment: base (opts->env or environ), minus every name that
+ * The environment: base (opts->env or the caller's), minus every name that
  * env_set or env_unset mentions, plus env_set (the last of a name wins).
  */
 static int build_envp(const struct bgrun_spawn_opts *o, char ***ret_envp)
 {
 	const char *const *base = o->env != NULL ? o->env
-						 : (const char *const *)environ;
+						 : bgrun__os_environ();
 	size_t nbase = bgrun__vec_len(base);
 	size_t nset = bgrun__vec_len(o->env_set), n = 0;
 	char **envp;
@@ -107,17 +106,19 @@ static int build_envp(const struct bgrun_spawn_opts *o, char ***ret_envp)
 	return 0;
 }
 
+/* argv, or the platform's shell running o->shell with argv as its $0, $1... */
 static int build_argv(const struct bgrun_spawn_opts *o, char ***ret_argv)
 {
-	size_t n = bgrun__vec_len(o->argv), k = 0;
+	const char *const *sh = o->shell != NULL ? bgrun__os_shell_argv() : NULL;
+	size_t n = bgrun__vec_len(o->argv), nsh = bgrun__vec_len(sh), k = 0;
 	char **argv;
 
-	argv = malloc((n + 4) * sizeof(*argv));
+	argv = malloc((nsh + 1 + n + 1) * sizeof(*argv));
 	if (argv == NULL)
 		return -ENOMEM;
 	if (o->shell != NULL) {
-		argv[k++] = (char *)"/bin/sh";
-		argv[k++] = (char *)"-c";
+		for (size_t i = 0; i < nsh; i++)
+			argv[k++] = (char *)sh[i];
 		argv[k++] = (char *)o->shell;
 	}
 	for (size_t i = 0; i < n; i++)

@@ -76,8 +76,8 @@ int bgrun__platform_wait_ready(const struct bgrun__proc *proc, int timeout_ms)
 
 			left = ns > 0 ? (int)((ns + 999999) / 1000000) : 0;
 		}
-		if (proc->pidfd >= 0) {
-			struct pollfd p = { .fd = proc->pidfd, .events = POLLIN };
+		if (proc->os.pidfd >= 0) {
+			struct pollfd p = { .fd = proc->os.pidfd, .events = POLLIN };
 
 			r = poll(&p, 1, left);
 			if (r < 0 && errno == EINTR)
@@ -108,8 +108,8 @@ int bgrun__platform_wait_ready(const struct bgrun__proc *proc, int timeout_ms)
 int bgrun__platform_kill(const struct bgrun__proc *proc, int sig)
 {
 #if HAVE_PIDFD_SEND_SIGNAL
-	if (proc->pidfd >= 0)
-		return pidfd_send_signal(proc->pidfd, sig, NULL, 0) < 0 ? -errno
+	if (proc->os.pidfd >= 0)
+		return pidfd_send_signal(proc->os.pidfd, sig, NULL, 0) < 0 ? -errno
 									: 0;
 #endif
 	return kill(proc->pid, sig) < 0 ? -errno : 0;
@@ -117,7 +117,7 @@ int bgrun__platform_kill(const struct bgrun__proc *proc, int sig)
 
 void bgrun__platform_close(struct bgrun__proc *proc)
 {
-	if (proc->pidfd >= 0)
-		(void)close(proc->pidfd);
-	proc->pidfd = -1;
+	if (proc->os.pidfd >= 0)
+		(void)close(proc->os.pidfd);
+	proc->os.pidfd = -1;
 }

@@ -507,7 +507,7 @@ int bgrun__platform_spawn(const struct bgrun__req *req,
 	struct wiring w = { .low = 3 + (int)req->n_pass_fds,
 			    .fd = { -1, -1, -1 },
 			    .cwd_fd = -1 };
-	struct bgrun__proc proc = { .pidfd = -1 };
+	struct bgrun__proc proc = BGRUN__PROC_INIT;
 	char buf[PATH_MAX];
 	const char *path = NULL;
 	int r;
@@ -544,7 +544,7 @@ int bgrun__platform_spawn(const struct bgrun__req *req,
 		r = fail(failure, BGRUN_STAGE_EXEC, r);
 		goto out;
 	}
-	proc.pidfd = open_pidfd(proc.pid);
+	proc.os.pidfd = open_pidfd(proc.pid);
 	*ret_proc = proc;
 	r = 0;
 out:

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* os.h: the POSIX platform's private types, which shared code holds but never looks inside (included by platform.h only). */
+
+#ifndef BGRUN_UNIX_OS_H
+#define BGRUN_UNIX_OS_H
+
+#include <stdbool.h>
+
+/* A launched child, as the platform knows it (struct bgrun__proc.os). */
+struct bgrun__os_proc {
+	int pidfd; /* -1 when pidfds are unavailable */
+};
+#define BGRUN__OS_PROC_INIT { .pidfd = -1 }
+
+/*
+ * One child in the exit watch (watch.c). With a pidfd it is in the
+ * watcher's epoll set; without one (no pidfd_open, or it failed, e.g.
+ * EMFILE) it is on the list the watcher polls.
+ */
+struct bgrun__watch {
+	struct bgrun__watch *next, **prevp; /* the polled list */
+	int fd;                             /* in the epoll set; -1: polled */
+	void *data;
+};
+
+#endif /* BGRUN_UNIX_OS_H */
