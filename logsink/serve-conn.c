@@ -158,9 +158,15 @@ static void handle_event(struct lsink_conn *c, struct bgrun_wire_msg *m,
 		flush(c);
 		return;
 	}
-	/* Who sent it is the kernel's word, not the payload's. */
+	/*
+	 * Who sent it is the kernel's word, not the payload's. A sender that
+	 * could not name its user (the static front: no NSS there) leaves
+	 * the name to us.
+	 */
 	if (m->ev.uid != (int64_t)c->uid)
 		m->ev.user = NULL;
+	else if (m->ev.user == NULL)
+		m->ev.user = bgrun_user_name(c->uid);
 	m->ev.uid = c->uid;
 	it->msg = *m;
 	/* Checked and made ready here, so that the writer only writes. */

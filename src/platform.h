@@ -82,6 +82,10 @@ void bgrun__platform_close(struct bgrun__proc *proc);
 const char *bgrun__boot_id(void);
 const char *bgrun__host_name(void);
 int64_t bgrun__user_id(void);
+/*
+ * user.c: the name of user uid. In the statically linked fronts,
+ * user-static.c: always NULL (it says why).
+ */
 const char *bgrun__user_name(int64_t uid);
 /* len random bytes: the platform's generator, else a unique mix. */
 void bgrun__random_bytes(unsigned char *buf, size_t len);

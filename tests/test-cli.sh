@@ -406,6 +406,9 @@ else
 	done
 	eq "--no-ensurestart, missing command: spawn_failed in the log" \
 		"$(result_of "$ID")" spawn_failed
+	eq "recorded: the user who ran bgrun, by uid and name" \
+		"$(sqlite3 "$BGRUN_DB" "SELECT uid, user FROM events WHERE id = '$ID'")" \
+		"$(id -u)|$(id -un)"
 fi
 run --no-ensurestart -w "$RT" helper exit 3
 eq "--no-ensurestart --wait: exit 3 passed through" "$RC" 3

@@ -55,6 +55,13 @@ check "daemon: it counted both events" \
 eq "daemon: the row" \
 	"$(sqlite3 "$BGRUN_DB" "SELECT id, exit_code FROM events WHERE event = 'e2'")" \
 	"$ID2|3"
+# The front is static and names no user (no NSS there): the daemon does.
+eq "daemon: the row's user, by uid and name" \
+	"$(sqlite3 "$BGRUN_DB" "SELECT uid, user FROM events WHERE event = 'e2'")" \
+	"$(id -u)|$(id -un)"
+eq "no daemon: the row's user, by uid and name" \
+	"$(sqlite3 "$BGRUN_DB" "SELECT uid, user FROM events WHERE event = 'e1'")" \
+	"$(id -u)|$(id -un)"
 
 # --- a refusal (a daemon for another database): logsink-full, same id ---
 BGRUN_DB=$TMP/other.db DPID=$("$LS" serve --detach --log "$TMP/daemon2.log")

@@ -141,6 +141,15 @@ BGRUN_EXTERN void bgrun_event_set_status(struct bgrun_event *ev,
 			    const struct bgrun_status *st);
 
 /*
+ * The name of user uid (getpwuid_r, looked up once per uid), in storage
+ * that lives until the process exits; NULL if the uid has no name or it
+ * cannot be learned. bgrun_event_init names the caller's user with it; a
+ * receiver of events names the sender's user with it when the sender
+ * could not (logsink's daemon, for its statically linked front).
+ */
+BGRUN_EXTERN const char *bgrun_user_name(int64_t uid);
+
+/*
  * The start time of process pid (in the platform's units: bgrun/unix.h),
  * or BGRUN_NULL if there is no such process.
  */

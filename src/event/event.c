@@ -92,6 +92,11 @@ void bgrun_event_init(struct bgrun_event *ev, const char *event,
 	ev->boot_id = bgrun__boot_id();
 }
 
+const char *bgrun_user_name(int64_t uid)
+{
+	return bgrun__user_name(uid);
+}
+
 void bgrun_event_set_status(struct bgrun_event *ev,
 			    const struct bgrun_status *st)
 {

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* procinfo.c: what the platform tells about this machine and its processes: host, user, boot id, a process's start time, random bytes (POSIX; /proc on Linux). */
+/* procinfo.c: what the platform tells about this machine and its processes: host, uid, boot id, a process's start time, random bytes (POSIX; /proc on Linux). */
 
 #include "platform.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,15 +23,6 @@ static pthread_once_t facts_once = PTHREAD_ONCE_INIT;
 static char fact_host[sizeof(((struct utsname *)0)->nodename)];
 static char fact_boot_id[64];
 static bool fact_proc_ok; /* /proc can tell whether a process exists */
-
-/* User names, per uid, kept for the life of the process (few uids). */
-struct user_name {
-	struct user_name *next;
-	uid_t uid;
-	char *name; /* NULL: the uid has no name */
-};
-static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct user_name *users;
 
 static ssize_t read_small_file(const char *path, char *buf, size_t size)
 {
@@ -90,62 +80,6 @@ const char *bgrun__host_name(void)
 {
 	(void)pthread_once(&facts_once, learn_facts);
 	return fact_host[0] != '\0' ? fact_host : NULL;
-}
-
-static char *lookup_user(uid_t uid)
-{
-	struct passwd pw, *found = NULL;
-	size_t size = 4096;
-	char *buf = NULL, *name = NULL, *grown;
-	int r;
-
-	for (;;) {
-		grown = realloc(buf, size);
-		if (grown == NULL)
-			goto cleanup;
-		buf = grown;
-		r = getpwuid_r(uid, &pw, buf, size, &found);
-		if (r == ERANGE && size < 1024 * 1024) {
-			size *= 2;
-			continue;
-		}
-		if (r == EINTR)
-			continue;
-		break;
-	}
-	if (r == 0 && found != NULL)
-		name = strdup(found->pw_name);
-cleanup:
-	free(buf);
-	return name;
-}
-
-const char *bgrun__user_name(int64_t uid)
-{
-	struct user_name *u;
-	const char *name = NULL;
-
-	(void)pthread_mutex_lock(&users_lock);
-	for (u = users; u != NULL; u = u->next)
-		if (u->uid == uid)
-			break;
-	if (u == NULL) {
-		/*
-		 * Looked up under the lock: rare (once per uid), and it keeps
-		 * the list free of duplicates.
-		 */
-		u = calloc(1, sizeof(*u));
-		if (u != NULL) {
-			u->uid = uid;
-			u->name = lookup_user(uid);
-			u->next = users;
-			users = u;
-		}
-	}
-	if (u != NULL)
-		name = u->name;
-	(void)pthread_mutex_unlock(&users_lock);
-	return name;
 }
 
 static uint64_t splitmix64(uint64_t *state)
