@@ -352,9 +352,11 @@ void test_wait_exit(struct bgrun_child *child, int code)
 void test_warmup(void)
 {
 	const char *argv[] = { test_self(), "helper", "exit", "0", NULL };
+	const char *pause[] = { test_self(), "helper", "pause", NULL };
 	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
 	struct test_start_rec rec = TEST_START_REC_INIT;
 	struct bgrun_child *child;
+	pid_t pid;
 
 	opts.argv = argv;
 	ASSERT_OK(bgrun_spawn(&opts, NULL));
@@ -371,6 +373,20 @@ void test_warmup(void)
 	ASSERT_OK(bgrun_spawn(&opts, NULL));
 	bgrun_spawn_flush();
 	ASSERT_EQ(test_start_seen(&rec).successes, 1);
+	test_wait_reaped();
+	/*
+	 * The reaper's watcher (and its descriptors) starts with the first
+	 * child still running when adopted; one that exited first is reaped
+	 * on the spot. A child that waits to be killed starts it for sure.
+	 */
+	opts.argv = pause;
+	opts.ensurestart = true;
+	opts.on_start = NULL;
+	pid = bgrun_spawn(&opts, NULL);
+	ASSERT_INT(pid, >, 0);
+	test_kill_at_exit(pid);
+	ASSERT_EQ(bgrun__test_control(BGRUN__TEST_REAPER_PENDING), 1);
+	ASSERT_SYS(kill(pid, SIGKILL));
 	test_wait_reaped();
 }
 
