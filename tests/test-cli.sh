@@ -407,7 +407,7 @@ else
 	eq "--no-ensurestart, missing command: spawn_failed in the log" \
 		"$(result_of "$ID")" spawn_failed
 	eq "recorded: the user who ran bgrun, by uid and name" \
-		"$(sqlite3 "$BGRUN_DB" "SELECT uid, user FROM events WHERE id = '$ID'")" \
+		"$(sqlite3 -cmd '.timeout 10000' "$BGRUN_DB" "SELECT uid, user FROM events WHERE id = '$ID'")" \
 		"$(id -u)|$(id -un)"
 fi
 run --no-ensurestart -w "$RT" helper exit 3
