@@ -7,6 +7,7 @@
 #include "bgrun/clone.h"
 #include "bgrun/sink.h"
 #include "common/common.h"
+#include "platform.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -261,7 +262,5 @@ void bgrun__writer_release(struct bgrun__writer *w);
  */
 extern int (*bgrun__clone_close_fn)(int fd);
 
-/* writer.c: writes all of buf to fd, retrying on EINTR and short writes. */
-int bgrun__write_all(int fd, const void *buf, size_t len);
 
 #endif /* BGRUN_CLONE_INTERNAL_H */

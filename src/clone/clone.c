@@ -198,7 +198,7 @@ static int write_file(int dirfd, const char *name, const void *data,
 		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (fd < 0)
 		return -errno;
-	r = bgrun__write_all(fd, data, len);
+	r = bgrun__fd_write_all(fd, data, len);
 	if (close(fd) < 0 && r == 0 && errno != EINTR)
 		r = -errno;
 	return r;
@@ -436,14 +436,6 @@ static int commit(struct job *j)
 	return 0;
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* What outlives a clone: the message of its failure (bgrun.h CONVENTIONS). */
 struct bgrun_clone {
 	char errmsg[512];
@@ -474,7 +466,7 @@ int bgrun_clone(struct bgrun_clone *c, const struct bgrun_clone_opts *opts,
 {
 	struct job j = { .o = opts, .bundle_fd = -1, .parent_fd = -1,
 			 .tmp_fd = -1, .hg_fd = -1, .store_fd = -1 };
-	int64_t start = mono_ns();
+	int64_t start = bgrun__now_ns(CLOCK_MONOTONIC);
 	unsigned int threads = 0;
 	size_t chunk;
 	int fd, r;
@@ -533,7 +525,7 @@ int bgrun_clone(struct bgrun_clone *c, const struct bgrun_clone_opts *opts,
 			.bundle_files = j.b.file_count,
 			.bundle_bytes = j.b.byte_count,
 			.bundle_version = j.b.version,
-			.duration_ns = mono_ns() - start,
+			.duration_ns = bgrun__now_ns(CLOCK_MONOTONIC) - start,
 			.close_threads = threads,
 			.chunk_size = chunk,
 		};

@@ -22,25 +22,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int bgrun__write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 void bgrun__writer_init(struct bgrun__writer *w, int store_fd)
 {
 	*w = (struct bgrun__writer){
@@ -245,7 +226,7 @@ static int copy_direct(struct bgrun__writer *w, struct bgrun__bundle *b,
 				r = bgrun__bundle_error(b, -errno,
 					"cannot read the bundle: %s",
 					strerror(errno));
-			else if (n > 0 && (r = bgrun__write_all(fd, buf, (size_t)n)) < 0)
+			else if (n > 0 && (r = bgrun__fd_write_all(fd, buf, (size_t)n)) < 0)
 				r = write_error(b, r);
 			else
 				in += n;
@@ -282,7 +263,7 @@ static int write_data(struct bgrun__writer *w, struct bgrun__bundle *b,
 			return r;
 		if (discard)
 			continue;
-		r = bgrun__write_all(fd, p, n);
+		r = bgrun__fd_write_all(fd, p, n);
 		if (r < 0)
 			return write_error(b, r);
 		w->bytes += n;
@@ -442,7 +423,7 @@ int bgrun__writer_fncache(struct bgrun__writer *w)
 		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (fd < 0)
 		return -errno;
-	r = bgrun__write_all(fd, w->fncache, w->fncache_len);
+	r = bgrun__fd_write_all(fd, w->fncache, w->fncache_len);
 	if (close(fd) < 0 && r == 0 && errno != EINTR)
 		r = -errno;
 	return r;
