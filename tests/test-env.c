@@ -177,6 +177,70 @@ void test_env_invalid(void)
 	test_expect_spawn_error(&opts, -EINVAL, BGRUN_STAGE_ARGS);
 }
 
+/*
+ * bgrun_spawn_command gives what bgrun_spawn would execute: the child
+ * sees exactly its environment, and its argv has the shell's words in
+ * front. Its blocks are the caller's: they outlive the options.
+ */
+void test_env_command(void)
+{
+	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	const char *set[] = { "BGRUN_CMD_A=new", "BGRUN_CMD_B=x", "BGRUN_CMD_A=last",
+			      NULL };
+	const char *unset[] = { "BGRUN_CMD_B", "BGRUN_CMD_GONE", NULL };
+	const char *argv[] = { "zero", "one", NULL };
+	const char *self_argv[] = { test_self(), "helper", "exit", "0", NULL };
+	const char *bad[] = { "NOEQUALS", NULL };
+	char **cmd_argv = NULL, **envp = NULL;
+	char *canary = (char *)"untouched";
+	struct report rep;
+	size_t n = 0;
+
+	ASSERT_SYS(setenv("BGRUN_CMD_A", "old", 1));
+	ASSERT_SYS(setenv("BGRUN_CMD_GONE", "1", 1));
+	ASSERT_SYS(setenv("BGRUN_CMD_KEEP", "1", 1));
+	opts.argv = self_argv;
+	opts.env_set = set;
+	opts.env_unset = unset;
+	ASSERT_OK(bgrun_spawn_command(&opts, &cmd_argv, &envp));
+	test_run_report(&opts, NULL, &rep);
+	expect_env(&rep, envp);
+	report_free(&rep);
+	/* A copy: what the caller changes afterwards is not in it. */
+	ASSERT_SYS(setenv("BGRUN_CMD_KEEP", "changed", 1));
+	for (size_t i = 0; envp[i] != NULL; i++)
+		if (strncmp(envp[i], "BGRUN_CMD_", 10) == 0) {
+			ASSERT(strcmp(envp[i], "BGRUN_CMD_A=last") == 0 ||
+			       strcmp(envp[i], "BGRUN_CMD_KEEP=1") == 0);
+			n++;
+		}
+	ASSERT_EQ(n, 2);
+	ASSERT_STR_EQ(cmd_argv[0], test_self());
+	ASSERT_STR_EQ(cmd_argv[3], "0");
+	ASSERT(cmd_argv[4] == NULL);
+	free(cmd_argv);
+	free(envp);
+
+	opts = (struct bgrun_spawn_opts)BGRUN_SPAWN_OPTS_INIT;
+	opts.shell = "exit 0";
+	opts.argv = argv;
+	ASSERT_OK(bgrun_spawn_command(&opts, &cmd_argv, &envp));
+	ASSERT_STR_EQ(cmd_argv[0], "/bin/sh");
+	ASSERT_STR_EQ(cmd_argv[1], "-c");
+	ASSERT_STR_EQ(cmd_argv[2], "exit 0");
+	ASSERT_STR_EQ(cmd_argv[3], "zero");
+	ASSERT_STR_EQ(cmd_argv[4], "one");
+	ASSERT(cmd_argv[5] == NULL);
+	free(cmd_argv);
+	free(envp);
+
+	/* Refused as bgrun_spawn refuses it; the outputs are untouched. */
+	opts.env_set = bad;
+	cmd_argv = envp = &canary;
+	ASSERT_EQ(bgrun_spawn_command(&opts, &cmd_argv, &envp), -EINVAL);
+	ASSERT(cmd_argv == &canary && envp == &canary);
+}
+
 void test_opts_invalid(void)
 {
 	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;

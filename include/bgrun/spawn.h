@@ -210,6 +210,20 @@ BGRUN_EXTERN int bgrun_spawn(const struct bgrun_spawn_opts *opts,
 BGRUN_EXTERN int bgrun_spawn_resolve(const struct bgrun_spawn_opts *opts, char **ret_path);
 
 /*
+ * The argv and environment bgrun_spawn(opts) would give the command:
+ * argv after the shell's words when opts->shell is set, and the
+ * environment built from opts->env (or the caller's), env_set and
+ * env_unset by the rules above. Each of *ret_argv and *ret_envp is one
+ * malloc'd block, the NULL-terminated vector and its strings: free() it.
+ * Fails with -EINVAL (options bgrun_spawn would refuse) or -ENOMEM, with
+ * opts->failure filled. With bgrun_spawn_resolve, for launchers that
+ * interpose a program of their own: that program can execute the command
+ * exactly as the library would, without the library's rules.
+ */
+BGRUN_EXTERN int bgrun_spawn_command(const struct bgrun_spawn_opts *opts,
+				     char ***ret_argv, char ***ret_envp);
+
+/*
  * With ensurestart off: waits until the launch has happened and returns
  * its pid, or its -errno and, if failure is not NULL, where it failed in
  * *failure (written on failure only, as opts->failure). With ensurestart

@@ -155,6 +155,16 @@ static size_t vec_bytes(char **v)
 	return total + (i + 1) * sizeof(char *);
 }
 
+char **bgrun__vec_copy(char **v)
+{
+	char **out = malloc(vec_bytes(v)), **slots = out, *pos;
+
+	if (out == NULL)
+		return NULL;
+	pos = (char *)(out + bgrun__vec_len((const char *const *)v) + 1);
+	return copy_vec(v, &slots, &pos);
+}
+
 static size_t str_bytes(const char *s)
 {
 	return s != NULL ? strlen(s) + 1 : 0;

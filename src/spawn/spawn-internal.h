@@ -14,6 +14,8 @@
 int bgrun__req_build(const struct bgrun_spawn_opts *opts, bool deep,
 		     struct bgrun__req *ret_req);
 void bgrun__req_release(struct bgrun__req *req);
+/* A NULL-terminated vector and its strings in one malloc'd block, or NULL. */
+char **bgrun__vec_copy(char **v);
 
 /* reap.c: the library's reaper for children nobody else waits for. */
 void bgrun__reaper_adopt(struct bgrun__proc *proc); /* consumes proc */

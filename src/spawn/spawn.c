@@ -86,3 +86,29 @@ int bgrun_spawn_resolve(const struct bgrun_spawn_opts *opts, char **ret_path)
 	bgrun__req_release(&req);
 	return r;
 }
+
+int bgrun_spawn_command(const struct bgrun_spawn_opts *opts,
+			char ***ret_argv, char ***ret_envp)
+{
+	struct bgrun__req req;
+	char **argv, **envp;
+	int r;
+
+	if (opts == NULL || ret_argv == NULL || ret_envp == NULL)
+		return -EINVAL;
+	r = bgrun__req_build(opts, false, &req);
+	if (r < 0)
+		return fail_args(opts, r);
+	/* req borrows from opts and environ: copies outlive both. */
+	argv = bgrun__vec_copy(req.argv);
+	envp = bgrun__vec_copy(req.envp);
+	bgrun__req_release(&req);
+	if (argv == NULL || envp == NULL) {
+		free(argv);
+		free(envp);
+		return fail_args(opts, -ENOMEM);
+	}
+	*ret_argv = argv;
+	*ret_envp = envp;
+	return 0;
+}
