@@ -2,10 +2,10 @@
 /* bgrun.c: the bgrun command: launch COMMAND alone, or under a supervisor that records its finish; `bgrun clone` is clone.c. */
 
 /*
- * Built twice: bgrun, which users run, does every launch and links no
- * SQLite; bgrun-full (BGRUN_FULL) is also the recorder (--_supervise,
- * supervise.c) and `bgrun clone`, the roles that use the store, and bgrun
- * executes it for them with the same arguments.
+ * bgrun, which users run, does every launch and links no SQLite. The
+ * roles that use the store are bgrun-full's (full.c): the recorder a
+ * supervised launch starts (supervise.c), and `bgrun clone`, for which
+ * bgrun executes it with the same arguments.
  */
 
 #include "cli.h"
@@ -156,14 +156,8 @@ out:
 	return status;
 }
 
-#ifdef BGRUN_FULL
-static int run_full(int argc, char **argv, const struct cli *c)
-{
-	return c != NULL ? supervise_main(c) : clone_main(argc - 1, argv + 1);
-}
-#else
-/* The roles that use the store: bgrun-full, with our arguments. */
-static int run_full(int argc, char **argv, const struct cli *c)
+/* `bgrun clone`: bgrun-full, with our arguments. */
+static int run_clone(char **argv)
 {
 	char buf[PATH_MAX];
 	const char *full = bgrun_helper_path(NULL, "bgrun-full",
@@ -174,7 +168,6 @@ static int run_full(int argc, char **argv, const struct cli *c)
 	cli_msg("cannot run %s: %s", cli_printable(full), strerror(errno));
 	return EXIT_CANCELED;
 }
-#endif
 
 int main(int argc, char **argv)
 {
@@ -182,11 +175,9 @@ int main(int argc, char **argv)
 	int status;
 
 	if (argc > 1 && strcmp(argv[1], "clone") == 0)
-		return run_full(argc, argv, NULL);
+		return run_clone(argv);
 	cli_parse(&c, argc, argv);
-	if (c.supervise_id != NULL)
-		status = run_full(argc, argv, &c);
-	else if (c.log)
+	if (c.log)
 		status = launch_supervised(&c, argv);
 	else
 		status = launch_direct(&c);

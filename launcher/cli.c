@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +24,6 @@ enum {
 	OPT_KILL_AFTER,
 	OPT_PRINT_ID,
 	OPT_DB,
-	OPT_SUPERVISE,
-	OPT_SOURCE,
-	OPT_ORIGIN,
-	OPT_CHILD,
-	OPT_FAILED,
 };
 
 static const struct option longopts[] = {
@@ -53,15 +47,6 @@ static const struct option longopts[] = {
 	{ "kill-after", required_argument, NULL, OPT_KILL_AFTER },
 	{ "print-id", no_argument, NULL, OPT_PRINT_ID },
 	{ "db", required_argument, NULL, OPT_DB },
-	/* Internal: run as the supervisor of a launch with this event id. */
-	{ "_supervise", required_argument, NULL, OPT_SUPERVISE },
-	/* Internal: the supervisor's event source (default "bgrun"). */
-	{ "_source", required_argument, NULL, OPT_SOURCE },
-	/* Internal: the launcher's working directory. */
-	{ "_origin", required_argument, NULL, OPT_ORIGIN },
-	/* Internal, from bgrun-start: COMMAND's pid, or why it failed. */
-	{ "_child", required_argument, NULL, OPT_CHILD },
-	{ "_failed", required_argument, NULL, OPT_FAILED },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -171,34 +156,6 @@ int cli_flush_stdout(void)
 	return 0;
 }
 
-/*
- * --_child=PID:REALTIME:MONOTONIC or --_failed=ERRNO:STAGE:REALTIME:
- * MONOTONIC, as bgrun-start (start.c) or launch.c writes them.
- */
-static int parse_start(struct cli *c, bool failed, const char *s)
-{
-	long long v[4];
-	int n = failed ? 4 : 3, used = 0;
-
-	if ((failed ? sscanf(s, "%lld:%lld:%lld:%lld%n", &v[0], &v[1], &v[2],
-			     &v[3], &used)
-		    : sscanf(s, "%lld:%lld:%lld%n", &v[0], &v[1], &v[2],
-			     &used)) != n ||
-	    s[used] != '\0' || v[0] <= 0 || v[0] > INT_MAX)
-		return -1;
-	if (failed) {
-		if (v[1] <= BGRUN_STAGE_NONE || v[1] > BGRUN_STAGE_EXEC)
-			return -1;
-		c->failed_error = (int)v[0];
-		c->failed_stage = (enum bgrun_stage)v[1];
-	} else {
-		c->child_pid = (pid_t)v[0];
-	}
-	c->start_realtime_ns = v[n - 2];
-	c->start_mono_ns = v[n - 1];
-	return 0;
-}
-
 void cli_parse(struct cli *c, int argc, char **argv)
 {
 	int64_t ns;
@@ -289,22 +246,6 @@ void cli_parse(struct cli *c, int argc, char **argv)
 			break;
 		case OPT_DB:
 			c->db = optarg;
-			break;
-		case OPT_SUPERVISE:
-			c->supervise_id = optarg;
-			break;
-		case OPT_SOURCE:
-			c->source = optarg;
-			break;
-		case OPT_ORIGIN:
-			c->origin = optarg;
-			break;
-		case OPT_CHILD:
-		case OPT_FAILED:
-			if (parse_start(c, opt == OPT_FAILED, optarg) < 0)
-				usage_error("invalid --_%s '%s'",
-					    opt == OPT_FAILED ? "failed" : "child",
-					    cli_printable(optarg));
 			break;
 		case 'h':
 			(void)fputs(usage_text, stdout);

@@ -43,21 +43,6 @@ struct cli {
 	const char *db;
 	int64_t timeout_ns;    /* 0: none */
 	int64_t kill_after_ns; /* 0: SIGKILL never follows SIGTERM */
-	/* Set in the supervisor: the event id its launcher chose. */
-	const char *supervise_id;
-	/* The supervisor's event source (--_source); NULL: "bgrun". */
-	const char *source;
-	/* The launcher's working directory (--_origin): relative paths. */
-	const char *origin;
-	/*
-	 * Set in the supervisor: COMMAND, already started by bgrun-start
-	 * (--_child: child_pid > 0), or why it could not be (--_failed),
-	 * with the clocks read just before.
-	 */
-	pid_t child_pid;
-	int failed_error;           /* an errno value */
-	enum bgrun_stage failed_stage;
-	int64_t start_realtime_ns, start_mono_ns;
 	char **cmd;            /* COMMAND [ARGS...], NULL-terminated */
 };
 
@@ -85,15 +70,21 @@ int cli_flush_stdout(void);
 /* s with control characters escaped; valid until the fourth call after. */
 const char *cli_printable(const char *s);
 
-/* supervise.c: the recorder's main, given the parsed command line. */
-int supervise_main(const struct cli *c);
+/*
+ * supervise.c: bgrun-full's recorder role, given its whole argv: its own
+ * options first (--_supervise=ID and the others launch.c and start.c
+ * give it, which only it parses), then bgrun's as the user gave them.
+ */
+int supervise_main(int argc, char **argv);
 
 /* launch.c: how to start a supervisor. */
 struct sup_launch {
 	/* COMMAND's launch, as --no-log would make it (borrowed). */
 	const struct bgrun_spawn_opts *cmd;
-	/* The supervisor's options and COMMAND (NULL-terminated). */
+	/* bgrun's options for the recorder and COMMAND (NULL-terminated). */
 	const char *const *args;
+	/* The event's source (NULL: "bgrun"). */
+	const char *source;
 	/* Wait for the record of a failure to launch COMMAND (ensurestart). */
 	bool ensurestart;
 	/* SIGTERM after timeout_ns (0: never), SIGKILL kill_after_ns later. */

@@ -266,8 +266,7 @@ static int start_hook(const struct hook *hk, const struct hook_run *run,
 		id[0] = '\0';
 	} else {
 		bgrun_event_new_id(id);
-		args[n++] = "--_source";
-		args[n++] = "clone-hook";
+		l.source = "clone-hook";
 		args[n++] = "--tag";
 		args[n++] = hk->name;
 		if (run->cwd != NULL) {

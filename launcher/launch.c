@@ -1,24 +1,29 @@
 /* SPDX-License-Identifier: MIT */
-/* launch.c: starting a bgrun supervisor (bgrun-start, then bgrun-full --_supervise) and reading its report. */
+/* launch.c: starting a bgrun supervisor (bgrun-start, then bgrun-full as its recorder), sending it its plan and reading its report. */
 
 /*
  * Shared by `bgrun COMMAND` and by the hooks of `bgrun clone`: both start
  * the supervisor through the primitive (so no code runs between fork and
- * exec here either), give it the write end of a pipe as descriptor 3, and
- * learn from one line on it whether the command was executed. The
- * supervisor's first program is bgrun-start (start.c says why), which
- * launches COMMAND and starts the recorder, `bgrun-full --_supervise`.
+ * exec here either), give it one end of a socket pair as descriptor 3,
+ * send the plan on it, and learn from one line back whether the command
+ * was executed (starter.h). The supervisor's first program is bgrun-start
+ * (start.c says why), which launches COMMAND and starts the recorder,
+ * bgrun-full (supervise.c).
  */
 
 #include "cli.h"
+#include "starter.h"
 #include "bgrun/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,9 +44,10 @@ pid_t launch_read_report(int fd, struct bgrun_failure *failure)
 		len += (size_t)n;
 	}
 	line[len] = '\0';
-	if (sscanf(line, "ok %ld", &a) == 1 && a > 0)
+	if (sscanf(line, STARTER_REPORT_OK " %ld", &a) == 1 && a > 0)
 		return (pid_t)a;
-	if (sscanf(line, "error %ld %ld", &a, &b) == 2 && a > 0) {
+	if (sscanf(line, STARTER_REPORT_ERROR " %ld %ld", &a, &b) == 2 &&
+	    a > 0) {
 		failure->stage = (enum bgrun_stage)b;
 		failure->error = (int)-a;
 		return (pid_t)-a;
@@ -49,74 +55,152 @@ pid_t launch_read_report(int fd, struct bgrun_failure *failure)
 	return 0;
 }
 
-/* The strings of a supervisor's argv that are not the caller's. */
-struct sup_strings {
-	const char *self;       /* the recorder: bgrun-full */
-	char supervise[64];     /* --_supervise=ID */
-	char *origin;           /* --_origin=DIR */
-	char flags[8], timeout[24], kill_after[24], n_env[24], n_sup[24];
+/* The plan for bgrun-start (starter.h), built in memory. */
+struct plan {
+	char *buf;
+	size_t len, size;
+	bool failed; /* out of memory: the plan is void */
 };
 
-/*
- * bgrun-start FLAGS TIMEOUT KILL_AFTER PATH NENV ENV... NREC REC... ARGV...
- * (start.c), with REC = self --_supervise=ID --_origin=DIR ARGS... The
- * strings are borrowed from l and from ss, which the caller keeps alive.
- */
-static const char **starter_argv(const char *starter, const char *path,
-				 struct sup_strings *ss,
-				 const struct sup_launch *l)
+static void plan_put(struct plan *p, const void *s, size_t n)
 {
-	/* o->env is NULL (ours) or empty (--clear-env): bgrun-start's 'c'. */
-	const struct bgrun_spawn_opts *o = l->cmd;
-	size_t n_set = vec_len(o->env_set);
-	size_t n_unset = vec_len(o->env_unset);
-	size_t n_args = vec_len(l->args);
-	size_t n_argv = vec_len(o->argv), k = 0;
-	const char **v;
+	if (p->failed)
+		return;
+	if (p->size - p->len < n) {
+		size_t size = p->size == 0 ? 4096 : p->size;
+		char *buf;
 
-	v = calloc(n_set + n_unset + n_args + n_argv + 16, sizeof(*v));
-	if (v == NULL)
-		return NULL;
-	(void)snprintf(ss->flags, sizeof(ss->flags), "-%s%s",
-		       o->detach ? "d" : "", o->env != NULL ? "c" : "");
-	(void)snprintf(ss->timeout, sizeof(ss->timeout), "%lld",
-		       (long long)l->timeout_ns);
-	(void)snprintf(ss->kill_after, sizeof(ss->kill_after), "%lld",
-		       (long long)l->kill_after_ns);
-	(void)snprintf(ss->n_env, sizeof(ss->n_env), "%zu", n_set + n_unset);
-	(void)snprintf(ss->n_sup, sizeof(ss->n_sup), "%zu", 3 + n_args);
-	v[k++] = starter;
-	v[k++] = ss->flags;
-	v[k++] = ss->timeout;
-	v[k++] = ss->kill_after;
-	v[k++] = path;
-	v[k++] = ss->n_env;
-	for (size_t i = 0; i < n_set; i++)
-		v[k++] = o->env_set[i];
-	for (size_t i = 0; i < n_unset; i++)
-		v[k++] = o->env_unset[i];
-	v[k++] = ss->n_sup;
-	v[k++] = ss->self;
-	v[k++] = ss->supervise;
-	v[k++] = ss->origin;
-	for (size_t i = 0; i < n_args; i++)
-		v[k++] = l->args[i];
-	if (o->shell != NULL) {
-		v[k++] = "/bin/sh";
-		v[k++] = "-c";
-		v[k++] = o->shell;
+		while (size - p->len < n)
+			size *= 2;
+		buf = realloc(p->buf, size);
+		if (buf == NULL) {
+			p->failed = true;
+			return;
+		}
+		p->buf = buf;
+		p->size = size;
 	}
-	for (size_t i = 0; i < n_argv; i++)
-		v[k++] = o->argv[i];
-	return v;
+	memcpy(p->buf + p->len, s, n);
+	p->len += n;
+}
+
+/* One string of the plan, with its NUL. */
+static void plan_str(struct plan *p, const char *s)
+{
+	plan_put(p, s, strlen(s) + 1);
+}
+
+__attribute__((format(printf, 2, 3)))
+static void plan_strf(struct plan *p, const char *fmt, ...)
+{
+	char buf[64];
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	plan_str(p, buf);
+}
+
+/* A vector: its count, then its strings (first, then v). */
+static void plan_vec(struct plan *p, const char *const *first,
+		     const char *const *v)
+{
+	size_t n = vec_len(first) + vec_len(v);
+
+	plan_strf(p, "%zu", n);
+	for (size_t i = 0; first != NULL && first[i] != NULL; i++)
+		plan_str(p, first[i]);
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+		plan_str(p, v[i]);
 }
 
 /*
- * COMMAND could not be started: a supervisor records it (spawn_failed),
+ * Every signal, those the C library reserves for itself included: COMMAND
+ * starts with each at its default and none blocked, as libbgrun starts
+ * any child (bgrun/spawn.h), whatever bgrun-start's own state.
+ */
+static void plan_all_signals(struct plan *p)
+{
+	char buf[8];
+
+	for (int sig = 1; sig <= SIGRTMAX; sig++) {
+		int n = snprintf(buf, sizeof(buf), sig > 1 ? ",%d" : "%d",
+				 sig);
+
+		plan_put(p, buf, (size_t)n);
+	}
+	plan_put(p, "", 1);
+}
+
+/*
+ * bgrun-start's plan: COMMAND as the primitive would launch it (the
+ * library computes its argv and environment from the options), and the
+ * recorder, REC = self --_supervise=ID --_origin=DIR [--_source=S] ARGS...
+ */
+static int build_plan(struct plan *p, const char *path,
+		      const char *const *rec, const struct sup_launch *l)
+{
+	const struct bgrun_spawn_opts *o = l->cmd;
+	char **argv = NULL, **envp = NULL, flags[4] = "-";
+	int r;
+
+	r = bgrun_spawn_command(o, &argv, &envp);
+	if (r < 0)
+		return r;
+	if (o->detach)
+		flags[0] = STARTER_SETSID;
+	else if (o->new_pgroup)
+		flags[0] = STARTER_SETPGROUP;
+	plan_str(p, STARTER_PLAN_MAGIC);
+	plan_str(p, flags);
+	plan_str(p, "");      /* SIGMASK: none blocked */
+	plan_all_signals(p);  /* SIGDEFAULT */
+	plan_strf(p, "%lld", (long long)l->timeout_ns);
+	plan_strf(p, "%lld", (long long)l->kill_after_ns);
+	plan_str(p, path);
+	plan_vec(p, NULL, (const char *const *)argv);
+	plan_vec(p, NULL, (const char *const *)envp);
+	plan_vec(p, rec, l->args);
+	free(argv);
+	free(envp);
+	return p->failed ? -ENOMEM : 0;
+}
+
+/* Sends the plan, then its end: bgrun-start reads to it. */
+static void send_plan(int fd, const struct plan *p)
+{
+	const char *s = p->buf;
+	size_t len = p->len;
+
+	while (len > 0) {
+		/* bgrun-start gone: no SIGPIPE; its report never comes. */
+		ssize_t n = send(fd, s, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		s += n;
+		len -= (size_t)n;
+	}
+	(void)shutdown(fd, SHUT_WR);
+}
+
+/* The recorder's own options, before bgrun's (supervise.c). */
+struct rec_opts {
+	const char *v[6];
+	char supervise[64]; /* --_supervise=ID */
+	char *origin;       /* --_origin=DIR */
+	char *source;       /* --_source=S */
+};
+
+/*
+ * COMMAND could not be started: a recorder records it (spawn_failed),
  * the same code as for a failure bgrun-start meets. With ensurestart the
  * row is there when we return.
  */
-static void record_failure(const struct sup_strings *ss,
+static void record_failure(const struct rec_opts *ro,
 			   const struct sup_launch *l, int error,
 			   const struct bgrun_failure *failure, int64_t rt,
 			   int64_t mono)
@@ -124,8 +208,8 @@ static void record_failure(const struct sup_strings *ss,
 	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
 	struct bgrun_child *child = NULL;
 	struct bgrun_status st;
-	size_t n_args = vec_len(l->args);
-	const char **v = calloc(n_args + 5, sizeof(*v));
+	size_t n_rec = vec_len(ro->v), n_args = vec_len(l->args);
+	const char **v = calloc(n_rec + n_args + 2, sizeof(*v));
 	char failed[128];
 
 	if (v == NULL)
@@ -133,11 +217,11 @@ static void record_failure(const struct sup_strings *ss,
 	(void)snprintf(failed, sizeof(failed), "--_failed=%d:%d:%lld:%lld",
 		       -error, (int)failure->stage, (long long)rt,
 		       (long long)mono);
-	v[0] = ss->self;
+	/* As bgrun-start does it: --_failed after the recorder's path. */
+	v[0] = ro->v[0];
 	v[1] = failed;
-	v[2] = ss->supervise;
-	v[3] = ss->origin;
-	memcpy(&v[4], l->args, n_args * sizeof(*v));
+	memcpy(&v[2], &ro->v[1], (n_rec - 1) * sizeof(*v));
+	memcpy(&v[n_rec + 1], l->args, n_args * sizeof(*v));
 	opts.argv = v;
 	if (bgrun_spawn(&opts, l->ensurestart ? &child : NULL) > 0 &&
 	    child != NULL)
@@ -154,12 +238,13 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	struct bgrun_spawn_opts opts = *l->cmd;
 	struct bgrun_failure sf = { .stage = BGRUN_STAGE_NONE };
 	enum sup_started status = SUP_NOT_STARTED;
-	struct sup_strings ss = { .self = NULL };
+	struct rec_opts ro = { .origin = NULL };
+	struct plan plan = { .buf = NULL };
 	char self[PATH_MAX], buf[PATH_MAX], full[PATH_MAX], here[PATH_MAX];
 	char *path = NULL;
-	const char *starter;
-	const char **argv = NULL;
-	int pipefd[2] = { -1, -1 }, r;
+	const char *starter, *argv[2];
+	int sv[2] = { -1, -1 }, r;
+	size_t k = 0;
 	int64_t rt, mono;
 	ssize_t n;
 
@@ -170,17 +255,22 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	}
 	self[n] = '\0';
 	/* The recorder is bgrun-full: the store is its business, not ours. */
-	ss.self = bgrun_helper_path(self, "bgrun-full", BGRUN_FULL_PATH,
-				     full, sizeof(full));
+	ro.v[k++] = bgrun_helper_path(self, "bgrun-full", BGRUN_FULL_PATH,
+				      full, sizeof(full));
 	starter = bgrun_helper_path(self, "bgrun-start", BGRUN_START_PATH,
 				     buf, sizeof(buf));
-	if (asprintf(&ss.origin, "--_origin=%s", here) < 0) {
-		ss.origin = NULL;
-		cli_msg("cannot start the supervisor: %s", strerror(ENOMEM));
-		return SUP_NOT_STARTED;
-	}
-	(void)snprintf(ss.supervise, sizeof(ss.supervise), "--_supervise=%s",
+	(void)snprintf(ro.supervise, sizeof(ro.supervise), "--_supervise=%s",
 		       id);
+	ro.v[k++] = ro.supervise;
+	if (asprintf(&ro.origin, "--_origin=%s", here) < 0 ||
+	    (l->source != NULL &&
+	     asprintf(&ro.source, "--_source=%s", l->source) < 0)) {
+		cli_msg("cannot start the supervisor: %s", strerror(ENOMEM));
+		goto out;
+	}
+	ro.v[k++] = ro.origin;
+	if (ro.source != NULL)
+		ro.v[k++] = ro.source;
 
 	rt = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
 	mono = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
@@ -189,23 +279,32 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	if (r < 0)
 		goto cmd_failed;
 
-	argv = starter_argv(starter, path, &ss, l);
-	if (argv == NULL || pipe2(pipefd, O_CLOEXEC) < 0) {
+	r = build_plan(&plan, path, ro.v, l);
+	if (r < 0) {
+		cli_msg("cannot start the supervisor: %s", bgrun_strerror(r));
+		goto out;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		cli_msg("cannot start the supervisor: %s", strerror(errno));
 		goto out;
 	}
-	/* COMMAND's directory and streams; our environment, not its. */
+	/*
+	 * COMMAND's directory, streams and session; our environment, not
+	 * its (the recorder's is ours; COMMAND's is in the plan).
+	 */
+	argv[0] = starter;
+	argv[1] = NULL;
 	opts.argv = argv;
 	opts.shell = NULL;
 	opts.env = NULL;
 	opts.env_set = NULL;
 	opts.env_unset = NULL;
 	opts.ensurestart = true;
-	opts.pass_fds = &pipefd[1];
+	opts.pass_fds = &sv[1];
 	opts.n_pass_fds = 1;
 	opts.failure = &sf;
 	r = bgrun_spawn(&opts, ret_child);
-	(void)close(pipefd[1]);
+	(void)close(sv[1]);
 	if (r < 0 && sf.stage == BGRUN_STAGE_EXEC) {
 		cli_msg("cannot start the supervisor %s: %s", starter,
 			bgrun_strerror(r));
@@ -215,20 +314,22 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 		*failure = sf;
 		goto cmd_failed;
 	}
-	*ret_report_fd = pipefd[0];
-	pipefd[0] = -1;
+	send_plan(sv[0], &plan);
+	*ret_report_fd = sv[0];
+	sv[0] = -1;
 	status = SUP_STARTED;
 	goto out;
 
 cmd_failed:
 	*ret_error = r;
-	record_failure(&ss, l, r, failure, rt, mono);
+	record_failure(&ro, l, r, failure, rt, mono);
 	status = SUP_CMD_FAILED;
 out:
-	if (pipefd[0] >= 0)
-		(void)close(pipefd[0]);
-	free(argv);
+	if (sv[0] >= 0)
+		(void)close(sv[0]);
+	free(plan.buf);
 	free(path);
-	free(ss.origin);
+	free(ro.origin);
+	free(ro.source);
 	return status;
 }

@@ -21,46 +21,38 @@
  * anything runs (the working directory, the standard streams, finding the
  * program) was done by bgrun when it started us through the primitive:
  * we start in COMMAND's working directory with COMMAND's descriptors 0, 1
- * and 2, bgrun's environment, and the report pipe as descriptor 3.
+ * and 2, bgrun's environment, and bgrun's channel as descriptor 3.
+ *
+ * No rule is made here. bgrun sends the plan on that channel (starter.h):
+ * COMMAND's path, argv and whole environment, its signal mask and
+ * defaults, whether it leads a session, the timeout, the recorder's argv,
+ * all computed by bgrun through libbgrun. This program applies them,
+ * which is why it can be a static musl program that links nothing of
+ * ours and includes no private header.
  *
  * Detached, COMMAND leads a session of its own (as it would without a
  * supervisor), so SIGTERM, SIGINT and SIGHUP sent to us (or a timeout)
  * reach COMMAND and whatever it started through killpg(), without
  * signalling us. The group cannot be recycled under us: COMMAND is reaped
- * only after the last killpg(). With --wait (no 'd'), COMMAND stays in
- * the caller's process group and only COMMAND itself is signalled.
+ * only after the last killpg(). With --wait, COMMAND stays in the
+ * caller's process group and only COMMAND itself is signalled.
  *
- * Usage (internal; launch.c builds it):
- *
- *   bgrun-start FLAGS TIMEOUT KILL_AFTER PATH NENV ENV... NREC REC... ARGV...
- *
- *   FLAGS    "-", or letters: d = COMMAND leads a new session (detached),
- *            c = COMMAND's environment starts empty instead of ours
- *   TIMEOUT, KILL_AFTER  nanoseconds, 0 for none: SIGTERM after TIMEOUT,
- *            then SIGKILL KILL_AFTER later
- *   PATH     the program to execute (resolved by bgrun)
- *   ENV      NENV changes to the environment for COMMAND, in order:
- *            NAME=VALUE sets, NAME unsets (an unset wins, as in libbgrun)
- *   REC      the recorder's argv (NREC items), started with
- *            --_child=PID:REALTIME_NS:MONOTONIC_NS (or, when COMMAND could
- *            not be executed, --_failed=ERRNO:STAGE:REALTIME_NS:
- *            MONOTONIC_NS) inserted after REC[0]
- *   ARGV     COMMAND's argv, to the end
- *
- * Report on descriptor 3, one line: "ok PID" or "error ERRNO STAGE". The
- * recorder reads COMMAND's end on its descriptor 3, one line (see
- * write_end). Exit status: COMMAND's (128+N for signal N), or the
- * recorder's when COMMAND did not start.
+ * The report goes back on descriptor 3 (starter.h). The recorder reads
+ * COMMAND's end on its descriptor 3, one line (see write_end). Exit
+ * status: COMMAND's (128+N for signal N), or the recorder's when COMMAND
+ * did not start.
  */
 
-#include "bgrun.h"
-#include "sigall.h"
+#include "bgrun/spawn.h" /* enum bgrun_stage, for the report */
+#include "starter.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,16 +63,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define REPORT_FD 3
-
-extern char **environ;
-
 struct start {
-	bool detach, clear;
+	/* The plan, as bgrun sent it (starter.h). */
+	char *plan;
+	bool setsid, setpgroup;
+	sigset_t mask, sigdefault;
 	int64_t timeout_ns, kill_after_ns;
 	const char *path;
-	char **env, **rec, **argv;
-	int n_env, n_rec;
+	char **argv, **envp, **rec;
+	size_t n_rec;
+	char **rec_envp;        /* ours: bgrun's environment */
 	int64_t realtime, mono; /* just before COMMAND was launched */
 	pid_t pid;              /* COMMAND's, or -1 */
 	int error;              /* why not */
@@ -94,79 +86,178 @@ static int64_t now_ns(clockid_t clock)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The length of an environment entry's or a change's name. */
-static size_t name_len(const char *s)
+/* Reads descriptor 3 to its end: the plan, NUL-terminated, or NULL. */
+static char *read_plan(size_t *ret_len)
 {
-	const char *eq = strchr(s, '=');
+	size_t len = 0, size = 0;
+	char *buf = NULL;
 
-	return eq != NULL ? (size_t)(eq - s) : strlen(s);
+	for (;;) {
+		ssize_t n;
+
+		if (size - len < 4096) {
+			char *p;
+
+			size = size == 0 ? 16384 : 2 * size;
+			p = size <= STARTER_PLAN_MAX ? realloc(buf, size + 1)
+						     : NULL;
+			if (p == NULL)
+				goto fail;
+			buf = p;
+		}
+		n = read(STARTER_FD, buf + len, size - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	*ret_len = len;
+	return buf;
+fail:
+	free(buf);
+	return NULL;
 }
 
-/* Whether a change in list[0..n) names the variable of entry. */
-static bool named(const char *entry, char *const *list, int n, bool unsets)
-{
-	size_t len = name_len(entry);
+/* A cursor over the plan's strings. */
+struct cursor {
+	char *p, *end;
+	bool bad;
+};
 
-	for (int i = 0; i < n; i++)
-		if ((!unsets || strchr(list[i], '=') == NULL) &&
-		    name_len(list[i]) == len &&
-		    strncmp(list[i], entry, len) == 0)
-			return true;
-	return false;
+static char *next(struct cursor *c)
+{
+	char *s = c->p;
+
+	if (c->bad || c->p >= c->end) {
+		c->bad = true;
+		return NULL;
+	}
+	c->p += strlen(s) + 1;
+	return s;
+}
+
+static int64_t next_num(struct cursor *c, int64_t max)
+{
+	const char *s = next(c);
+	char *e;
+	long long n;
+
+	if (s == NULL)
+		return -1;
+	errno = 0;
+	n = strtoll(s, &e, 10);
+	if (errno != 0 || e == s || *e != '\0' || n < 0 || n > max) {
+		c->bad = true;
+		return -1;
+	}
+	return n;
+}
+
+/* A count, then as many strings: a NULL-terminated vector into the plan. */
+static char **next_vec(struct cursor *c, size_t *ret_n)
+{
+	/* Each string takes a byte at least: a bound before the calloc. */
+	int64_t n = next_num(c, c->end - c->p);
+	char **v;
+
+	if (n < 0)
+		return NULL;
+	v = calloc((size_t)n + 1, sizeof(*v));
+	if (v == NULL) {
+		c->bad = true;
+		return NULL;
+	}
+	for (int64_t i = 0; i < n; i++)
+		v[i] = next(c);
+	if (ret_n != NULL)
+		*ret_n = (size_t)n;
+	return v;
 }
 
 /*
- * COMMAND's environment: ours (or none), minus every name a change
- * mentions, plus the sets (the last set of a name wins, an unset beats
- * any set): the rules of libbgrun's request.c.
+ * A sigset from decimal signal numbers joined by ','. The bits are
+ * written into the set directly (the kernel's layout, which both glibc's
+ * and musl's sigset_t are): sigaddset() refuses the signals the C library
+ * reserves for itself, and those are the ones that matter in the
+ * sigdefault set, which is why bgrun names them (posix_spawn's child
+ * would set them to SIG_IGN otherwise, and SIG_IGN survives execve).
  */
-static char **command_env(const struct start *st)
+static int sigset_from(const char *list, sigset_t *set)
 {
-	size_t n_base = 0, k = 0;
-	char **envp;
+	unsigned long *word = (unsigned long *)set;
+	const unsigned bits = 8 * sizeof(*word);
+	const char *p = list;
 
-	while (!st->clear && environ[n_base] != NULL)
-		n_base++;
-	envp = malloc((n_base + (size_t)st->n_env + 1) * sizeof(*envp));
-	if (envp == NULL)
-		return NULL;
-	for (size_t i = 0; i < n_base; i++)
-		if (!named(environ[i], st->env, st->n_env, false))
-			envp[k++] = environ[i];
-	for (int i = 0; i < st->n_env; i++)
-		if (strchr(st->env[i], '=') != NULL &&
-		    !named(st->env[i], st->env + i + 1, st->n_env - i - 1,
-			   false) &&
-		    !named(st->env[i], st->env, st->n_env, true))
-			envp[k++] = st->env[i];
-	envp[k] = NULL;
-	return envp;
+	(void)sigemptyset(set);
+	while (*p != '\0') {
+		char *e;
+		long sig = strtol(p, &e, 10);
+
+		if (e == p || sig < 1 ||
+		    (unsigned long)(sig - 1) / bits >= sizeof(*set) / sizeof(*word))
+			return -1;
+		word[(sig - 1) / bits] |= 1UL << ((sig - 1) % bits);
+		p = e;
+		if (*p == ',')
+			p++;
+		else if (*p != '\0')
+			return -1;
+	}
+	return 0;
 }
 
-/* Launches COMMAND: empty mask, every signal at its default. */
+static int parse_plan(struct start *st, size_t len)
+{
+	struct cursor c = { .p = st->plan, .end = st->plan + len };
+	const char *magic = next(&c), *flags, *mask, *dfl;
+	char **argv, **envp, **rec;
+
+	if (magic == NULL || strcmp(magic, STARTER_PLAN_MAGIC) != 0)
+		return -1;
+	flags = next(&c);
+	mask = next(&c);
+	dfl = next(&c);
+	st->timeout_ns = next_num(&c, INT64_MAX);
+	st->kill_after_ns = next_num(&c, INT64_MAX);
+	st->path = next(&c);
+	/* Kept in st before the checks, so that main frees them. */
+	st->argv = argv = next_vec(&c, NULL);
+	st->envp = envp = next_vec(&c, NULL);
+	st->rec = rec = next_vec(&c, &st->n_rec);
+	if (c.bad || c.p != c.end || argv[0] == NULL || st->n_rec < 1 ||
+	    sigset_from(mask, &st->mask) < 0 ||
+	    sigset_from(dfl, &st->sigdefault) < 0)
+		return -1;
+	st->setsid = strchr(flags, STARTER_SETSID) != NULL;
+	st->setpgroup = strchr(flags, STARTER_SETPGROUP) != NULL;
+	return 0;
+}
+
+/* Launches COMMAND as the plan says. */
 static void launch(struct start *st)
 {
 	posix_spawnattr_t attr;
-	char **envp = command_env(st);
-	sigset_t set;
-	int r = envp == NULL ? ENOMEM : posix_spawnattr_init(&attr);
+	int r = posix_spawnattr_init(&attr);
 
 	if (r == 0) {
-		(void)sigemptyset(&set);
-		(void)posix_spawnattr_setsigmask(&attr, &set);
-		bgrun__sigset_all(&set);
-		(void)posix_spawnattr_setsigdefault(&attr, &set);
+		(void)posix_spawnattr_setsigmask(&attr, &st->mask);
+		(void)posix_spawnattr_setsigdefault(&attr, &st->sigdefault);
 		r = posix_spawnattr_setflags(
 			&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-				       (st->detach ? POSIX_SPAWN_SETSID : 0));
+				       (st->setsid ? POSIX_SPAWN_SETSID
+					: st->setpgroup ? POSIX_SPAWN_SETPGROUP
+							: 0));
 		st->realtime = now_ns(CLOCK_REALTIME);
 		st->mono = now_ns(CLOCK_MONOTONIC);
 		if (r == 0)
 			r = posix_spawn(&st->pid, st->path, NULL, &attr,
-					st->argv, envp);
+					st->argv, st->envp);
 		(void)posix_spawnattr_destroy(&attr);
 	}
-	free(envp);
 	st->error = r;
 	if (r != 0)
 		st->pid = -1;
@@ -189,25 +280,26 @@ static void write_all(int fd, const char *p, size_t len)
 /*
  * bgrun may be gone already (--no-ensurestart): EPIPE, ignored. Detached,
  * bgrun exits once it has read the report: we wait for that (its end of
- * the pipe closes: POLLERR here), up to a few milliseconds, before
+ * the socket closes: POLLHUP here), up to a few milliseconds, before
  * loading the recorder, which would otherwise take a CPU from bgrun's
  * exit and COMMAND's start. With --wait bgrun stays: no waiting.
  */
 static void report(const struct start *st)
 {
-	struct pollfd p = { .fd = REPORT_FD, .events = 0 };
+	struct pollfd p = { .fd = STARTER_FD, .events = 0 };
 	char line[64];
 
 	if (st->pid > 0)
-		(void)snprintf(line, sizeof(line), "ok %ld\n", (long)st->pid);
+		(void)snprintf(line, sizeof(line), STARTER_REPORT_OK " %ld\n",
+			       (long)st->pid);
 	else
-		(void)snprintf(line, sizeof(line), "error %d %d\n", st->error,
-			       (int)BGRUN_STAGE_EXEC);
-	write_all(REPORT_FD, line, strlen(line));
-	if (st->detach)
+		(void)snprintf(line, sizeof(line), STARTER_REPORT_ERROR " %d %d\n",
+			       st->error, (int)BGRUN_STAGE_EXEC);
+	write_all(STARTER_FD, line, strlen(line));
+	if (st->setsid)
 		while (poll(&p, 1, 20) < 0 && errno == EINTR)
 			;
-	(void)close(REPORT_FD);
+	(void)close(STARTER_FD);
 }
 
 /* We must not hold COMMAND's streams (a pipe's end, a terminal). */
@@ -236,7 +328,7 @@ static pid_t start_recorder(struct start *st, int *ret_fd)
 	pid_t pid = -1;
 
 	*ret_fd = -1;
-	argv = calloc((size_t)st->n_rec + 2, sizeof(*argv));
+	argv = calloc(st->n_rec + 2, sizeof(*argv));
 	if (argv == NULL || pipe2(p, O_CLOEXEC) < 0) {
 		free(argv);
 		return -1;
@@ -251,10 +343,11 @@ static pid_t start_recorder(struct start *st, int *ret_fd)
 			       (long long)st->realtime, (long long)st->mono);
 	argv[0] = st->rec[0];
 	argv[1] = opt;
-	memcpy(&argv[2], &st->rec[1], (size_t)(st->n_rec - 1) * sizeof(*argv));
+	memcpy(&argv[2], &st->rec[1], (st->n_rec - 1) * sizeof(*argv));
 	if (posix_spawn_file_actions_init(&fa) == 0) {
 		if (posix_spawn_file_actions_adddup2(&fa, p[0], 3) != 0 ||
-		    posix_spawn(&pid, argv[0], &fa, NULL, argv, environ) != 0)
+		    posix_spawn(&pid, argv[0], &fa, NULL, argv,
+				st->rec_envp) != 0)
 			pid = -1;
 		(void)posix_spawn_file_actions_destroy(&fa);
 	}
@@ -282,7 +375,8 @@ static void arm(int tfd, int64_t ns)
 static int supervise(const struct start *st, int sfd, bool *timed_out,
 		     int *wstatus, struct rusage *ru)
 {
-	pid_t target = st->detach ? -st->pid : st->pid; /* for kill() */
+	/* For kill(): COMMAND's group when it leads one. */
+	pid_t target = st->setsid || st->setpgroup ? -st->pid : st->pid;
 	int tfd = -1, stage = 0;
 	pid_t r;
 
@@ -370,59 +464,20 @@ static int wait_recorder(pid_t pid)
 	return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 }
 
-static int count(const char *s, long long max, long long *ret)
+int main(int argc, char **argv, char **envp)
 {
-	char *end;
-	long long n;
-
-	errno = 0;
-	n = strtoll(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || n < 0 || n > max)
-		return -1;
-	*ret = n;
-	return 0;
-}
-
-static int parse(struct start *st, int argc, char **argv)
-{
-	long long n_env, n_rec;
-	int i;
-
-	if (argc < 8 || count(argv[2], INT64_MAX, &n_env) < 0)
-		return -1;
-	st->timeout_ns = n_env;
-	if (count(argv[3], INT64_MAX, &n_env) < 0)
-		return -1;
-	st->kill_after_ns = n_env;
-	st->path = argv[4];
-	if (count(argv[5], argc, &n_env) < 0 || 6 + n_env >= argc ||
-	    count(argv[6 + n_env], argc, &n_rec) < 0 || n_rec < 1 ||
-	    7 + n_env + n_rec >= argc)
-		return -1;
-	st->clear = strchr(argv[1], 'c') != NULL;
-	st->detach = strchr(argv[1], 'd') != NULL;
-	st->env = &argv[6];
-	st->n_env = (int)n_env;
-	i = 7 + (int)n_env;
-	st->rec = &argv[i];
-	st->n_rec = (int)n_rec;
-	st->argv = &argv[i + (int)n_rec];
-	return 0;
-}
-
-int main(int argc, char **argv)
-{
-	struct start st = { .pid = -1 };
+	struct start st = { .pid = -1, .rec_envp = envp };
 	struct rusage ru = { 0 };
 	bool timed_out = false;
 	int sfd, fd, wstatus = 0, code;
+	size_t len = 0;
 	sigset_t set;
 	pid_t rec;
 
 	/*
 	 * Blocked from the start, so that none is lost: SIGCHLD for the
-	 * signalfd, the others to forward. bgrun may have closed the report
-	 * pipe when we write: SIGPIPE is ignored.
+	 * signalfd, the others to forward. bgrun may have closed its end of
+	 * the channel when we write: SIGPIPE is ignored.
 	 */
 	(void)sigemptyset(&set);
 	(void)sigaddset(&set, SIGCHLD);
@@ -431,11 +486,13 @@ int main(int argc, char **argv)
 	(void)sigaddset(&set, SIGHUP);
 	(void)sigprocmask(SIG_BLOCK, &set, NULL);
 	(void)signal(SIGPIPE, SIG_IGN);
-	(void)fcntl(REPORT_FD, F_SETFD, FD_CLOEXEC);
-	if (parse(&st, argc, argv) < 0) {
-		(void)fputs("bgrun-start: internal to bgrun (see start.c)\n",
+	(void)fcntl(STARTER_FD, F_SETFD, FD_CLOEXEC);
+	st.plan = read_plan(&len);
+	if (argc != 1 || st.plan == NULL || parse_plan(&st, len) < 0) {
+		(void)fputs("bgrun-start: internal to bgrun (see starter.h)\n",
 			    stderr);
-		return 125;
+		code = 125;
+		goto out;
 	}
 
 	launch(&st);
@@ -448,7 +505,9 @@ int main(int argc, char **argv)
 		if (fd >= 0)
 			(void)close(fd);
 		code = rec > 0 ? wait_recorder(rec) : -1;
-		return code >= 0 ? code : 125;
+		if (code < 0)
+			code = 125;
+		goto out;
 	}
 	sfd = signalfd(-1, &set, SFD_CLOEXEC);
 	if (supervise(&st, sfd, &timed_out, &wstatus, &ru) < 0) {
@@ -464,5 +523,10 @@ int main(int argc, char **argv)
 	/* Done when the finish is recorded (bgrun --wait relies on it). */
 	if (rec > 0)
 		(void)wait_recorder(rec);
+out:
+	free(st.argv);
+	free(st.envp);
+	free(st.rec);
+	free(st.plan);
 	return code;
 }

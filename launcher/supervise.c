@@ -16,8 +16,8 @@
 
 /*
  * bgrun-start (start.c) launches COMMAND, stays its parent and reaps it;
- * it starts this program (bgrun-full --_supervise=ID --_child=...) to write to
- * the log, which needs SQLite: the `running` row at once, then the
+ * it starts this program (bgrun-full --_child=... --_supervise=ID ...) to
+ * write to the log, which needs SQLite: the `running` row at once, then the
  * finish, read from descriptor 3 as one line when COMMAND has ended. If
  * that line never comes (bgrun-start was killed), the row stays
  * `running` and queries call it `lost`: its supervisor (bgrun-start, our
@@ -31,8 +31,30 @@
 
 #define END_FD 3
 
+/*
+ * The recorder's own options, which come first on its command line
+ * (launch.c writes them, start.c adds --_child or --_failed), each as
+ * --_NAME=VALUE. Only bgrun-full's recorder parses them: `bgrun` does
+ * not know them, so they cannot be given from its command line.
+ */
+struct rec {
+	const char *id;     /* --_supervise: the event id bgrun chose */
+	const char *source; /* --_source: the event's source; NULL: "bgrun" */
+	const char *origin; /* --_origin: bgrun's working directory */
+	/*
+	 * COMMAND, already started by bgrun-start (--_child: child_pid > 0),
+	 * or why it could not be (--_failed), with the clocks read just
+	 * before.
+	 */
+	pid_t child_pid;
+	int failed_error; /* an errno value */
+	enum bgrun_stage failed_stage;
+	int64_t start_realtime_ns, start_mono_ns;
+};
+
 struct sup {
 	const struct cli *c;
+	const struct rec *rec;
 	struct bgrun_event ev;
 	struct bgrun_sink *sink;
 	char **argv;
@@ -86,6 +108,7 @@ static void record(struct sup *s)
 static void describe(struct sup *s)
 {
 	const struct cli *c = s->c;
+	const char *origin = s->rec->origin;
 	char *dir;
 	size_t n = 0;
 
@@ -104,14 +127,14 @@ static void describe(struct sup *s)
 		}
 	}
 	/* Paths on bgrun's command line are relative to where it ran. */
-	dir = absolute(c->cwd != NULL ? c->cwd : ".", c->origin);
+	dir = absolute(c->cwd != NULL ? c->cwd : ".", origin);
 	s->cwd = dir != NULL ? realpath(dir, NULL) : NULL;
 	if (s->cwd == NULL)
 		s->cwd = dir, dir = NULL;
 	free(dir);
-	s->out = absolute(c->out_path, c->origin);
-	s->err = absolute(c->err_path, c->origin);
-	s->db = absolute(c->db, c->origin);
+	s->out = absolute(c->out_path, origin);
+	s->err = absolute(c->err_path, origin);
+	s->db = absolute(c->db, origin);
 	s->ev.argv = (const char *const *)s->argv;
 	s->ev.cwd = s->cwd;
 	s->ev.tag = c->tag;
@@ -120,8 +143,9 @@ static void describe(struct sup *s)
 	/* The supervisor is bgrun-start, our parent. */
 	s->ev.supervisor_pid = getppid();
 	s->ev.supervisor_start = bgrun_proc_starttime(getppid());
-	s->ev.start_ns = c->start_realtime_ns > 0 ? c->start_realtime_ns
-						  : bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
+	s->ev.start_ns = s->rec->start_realtime_ns > 0
+				 ? s->rec->start_realtime_ns
+				 : bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
 }
 
 /* Reads bgrun-start's line about COMMAND's end (start.c: write_end). */
@@ -168,14 +192,97 @@ static int read_end(struct bgrun_status *st, bool *timed_out)
 	return 0;
 }
 
-int supervise_main(const struct cli *c)
+/*
+ * --_child=PID:REALTIME:MONOTONIC or --_failed=ERRNO:STAGE:REALTIME:
+ * MONOTONIC, as bgrun-start (start.c) or launch.c writes them.
+ */
+static int parse_start(struct rec *r, bool failed, const char *s)
 {
-	struct sup s = { .c = c };
-	struct bgrun_failure failure = { .stage = c->failed_stage,
-					 .error = -c->failed_error };
+	long long v[4];
+	int n = failed ? 4 : 3, used = 0;
+
+	if ((failed ? sscanf(s, "%lld:%lld:%lld:%lld%n", &v[0], &v[1], &v[2],
+			     &v[3], &used)
+		    : sscanf(s, "%lld:%lld:%lld%n", &v[0], &v[1], &v[2],
+			     &used)) != n ||
+	    s[used] != '\0' || v[0] <= 0 || v[0] > INT_MAX)
+		return -1;
+	if (failed) {
+		if (v[1] <= BGRUN_STAGE_NONE || v[1] > BGRUN_STAGE_EXEC)
+			return -1;
+		r->failed_error = (int)v[0];
+		r->failed_stage = (enum bgrun_stage)v[1];
+	} else {
+		r->child_pid = (pid_t)v[0];
+	}
+	r->start_realtime_ns = v[n - 2];
+	r->start_mono_ns = v[n - 1];
+	return 0;
+}
+
+/* Whether arg is --_NAME=VALUE; *ret_value is VALUE. */
+static bool is_opt(const char *arg, const char *name, const char **ret_value)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(arg, "--_", 3) != 0 || strncmp(arg + 3, name, n) != 0 ||
+	    arg[3 + n] != '=')
+		return false;
+	*ret_value = arg + 4 + n;
+	return true;
+}
+
+/*
+ * Parses the recorder's own options, argv[1] on: the index of the first
+ * argument that is not one of them, or -1 if one is malformed or
+ * --_supervise or the start (--_child or --_failed) is missing.
+ */
+static int parse_rec(struct rec *r, int argc, char **argv)
+{
+	bool started = false;
+	int i;
+
+	for (i = 1; i < argc && strncmp(argv[i], "--_", 3) == 0; i++) {
+		const char *v;
+
+		if (is_opt(argv[i], "supervise", &v) && r->id == NULL)
+			r->id = v;
+		else if (is_opt(argv[i], "source", &v) && r->source == NULL)
+			r->source = v;
+		else if (is_opt(argv[i], "origin", &v) && r->origin == NULL)
+			r->origin = v;
+		else if ((is_opt(argv[i], "child", &v) ||
+			  is_opt(argv[i], "failed", &v)) &&
+			 !started && parse_start(r, argv[i][3] == 'f', v) == 0)
+			started = true;
+		else
+			return -1;
+	}
+	return r->id != NULL && started ? i : -1;
+}
+
+int supervise_main(int argc, char **argv)
+{
+	struct rec rec = { .id = NULL };
+	struct sup s = { .rec = &rec };
+	struct bgrun_failure failure;
 	struct bgrun_status st;
 	bool timed_out = false;
-	int status = EXIT_SUCCESS;
+	int status = EXIT_SUCCESS, k;
+	struct cli c;
+
+	k = parse_rec(&rec, argc, argv);
+	if (k < 0) {
+		(void)fputs("bgrun-full: internal to bgrun, run by its supervisor (see supervise.c)\n",
+			    stderr);
+		return EXIT_CANCELED;
+	}
+	/* Then bgrun's options and COMMAND, as the user gave them. */
+	argv[k - 1] = argv[0];
+	cli_parse(&c, argc - k + 1, argv + k - 1);
+	s.c = &c;
+	failure = (struct bgrun_failure){ .stage = rec.failed_stage,
+					  .error = -rec.failed_error };
 
 	/* bgrun-start is gone if nobody reads: not a reason to die. */
 	(void)signal(SIGPIPE, SIG_IGN);
@@ -183,42 +290,45 @@ int supervise_main(const struct cli *c)
 	 * We start in COMMAND's directory; a relative $BGRUN_DB (or
 	 * XDG_STATE_HOME...) means bgrun's, as --db and the paths do.
 	 */
-	if (c->origin != NULL && chdir(c->origin) < 0)
-		return EXIT_CANCELED;
+	if (rec.origin != NULL && chdir(rec.origin) < 0) {
+		status = EXIT_CANCELED;
+		goto out;
+	}
 	bgrun_event_init(&s.ev, "commandfinish",
-			 c->source != NULL ? c->source : "bgrun");
-	if (strlen(c->supervise_id) <= BGRUN_EVENT_ID_MAX)
-		strcpy(s.ev.id, c->supervise_id);
+			 rec.source != NULL ? rec.source : "bgrun");
+	if (strlen(rec.id) <= BGRUN_EVENT_ID_MAX)
+		strcpy(s.ev.id, rec.id);
 	describe(&s);
-	if (c->child_pid <= 0) {
-		int error = c->failed_error > 0 ? -c->failed_error : -EINVAL;
+	if (rec.child_pid <= 0) {
+		int error = rec.failed_error > 0 ? -rec.failed_error : -EINVAL;
 
 		/* Our stderr is /dev/null: this only gives the exit code. */
-		status = cli_report_failure(c, error, &failure);
+		status = cli_report_failure(&c, error, &failure);
 		s.ev.result = BGRUN_RESULT_SPAWN_FAILED;
 		s.ev.end_ns = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
 		s.ev.message = bgrun_strerror(error);
 		record(&s);
 		goto out;
 	}
-	s.ev.pid = c->child_pid;
+	s.ev.pid = rec.child_pid;
 	s.ev.result = BGRUN_RESULT_RUNNING;
 	record(&s);
 	if (read_end(&st, &timed_out) < 0)
 		goto out; /* stays running: lost, once bgrun-start is gone */
-	st.pid = c->child_pid;
-	st.start_realtime_ns = c->start_realtime_ns;
+	st.pid = rec.child_pid;
+	st.start_realtime_ns = rec.start_realtime_ns;
 	bgrun_event_set_status(&s.ev, &st);
 	if (timed_out)
 		s.ev.result = BGRUN_RESULT_TIMEOUT;
 	record(&s);
 out:
 	bgrun_sink_close(s.sink);
-	if (s.argv != c->cmd)
+	if (s.argv != c.cmd)
 		free(s.argv);
 	free(s.cwd);
 	free(s.out);
 	free(s.err);
 	free(s.db);
+	cli_free(&c);
 	return status;
 }

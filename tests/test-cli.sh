@@ -220,6 +220,31 @@ launch_report "--clear-env -E" "$R" --clear-env -E A=1 -E 'B=two words' \
 	-E C=x -E A=3 -u C
 eq "--clear-env -E -u: exactly the variables set" \
 	"$(keys "$R" env | sort)" "$(hexlines A=3 'B=two words' | sort)"
+if [ "$MODE" = log ]; then
+	# The recorder lives in bgrun's environment, not in COMMAND's.
+	run -w --print-id --clear-env -E "BGRUN_DB=$TMP/not-this.db" \
+		"$RT" helper exit 0
+	ID=$OUT
+	eq "env of COMMAND only: exit 0" "$RC" 0
+	eq "env of COMMAND only: recorded in bgrun's \$BGRUN_DB" \
+		"$(sqlite3 "$BGRUN_DB" "SELECT result FROM events WHERE id = '$ID'")" \
+		success
+	check "env of COMMAND only: not in COMMAND's \$BGRUN_DB" \
+		test ! -e "$TMP/not-this.db"
+fi
+
+# --- a long command line ---
+# COMMAND's argv over half of ARG_MAX: it is on one command line per
+# program (bgrun, COMMAND, the recorder), never twice on one.
+BIG=$(head -c 100000 /dev/zero | tr '\0' x)
+BIG_ARGS=()
+for ((i = 0; i < $(getconf ARG_MAX) * 6 / 10 / 100001; i++)); do
+	BIG_ARGS+=("$BIG")
+done
+run -w "$RT" helper exit 0 "${BIG_ARGS[@]}"
+eq "60% of ARG_MAX in argv: exit 0" "$RC" 0
+eq "60% of ARG_MAX in argv: nothing on stderr" "$ERR" ""
+unset BIG BIG_ARGS
 
 # --- -i ---
 printf 'line one\nline two\0\377\001binary\n' >"$TMP/in.dat"
@@ -351,6 +376,9 @@ run -u A=B "$RT" helper exit 0
 expect_usage "-u with =" "bgrun: invalid variable name 'A=B' for --unset"
 run -e '' "$RT" helper exit 0
 expect_usage "-e with an empty file name" "bgrun: empty file name for -e"
+run --_supervise=0123456789abcdef --_child=1:1:1 "$RT" helper exit 0
+expect_usage "the recorder's options are not bgrun's" \
+	"bgrun: unrecognized option '--_supervise=0123456789abcdef'"
 eq "usage errors: nothing on stdout" "$OUT" ""
 
 # --- --help, --version ---
