@@ -3,7 +3,8 @@
 # test.sh: set up if needed, then build and run the whole test suite.
 # Usage: scripts/test.sh [--asan] [--fallbacks]
 #   --asan       in build-asan, with -Db_sanitize=address,undefined (and
-#                bgrun-start built with them, by the project's compiler)
+#                bgrun-start built with them: with b_sanitize set,
+#                -Dstarter=auto uses the project's compiler, not musl-gcc)
 #   --fallbacks  in build-fallbacks, as if the optional glibc features were
 #                missing, bgrun-start on glibc too
 set -euo pipefail
@@ -12,7 +13,7 @@ builddir=build
 opts=()
 for a in "$@"; do
 	case "$a" in
-	--asan) builddir=build-asan; opts+=(-Db_sanitize=address,undefined -Db_lundef=false -Dstarter=system) ;;
+	--asan) builddir=build-asan; opts+=(-Db_sanitize=address,undefined -Db_lundef=false) ;;
 	--fallbacks) builddir=build-fallbacks; opts+=(-Dfallbacks=true -Dstarter=system) ;;
 	*) echo "test.sh: unknown option '$a'" >&2; exit 2 ;;
 	esac
