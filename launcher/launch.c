@@ -240,24 +240,21 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	enum sup_started status = SUP_NOT_STARTED;
 	struct rec_opts ro = { .origin = NULL };
 	struct plan plan = { .buf = NULL };
-	char self[PATH_MAX], buf[PATH_MAX], full[PATH_MAX], here[PATH_MAX];
+	char buf[PATH_MAX], full[PATH_MAX], here[PATH_MAX];
 	char *path = NULL;
 	const char *starter, *argv[2];
 	int sv[2] = { -1, -1 }, r;
 	size_t k = 0;
 	int64_t rt, mono;
-	ssize_t n;
 
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n < 0 || getcwd(here, sizeof(here)) == NULL) {
+	if (getcwd(here, sizeof(here)) == NULL) {
 		cli_msg("cannot start the supervisor: %s", strerror(errno));
 		return SUP_NOT_STARTED;
 	}
-	self[n] = '\0';
 	/* The recorder is bgrun-full: the store is its business, not ours. */
-	ro.v[k++] = bgrun_helper_path(self, "bgrun-full", BGRUN_FULL_PATH,
+	ro.v[k++] = bgrun_helper_path(NULL, "bgrun-full", BGRUN_FULL_PATH,
 				      full, sizeof(full));
-	starter = bgrun_helper_path(self, "bgrun-start", BGRUN_START_PATH,
+	starter = bgrun_helper_path(NULL, "bgrun-start", BGRUN_START_PATH,
 				     buf, sizeof(buf));
 	(void)snprintf(ro.supervise, sizeof(ro.supervise), "--_supervise=%s",
 		       id);

@@ -109,23 +109,15 @@ static void describe(struct sup *s)
 {
 	const struct cli *c = s->c;
 	const char *origin = s->rec->origin;
-	char *dir;
-	size_t n = 0;
+	struct bgrun_spawn_opts opts;
+	char **envp = NULL, *dir;
 
-	s->argv = c->cmd;
-	if (c->shell) {
-		/* What runs: /bin/sh -c SCRIPT [ARG0 ARGS...]. */
-		while (c->cmd[n] != NULL)
-			n++;
-		s->argv = calloc(n + 3, sizeof(*s->argv));
-		if (s->argv != NULL) {
-			s->argv[0] = (char *)"/bin/sh";
-			s->argv[1] = (char *)"-c";
-			memcpy(&s->argv[2], c->cmd, n * sizeof(*s->argv));
-		} else {
-			s->argv = c->cmd;
-		}
-	}
+	/* What runs, as the library makes it (-s: the shell's words first). */
+	cli_spawn_opts(c, &opts);
+	if (bgrun_spawn_command(&opts, &s->argv, &envp) == 0)
+		free(envp);
+	else
+		s->argv = c->cmd;
 	/* Paths on bgrun's command line are relative to where it ran. */
 	dir = absolute(c->cwd != NULL ? c->cwd : ".", origin);
 	s->cwd = dir != NULL ? realpath(dir, NULL) : NULL;
