@@ -167,22 +167,28 @@ static int build_plan(struct plan *p, const char *path,
 	return p->failed ? -ENOMEM : 0;
 }
 
-/* Sends the plan, then its end: bgrun-start reads to it. */
-static void send_plan(int fd, const struct plan *p)
+/*
+ * Sends the plan from *sent on, then its end: bgrun-start reads to it.
+ * With wait false, only what the socket takes at once: that is called
+ * before bgrun-start runs, so that it finds the plan (all of it, unless
+ * it is large) waiting for it instead of waiting for us.
+ */
+static void send_plan(int fd, const struct plan *p, size_t *sent, bool wait)
 {
-	const char *s = p->buf;
-	size_t len = p->len;
-
-	while (len > 0) {
+	while (*sent < p->len) {
 		/* bgrun-start gone: no SIGPIPE; its report never comes. */
-		ssize_t n = send(fd, s, len, MSG_NOSIGNAL);
+		ssize_t n = send(fd, p->buf + *sent, p->len - *sent,
+				 MSG_NOSIGNAL | (wait ? 0 : MSG_DONTWAIT));
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n <= 0) {
+			if (!wait && n < 0 && errno == EAGAIN)
+				return;
+			*sent = p->len; /* bgrun-start is gone: give up */
 			break;
-		s += n;
-		len -= (size_t)n;
+		}
+		*sent += (size_t)n;
 	}
 	(void)shutdown(fd, SHUT_WR);
 }
@@ -244,7 +250,7 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	char *path = NULL;
 	const char *starter, *argv[2];
 	int sv[2] = { -1, -1 }, r;
-	size_t k = 0;
+	size_t k = 0, sent = 0;
 	int64_t rt, mono;
 
 	if (getcwd(here, sizeof(here)) == NULL) {
@@ -285,6 +291,7 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 		cli_msg("cannot start the supervisor: %s", strerror(errno));
 		goto out;
 	}
+	send_plan(sv[0], &plan, &sent, false);
 	/*
 	 * COMMAND's directory, streams and session; our environment, not
 	 * its (the recorder's is ours; COMMAND's is in the plan).
@@ -311,7 +318,8 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 		*failure = sf;
 		goto cmd_failed;
 	}
-	send_plan(sv[0], &plan);
+	if (sent < plan.len)
+		send_plan(sv[0], &plan, &sent, true);
 	*ret_report_fd = sv[0];
 	sv[0] = -1;
 	status = SUP_STARTED;
