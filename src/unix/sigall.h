@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sigall.h: the sigset of every signal, for posix_spawn's sigdefault (the library and bgrun-start share it). */
+/* sigall.h: the sigset of every signal, for posix_spawn's sigdefault (src/unix/spawn.c; bgrun sends bgrun-start the same set as data, launcher/starter.h). */
 
 #ifndef BGRUN_SIGALL_H
 #define BGRUN_SIGALL_H
