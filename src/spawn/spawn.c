@@ -99,7 +99,7 @@ int bgrun_spawn_command(const struct bgrun_spawn_opts *opts,
 	r = bgrun__req_build(opts, false, &req);
 	if (r < 0)
 		return fail_args(opts, r);
-	/* req borrows from opts and environ: copies outlive both. */
+	/* req borrows from opts and the caller's environment: copies outlive both. */
 	argv = bgrun__vec_copy(req.argv);
 	envp = bgrun__vec_copy(req.envp);
 	bgrun__req_release(&req);
