@@ -14,24 +14,10 @@ set -u
 
 BGRUN=${1:?usage: test-clone-http.sh BGRUN FAKE_SERVER}
 FAKE=${2:?usage: test-clone-http.sh BGRUN FAKE_SERVER}
-for p in hg python3; do
-	if ! command -v "$p" >/dev/null; then
-		echo "# skipped: $p is not installed"
-		exit 77
-	fi
-done
-
-USAGE_PROG='bgrun clone'
-. "$(dirname "$0")/lib.sh"
-TMP=$(pwd -P)
-exec </dev/null
-
-export HGRCPATH=$TMP/hgrc HGUSER='bgrun test <test@example.com>' HGPLAIN=1
-export HGENCODING=utf-8 TZ=UTC
-printf '[ui]\nportablefilenames = ignore\n' >"$HGRCPATH"
+CLONE_NEEDS="hg python3"
+. "$(dirname "$0")/clone-lib.sh"
 
 run() { capture "$BGRUN" clone --no-log "$@"; }
-leftovers() { find "$1" -maxdepth 1 -name '.*.clone-*' | wc -l; }
 
 run http://127.0.0.1:1/ probe
 if grep -q 'needs libcurl' "$TMP/.stderr"; then

@@ -17,24 +17,10 @@ set -u
 
 BGRUN=${1:?usage: test-clone-v2.sh BGRUN FIXTURES}
 FIX=${2:?usage: test-clone-v2.sh BGRUN FIXTURES}
-for p in hg python3; do
-	if ! command -v "$p" >/dev/null; then
-		echo "# skipped: $p is not installed"
-		exit 77
-	fi
-done
-
-USAGE_PROG='bgrun clone'
-. "$(dirname "$0")/lib.sh"
-TMP=$(pwd -P)
-exec </dev/null
-
-export HGRCPATH=$TMP/hgrc HGUSER='bgrun test <test@example.com>' HGPLAIN=1
-export HGENCODING=utf-8 TZ=UTC
-printf '[ui]\nportablefilenames = ignore\n' >"$HGRCPATH"
+CLONE_NEEDS="hg python3"
+. "$(dirname "$0")/clone-lib.sh"
 
 run() { capture "$BGRUN" clone --no-log "$@"; }
-leftovers() { find "$1" -maxdepth 1 -name '.*.clone-*' | wc -l; }
 # bundle2 REPO FILE [HG OPTIONS]: a stream bundle v2 of REPO (a
 # treemanifest repository needs changegroup 03 named, though none is sent).
 bundle2() {
@@ -243,30 +229,7 @@ check "a changegroup bundle2: refused" grep -q 'changegroup part' "$TMP/.stderr"
 
 python3 "$FIX" bad2 zstd.hg "$TMP/bad"
 touch "$TMP/before-bad"
-while IFS=$'\t' read -r name kw_file off_file kw_pipe off_pipe; do
-	for how in file pipe; do
-		if [ $how = file ]; then
-			run "$TMP/bad/$name.hg" bad-dest
-			off=$off_file keyword=$kw_file
-		else
-			capture "$BGRUN" clone --no-log - bad-dest < <(cat "$TMP/bad/$name.hg")
-			off=$off_pipe keyword=$kw_pipe
-		fi
-		eq "bad $name ($how): exit 1" "$RC" 1
-		eq "bad $name ($how): one line" "$ERR_LINES" 1
-		case "$ERR" in
-		*"offset $off: "*"$keyword"*) pass "bad $name ($how): names the problem at offset $off" ;;
-		*) fail "bad $name ($how): names the problem at offset $off"
-		   printf '#   got: %s\n#   want: offset %s ... %s\n' "$ERR" "$off" "$keyword" ;;
-		esac
-		if [ -e bad-dest ] || [ "$(leftovers "$TMP")" != 0 ]; then
-			fail "bad $name ($how): nothing left behind"
-			rm -rf bad-dest "$TMP"/.*.clone-*
-		else
-			pass "bad $name ($how): nothing left behind"
-		fi
-	done
-done <"$TMP/bad/cases.tsv"
+bad_bundles
 eq "bad input: nothing written outside the temporary directory" \
 	"$(find "$TMP" -newer "$TMP/before-bad" \( -name 'escape*' -o -name hgrc \) | wc -l)" 0
 

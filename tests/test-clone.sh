@@ -18,22 +18,10 @@ set -u
 BGRUN=${1:?usage: test-clone.sh BGRUN CLONE_HELPER FIXTURES}
 HELPER=${2:?usage: test-clone.sh BGRUN CLONE_HELPER FIXTURES}
 FIX=${3:?usage: test-clone.sh BGRUN CLONE_HELPER FIXTURES}
-for p in hg python3 sqlite3; do
-	if ! command -v "$p" >/dev/null; then
-		echo "# skipped: $p is not installed"
-		exit 77
-	fi
-done
-
-USAGE_PROG='bgrun clone'
-. "$(dirname "$0")/lib.sh"
-TMP=$(pwd -P)
-exec </dev/null
+CLONE_NEEDS="hg python3 sqlite3"
+. "$(dirname "$0")/clone-lib.sh"
 
 export BGRUN_DB=$TMP/events.db
-export HGRCPATH=$TMP/hgrc HGUSER='bgrun test <test@example.com>' HGPLAIN=1
-export HGENCODING=utf-8 TZ=UTC
-printf '[ui]\nportablefilenames = ignore\n' >"$HGRCPATH"
 LOGSINK=$(dirname "$BGRUN")/../logsink/logsink
 
 # run ARGS...: bgrun clone ARGS; sets RC, OUT, ERR, OUT_LINES, ERR_LINES.
@@ -53,8 +41,6 @@ poll() {
 	done
 	pass "$d"
 }
-# leftovers DIR: the temporary directories a clone left in DIR.
-leftovers() { find "$1" -maxdepth 1 -name '.*.clone-*' | wc -l; }
 # sql QUERY: the query's rows. A writer (a hook's recorder) may hold the
 # database for a moment: the CLI waits for it instead of failing at once.
 sql() { sqlite3 -batch -noheader -cmd '.timeout 10000' "$BGRUN_DB" "$1"; }
@@ -313,30 +299,7 @@ same_as_hg_v1 "$TMP/archived.hg" archived-clone "archived"
 # --- bad input ----------------------------------------------------------------
 python3 "$FIX" bad "$TMP/small.hg" "$TMP/bad"
 touch "$TMP/before-bad"
-while IFS=$'\t' read -r name kw_file off_file kw_pipe off_pipe; do
-	for how in file pipe; do
-		if [ $how = file ]; then
-			run "$TMP/bad/$name.hg" bad-dest
-			off=$off_file keyword=$kw_file
-		else
-			capture "$BGRUN" clone - bad-dest < <(cat "$TMP/bad/$name.hg")
-			off=$off_pipe keyword=$kw_pipe
-		fi
-		eq "bad $name ($how): exit 1" "$RC" 1
-		eq "bad $name ($how): one line" "$ERR_LINES" 1
-		case "$ERR" in
-		*"offset $off: "*"$keyword"*) pass "bad $name ($how): names the problem at offset $off" ;;
-		*) fail "bad $name ($how): names the problem at offset $off"
-		   printf '#   got: %s\n#   want: offset %s ... %s\n' "$ERR" "$off" "$keyword" ;;
-		esac
-		if [ -e bad-dest ] || [ "$(leftovers "$TMP")" != 0 ]; then
-			fail "bad $name ($how): nothing left behind"
-			rm -rf bad-dest "$TMP"/.*.clone-*
-		else
-			pass "bad $name ($how): nothing left behind"
-		fi
-	done
-done <"$TMP/bad/cases.tsv"
+bad_bundles
 eq "bad input: nothing written outside the temporary directory" \
 	"$(find "$TMP" -newer "$TMP/before-bad" -name 'escape*' | wc -l)" 0
 
