@@ -37,6 +37,17 @@ int pyb_strv_push(struct pyb_strv *s, PyObject *keep, PyObject *b)
 	return pyb_strv_add(s, PyBytes_AS_STRING(b));
 }
 
+const char *pyb_keep_bytes(PyObject *keep, PyObject *b)
+{
+	/* keep holds the only reference the caller needs: the bytes live as long as it does. */
+	if (PyList_Append(keep, b) < 0) {
+		Py_DECREF(b);
+		return NULL;
+	}
+	Py_DECREF(b);
+	return PyBytes_AS_STRING(b);
+}
+
 const char *pyb_fsbytes(PyObject *keep, PyObject *obj, const char *what)
 {
 	PyObject *b = NULL;
@@ -51,12 +62,7 @@ const char *pyb_fsbytes(PyObject *keep, PyObject *obj, const char *what)
 		}
 		return NULL;
 	}
-	if (PyList_Append(keep, b) < 0) {
-		Py_DECREF(b);
-		return NULL;
-	}
-	Py_DECREF(b);
-	return PyBytes_AS_STRING(b);
+	return pyb_keep_bytes(keep, b);
 }
 
 int pyb_strv_from_seq(struct pyb_strv *s, PyObject *keep, PyObject *seq,
@@ -131,6 +137,18 @@ out:
 
 static const char *const stdio_names[] = { "stdin", "stdout", "stderr" };
 
+/* A descriptor given as a number or by an object's fileno(). */
+static int stdio_fd(struct bgrun_stdio *io, long fd, const char *what)
+{
+	if (fd < 0 || fd > INT32_MAX) {
+		PyErr_Format(PyExc_ValueError, "%s: invalid descriptor %ld", what, fd);
+		return -1;
+	}
+	io->kind = BGRUN_STDIO_FD;
+	io->fd = (int)fd;
+	return 0;
+}
+
 int pyb_stdio_from(struct bgrun_stdio *io, PyObject *keep, PyObject *obj,
 		   int which, bool allow_paths, bool append)
 {
@@ -161,25 +179,15 @@ int pyb_stdio_from(struct bgrun_stdio *io, PyObject *keep, PyObject *obj,
 				     "%s: PIPE is not supported by a background launch", what);
 			return -1;
 		}
-		if (fd < 0 || fd > INT32_MAX) {
-			PyErr_Format(PyExc_ValueError, "%s: invalid descriptor %ld", what, fd);
-			return -1;
-		}
-		io->kind = BGRUN_STDIO_FD;
-		io->fd = (int)fd;
-		return 0;
+		return stdio_fd(io, fd, what);
 	}
 	if (which == 0 && PyObject_CheckBuffer(obj)) {
 		/* Copied now: a bytearray could change while the GIL is released. */
 		PyObject *b = PyBytes_FromObject(obj);
 
-		if (b == NULL || PyList_Append(keep, b) < 0) {
-			Py_XDECREF(b);
+		if (b == NULL || (io->bytes = pyb_keep_bytes(keep, b)) == NULL)
 			return -1;
-		}
-		Py_DECREF(b);
 		io->kind = BGRUN_STDIO_BYTES;
-		io->bytes = PyBytes_AS_STRING(b);
 		io->len = (size_t)PyBytes_GET_SIZE(b);
 		return 0;
 	}
@@ -201,13 +209,7 @@ int pyb_stdio_from(struct bgrun_stdio *io, PyObject *keep, PyObject *obj,
 		Py_DECREF(r);
 		if (fd == -1 && PyErr_Occurred())
 			return -1;
-		if (fd < 0 || fd > INT32_MAX) {
-			PyErr_Format(PyExc_ValueError, "%s: invalid descriptor %ld", what, fd);
-			return -1;
-		}
-		io->kind = BGRUN_STDIO_FD;
-		io->fd = (int)fd;
-		return 0;
+		return stdio_fd(io, fd, what);
 	}
 	PyErr_Format(PyExc_TypeError, "%s: unsupported value of type %.100s",
 		     what, Py_TYPE(obj)->tp_name);

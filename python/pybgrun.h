@@ -47,6 +47,11 @@ int pyb_strv_add(struct pyb_strv *s, const char *str);
 int pyb_strv_push(struct pyb_strv *s, PyObject *keep, PyObject *b);
 
 /*
+ * Appends b (a new reference to a bytes object, taken over: released on
+ * failure too) to keep; returns its bytes, or NULL with an exception set.
+ */
+const char *pyb_keep_bytes(PyObject *keep, PyObject *b);
+/*
  * A path-like or string argument as bytes (os.fsencode's rules, no NUL
  * inside): a new reference appended to keep; returns its bytes or NULL
  * with an exception set.

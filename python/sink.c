@@ -130,12 +130,7 @@ static const char *text_field(PyObject *keep, PyObject *v, const char *name)
 		Py_DECREF(b);
 		return NULL;
 	}
-	if (PyList_Append(keep, b) < 0) {
-		Py_DECREF(b);
-		return NULL;
-	}
-	Py_DECREF(b);
-	return PyBytes_AS_STRING(b);
+	return pyb_keep_bytes(keep, b);
 }
 
 /* options={...}: NAME, VALUE pairs for the store's json_object(), values as text. */
