@@ -180,25 +180,40 @@ static PyObject *store_error(struct bgrun_store *store, int r)
 	return NULL;
 }
 
+/*
+ * query() and stats(): parses the arguments into pq (its keep list is the
+ * caller's to release, also on failure) and gathers the rows into g with
+ * the GIL released; 0, or -1 with an exception set.
+ */
+static int gather_rows(PyObject *args, PyObject *kw, bool stats,
+		       struct pyquery *pq, struct gather *g)
+{
+	struct bgrun_store *store;
+	int r;
+
+	if (parse_query(args, kw, stats ? "stats" : "query", pq) < 0 ||
+	    (store = open_store(pq->db)) == NULL)
+		return -1;
+	Py_BEGIN_ALLOW_THREADS
+	if (stats)
+		r = bgrun_store_stats(store, &pq->q, stats_cb, g);
+	else
+		r = bgrun_store_query(store, &pq->q, row_cb, g);
+	Py_END_ALLOW_THREADS
+	if (r < 0)
+		store_error(store, r);
+	bgrun_store_close(store);
+	return r < 0 ? -1 : 0;
+}
+
 PyObject *pyb_query(PyObject *self, PyObject *args, PyObject *kw)
 {
 	struct gather g = { 0 };
 	struct pyquery pq;
-	struct bgrun_store *store;
 	PyObject *loads = NULL, *list = NULL;
-	int r;
 
-	if (parse_query(args, kw, "query", &pq) < 0 || (store = open_store(pq.db)) == NULL)
+	if (gather_rows(args, kw, false, &pq, &g) < 0)
 		goto out;
-	Py_BEGIN_ALLOW_THREADS
-	r = bgrun_store_query(store, &pq.q, row_cb, &g);
-	Py_END_ALLOW_THREADS
-	if (r < 0) {
-		store_error(store, r);
-		bgrun_store_close(store);
-		goto out;
-	}
-	bgrun_store_close(store);
 	loads = PyImport_ImportModule("json");
 	if (loads == NULL)
 		goto out;
@@ -222,21 +237,10 @@ PyObject *pyb_stats(PyObject *self, PyObject *args, PyObject *kw)
 {
 	struct gather g = { 0 };
 	struct pyquery pq;
-	struct bgrun_store *store;
 	PyObject *list = NULL;
-	int r;
 
-	if (parse_query(args, kw, "stats", &pq) < 0 || (store = open_store(pq.db)) == NULL)
+	if (gather_rows(args, kw, true, &pq, &g) < 0)
 		goto out;
-	Py_BEGIN_ALLOW_THREADS
-	r = bgrun_store_stats(store, &pq.q, stats_cb, &g);
-	Py_END_ALLOW_THREADS
-	if (r < 0) {
-		store_error(store, r);
-		bgrun_store_close(store);
-		goto out;
-	}
-	bgrun_store_close(store);
 	list = PyList_New(0);
 	for (size_t i = 0; list != NULL && i < g.n; i++) {
 		int64_t *n = &g.nums[i * 5];
