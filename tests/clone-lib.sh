@@ -57,3 +57,28 @@ bad_bundles() {
 		done
 	done <"$TMP/bad/cases.tsv"
 }
+
+# interrupted BUNDLE [OPTIONS]: bgrun clone OPTIONS - intr, reading the
+# start of BUNDLE from a FIFO kept open, is sent SIGINT once its temporary
+# directory is there: it must exit 130, say so, and leave nothing behind.
+interrupted() {
+	local bundle=$1 pid rc deadline=$((SECONDS + 30))
+	shift
+	mkfifo "$TMP/fifo"
+	"$BGRUN" clone "$@" - intr <"$TMP/fifo" >/dev/null 2>"$TMP/intr.err" &
+	pid=$!
+	KILL_PIDS+=("$pid")
+	exec 3>"$TMP/fifo"
+	head -c 300000 "$bundle" >&3
+	until [ "$(leftovers "$TMP")" = 1 ] || [ $SECONDS -ge $deadline ]; do sleep 0.02; done
+	eq "interrupt: the clone had started" "$(leftovers "$TMP")" 1
+	kill -INT "$pid"
+	wait "$pid"
+	rc=$?
+	eq "interrupt: exit 130" "$rc" 130
+	KILL_PIDS=()
+	exec 3>&-
+	eq "interrupt: message" "$(cat "$TMP/intr.err")" "bgrun: clone: stdin: interrupted"
+	check "interrupt: no DEST" test ! -e intr
+	eq "interrupt: no temporary directory" "$(leftovers "$TMP")" 0
+}

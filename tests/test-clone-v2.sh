@@ -234,22 +234,6 @@ eq "bad input: nothing written outside the temporary directory" \
 	"$(find "$TMP" -newer "$TMP/before-bad" \( -name 'escape*' -o -name hgrc \) | wc -l)" 0
 
 # Interrupted while the bundle trickles in through a FIFO.
-mkfifo "$TMP/fifo"
-"$BGRUN" clone --no-log - intr <"$TMP/fifo" >/dev/null 2>"$TMP/intr.err" &
-FIFO_PID=$!
-KILL_PIDS+=("$FIFO_PID")
-exec 3>"$TMP/fifo"
-head -c 300000 rich2.hg >&3
-deadline=$((SECONDS + 30))
-until [ "$(leftovers "$TMP")" = 1 ] || [ $SECONDS -ge $deadline ]; do sleep 0.02; done
-eq "interrupt: the clone had started" "$(leftovers "$TMP")" 1
-kill -INT "$FIFO_PID"
-wait "$FIFO_PID"
-eq "interrupt: exit 130" "$?" 130
-KILL_PIDS=()
-exec 3>&-
-eq "interrupt: message" "$(cat "$TMP/intr.err")" "bgrun: clone: stdin: interrupted"
-check "interrupt: no DEST" test ! -e intr
-eq "interrupt: no temporary directory" "$(leftovers "$TMP")" 0
+interrupted rich2.hg --no-log
 
 finish

@@ -311,21 +311,7 @@ check "a failed background close: no DEST" test ! -e "$TMP/fc"
 eq "a failed background close: no temporary directory" "$(leftovers "$TMP")" 0
 
 # Interrupted while the bundle trickles in through a FIFO.
-mkfifo "$TMP/fifo"
-"$BGRUN" clone - intr <"$TMP/fifo" >/dev/null 2>"$TMP/intr.err" &
-FIFO_PID=$!
-KILL_PIDS+=("$FIFO_PID")
-exec 3>"$TMP/fifo"
-head -c 300000 "$TMP/rich.hg" >&3
-poll "interrupt: the clone has started" is 1 leftovers "$TMP"
-kill -INT "$FIFO_PID"
-wait "$FIFO_PID"
-eq "interrupt: exit 130" "$?" 130
-KILL_PIDS=()
-exec 3>&-
-eq "interrupt: message" "$(cat "$TMP/intr.err")" "bgrun: clone: stdin: interrupted"
-check "interrupt: no DEST" test ! -e intr
-eq "interrupt: no temporary directory" "$(leftovers "$TMP")" 0
+interrupted "$TMP/rich.hg"
 
 # --- hooks -------------------------------------------------------------------
 cat >"$TMP/hooks.rc" <<EOF
