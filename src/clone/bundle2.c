@@ -130,8 +130,11 @@ static int truncated(struct bgrun__bundle *b, const char *where)
 				  "truncated bundle: it ends in %s", where);
 }
 
-/* Copies n raw bytes to dst, or fails naming what was cut (where). */
-static int rtake(struct bgrun__bundle *b, void *dst, size_t n,
+/*
+ * Copies n raw bytes to dst, or skips them when dst is NULL; fails naming
+ * what was cut (where).
+ */
+static int rtake(struct bgrun__bundle *b, void *dst, uint64_t n,
 		 const char *where)
 {
 	while (n > 0) {
@@ -142,10 +145,14 @@ static int rtake(struct bgrun__bundle *b, void *dst, size_t n,
 			return r;
 		if (r == 0)
 			return truncated(b, where);
-		k = b->rtail - b->rhead < n ? b->rtail - b->rhead : n;
-		memcpy(dst, b->rbuf + b->rhead, k);
+		k = b->rtail - b->rhead;
+		if (k > n)
+			k = (size_t)n;
+		if (dst != NULL) {
+			memcpy(dst, b->rbuf + b->rhead, k);
+			dst = (char *)dst + k;
+		}
 		b->rhead += k;
-		dst = (char *)dst + k;
 		n -= k;
 	}
 	return 0;
@@ -166,32 +173,7 @@ static int rtake_i32(struct bgrun__bundle *b, int32_t *ret, const char *where)
 /* Skips n raw bytes. */
 static int rskip(struct bgrun__bundle *b, uint64_t n, const char *where)
 {
-	while (n > 0) {
-		size_t k;
-		int r = rfill(b, 1);
-
-		if (r < 0)
-			return r;
-		if (r == 0)
-			return truncated(b, where);
-		k = b->rtail - b->rhead;
-		if (k > n)
-			k = (size_t)n;
-		b->rhead += k;
-		n -= k;
-	}
-	return 0;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
+	return rtake(b, NULL, n, where);
 }
 
 /* urllib.parse.unquote_to_bytes, in place: %xx decoded, the rest kept. */
@@ -202,8 +184,8 @@ static size_t unquote(char *s, size_t len)
 	for (size_t i = 0; i < len; i++) {
 		int hi, lo;
 
-		if (s[i] == '%' && i + 2 < len && (hi = hexval(s[i + 1])) >= 0 &&
-		    (lo = hexval(s[i + 2])) >= 0) {
+		if (s[i] == '%' && i + 2 < len && (hi = bgrun__hex_value(s[i + 1])) >= 0 &&
+		    (lo = bgrun__hex_value(s[i + 2])) >= 0) {
 			s[o++] = (char)(hi << 4 | lo);
 			i += 2;
 		} else {

@@ -33,6 +33,18 @@ static inline size_t bgrun__vec_len(const char *const *v)
 	return n;
 }
 
+/* The value of the hex digit c, -1 if c is not one. */
+static inline int bgrun__hex_value(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 /* Creates a thread with every signal blocked (caller's mask restored). */
 int bgrun__thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg);
 
