@@ -40,20 +40,7 @@ int bgrun_store_changes(struct bgrun_store *store, int64_t after_seq,
 		c.time_ns = sqlite3_column_int64(stmt, 3);
 		c.argv_json = bgrun__column_text(stmt, 4);
 		c.ev.options_json = bgrun__column_text(stmt, 5);
-		for (size_t i = 0; i < BGRUN__N_COLUMNS; i++) {
-			char *field = (char *)&c.ev + bgrun__columns[i].offset;
-			int col = CHANGES_PLAIN + (int)i;
-
-			if (bgrun__columns[i].text) {
-				const char *s = bgrun__column_text(stmt, col);
-
-				memcpy(field, &s, sizeof(s));
-			} else {
-				int64_t v = bgrun__column_int(stmt, col);
-
-				memcpy(field, &v, sizeof(v));
-			}
-		}
+		bgrun__column_fields(stmt, CHANGES_PLAIN, &c.ev);
 		r = cb(data, &c);
 		if (r != 0)
 			break;

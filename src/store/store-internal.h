@@ -188,6 +188,13 @@ static inline int64_t bgrun__column_int(sqlite3_stmt *stmt, int i)
 	return sqlite3_column_int64(stmt, i);
 }
 
+/*
+ * Reads the event's column fields (bgrun__columns) from stmt, the first
+ * at column first; text ones point into stmt's row.
+ */
+void bgrun__column_fields(sqlite3_stmt *stmt, int first,
+			  struct bgrun_event *ev);
+
 static inline void bgrun__release_stmt(sqlite3_stmt *stmt)
 {
 	(void)sqlite3_reset(stmt);

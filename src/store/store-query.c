@@ -166,6 +166,25 @@ int bgrun__store_filter_stmt(struct bgrun_store *store, unsigned kind,
 	return 0;
 }
 
+void bgrun__column_fields(sqlite3_stmt *stmt, int first,
+			  struct bgrun_event *ev)
+{
+	for (size_t i = 0; i < BGRUN__N_COLUMNS; i++) {
+		char *field = (char *)ev + bgrun__columns[i].offset;
+		int col = first + (int)i;
+
+		if (bgrun__columns[i].text) {
+			const char *s = bgrun__column_text(stmt, col);
+
+			memcpy(field, &s, sizeof(s));
+		} else {
+			int64_t v = bgrun__column_int(stmt, col);
+
+			memcpy(field, &v, sizeof(v));
+		}
+	}
+}
+
 const char *bgrun__reported_result(const char *stored, const char *boot_id,
 				   int64_t supervisor_pid,
 				   int64_t supervisor_start)
@@ -188,17 +207,6 @@ bool bgrun__result_matches(const struct bgrun_query *q, const char *result)
 	    (result == NULL || strcmp(result, q->result) != 0))
 		return false;
 	return true;
-}
-
-static int hex_value(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 static void strv_free(char **v)
@@ -251,7 +259,7 @@ static int decode_argv(struct bgrun_store *store, const char *json,
 			size_t k;
 
 			for (k = 0; k + 1 < len; k += 2) {
-				int hi = hex_value(v[k]), lo = hex_value(v[k + 1]);
+				int hi = bgrun__hex_value(v[k]), lo = bgrun__hex_value(v[k + 1]);
 
 				if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
 					break;
@@ -335,20 +343,7 @@ static int emit_row(struct bgrun_store *store, sqlite3_stmt *stmt,
 	row.time_ns = bgrun__column_int(stmt, 2);
 	argv_json = bgrun__column_text(stmt, 3);
 	ev->options_json = bgrun__column_text(stmt, 4);
-	for (size_t i = 0; i < BGRUN__N_COLUMNS; i++) {
-		char *field = (char *)ev + bgrun__columns[i].offset;
-		int col = BGRUN__ROW_PLAIN + (int)i;
-
-		if (bgrun__columns[i].text) {
-			const char *s = bgrun__column_text(stmt, col);
-
-			memcpy(field, &s, sizeof(s));
-		} else {
-			int64_t v = bgrun__column_int(stmt, col);
-
-			memcpy(field, &v, sizeof(v));
-		}
-	}
+	bgrun__column_fields(stmt, BGRUN__ROW_PLAIN, ev);
 	row.json = bgrun__column_text(stmt, BGRUN__ROW_JSON);
 	row.stored_result = ev->result;
 	ev->result = bgrun__reported_result(ev->result, ev->boot_id,
