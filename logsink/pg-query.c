@@ -145,10 +145,14 @@ static const char *get_text(const PGresult *res, int row, int col)
 	return PQgetvalue(res, row, col);
 }
 
-/* Connects; NULL after saying why. */
-static PGconn *open_fleet(const char *conninfo)
+/*
+ * Connects and runs s; the result (it outlives the connection), or NULL
+ * after saying why.
+ */
+static PGresult *run(const char *conninfo, const struct sql *s)
 {
 	PGconn *pg = lsink_pg_connect(conninfo);
+	PGresult *res;
 	char err[512];
 
 	if (pg == NULL || PQstatus(pg) != CONNECTION_OK) {
@@ -158,22 +162,14 @@ static PGconn *open_fleet(const char *conninfo)
 		PQfinish(pg);
 		return NULL;
 	}
-	return pg;
-}
-
-/* Runs s; the result, or NULL after saying why. */
-static PGresult *run(PGconn *pg, const struct sql *s)
-{
-	PGresult *res = PQexecParams(pg, s->text, s->n, NULL, s->params, NULL,
-				     NULL, 0);
-	char err[512];
-
+	res = PQexecParams(pg, s->text, s->n, NULL, s->params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		lsink_pg_error(pg, res, err, sizeof(err));
 		lsink_msg("cannot read the fleet: %s", lsink_printable(err));
 		PQclear(res);
-		return NULL;
+		res = NULL;
 	}
+	PQfinish(pg);
 	return res;
 }
 
@@ -209,7 +205,6 @@ int lsink_pg_query(const char *conninfo, const struct bgrun_query *q,
 {
 	struct sql s = { .len = 0 };
 	char limit[24], *re = NULL;
-	PGconn *pg;
 	PGresult *res = NULL;
 	int r = 0;
 
@@ -222,9 +217,7 @@ int lsink_pg_query(const char *conninfo, const struct bgrun_query *q,
 		(void)snprintf(limit, sizeof(limit), "%lld", (long long)q->limit);
 		add_param(&s, " LIMIT ", limit);
 	}
-	pg = open_fleet(conninfo);
-	if (pg != NULL)
-		res = run(pg, &s);
+	res = run(conninfo, &s);
 	if (res == NULL) {
 		r = -EIO;
 		goto out;
@@ -232,7 +225,6 @@ int lsink_pg_query(const char *conninfo, const struct bgrun_query *q,
 	r = emit_rows(res, cb, data);
 out:
 	PQclear(res);
-	PQfinish(pg);
 	free(re);
 	return r;
 }
@@ -242,7 +234,6 @@ int lsink_pg_stats(const char *conninfo, const struct bgrun_query *q,
 {
 	struct sql s = { .len = 0 };
 	char *re = NULL;
-	PGconn *pg;
 	PGresult *res = NULL;
 	const char *key = by_host ? "host" : "display";
 	int r = 0;
@@ -272,9 +263,7 @@ int lsink_pg_stats(const char *conninfo, const struct bgrun_query *q,
 		"'running') > 0 ORDER BY ");
 	add(&s, key);
 	add(&s, " COLLATE \"C\" NULLS FIRST");
-	pg = open_fleet(conninfo);
-	if (pg != NULL)
-		res = run(pg, &s);
+	res = run(conninfo, &s);
 	if (res == NULL) {
 		r = -EIO;
 		goto out;
@@ -295,7 +284,6 @@ int lsink_pg_stats(const char *conninfo, const struct bgrun_query *q,
 		r = 0;
 out:
 	PQclear(res);
-	PQfinish(pg);
 	free(re);
 	return r;
 }
@@ -306,7 +294,6 @@ int lsink_pg_get(const char *conninfo, const char *id_or_part,
 	struct sql s = { .len = 0 };
 	char like[2 * BGRUN_EVENT_ID_MAX + 1], *o = like;
 	size_t n = strlen(id_or_part);
-	PGconn *pg;
 	PGresult *res = NULL;
 	int r = 0;
 
@@ -329,9 +316,7 @@ int lsink_pg_get(const char *conninfo, const char *id_or_part,
 		      "WHERE id = ", id_or_part);
 	add_param(&s, ") AND (id LIKE ", like);
 	add(&s, "::text || '%' OR id LIKE '%' || $3::text) LIMIT 2)");
-	pg = open_fleet(conninfo);
-	if (pg != NULL)
-		res = run(pg, &s);
+	res = run(conninfo, &s);
 	if (res == NULL)
 		r = -EIO;
 	else if (PQntuples(res) == 0)
@@ -341,6 +326,5 @@ int lsink_pg_get(const char *conninfo, const char *id_or_part,
 	else
 		r = emit_rows(res, cb, data);
 	PQclear(res);
-	PQfinish(pg);
 	return r;
 }
