@@ -440,8 +440,8 @@ fail:
 	return -1;
 }
 
-/* Waits up to ms for a kick (or stop). Under lock. */
-static void wait_kick(struct lsink_forward *f, int ms)
+/* CLOCK_MONOTONIC's time ms from now, for pthread_cond_timedwait. */
+static struct timespec deadline(int ms)
 {
 	struct timespec ts;
 
@@ -452,6 +452,14 @@ static void wait_kick(struct lsink_forward *f, int ms)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000;
 	}
+	return ts;
+}
+
+/* Waits up to ms for a kick (or stop). Under lock. */
+static void wait_kick(struct lsink_forward *f, int ms)
+{
+	struct timespec ts = deadline(ms);
+
 	while (!f->kicked && !f->stop)
 		if (pthread_cond_timedwait(&f->cond, &f->lock, &ts) != 0)
 			break;
@@ -463,16 +471,8 @@ static void back_off(struct lsink_forward *f)
 {
 	(void)pthread_mutex_lock(&f->lock);
 	if (!f->stop) {
-		struct timespec ts;
-		int ms = f->backoff_ms;
+		struct timespec ts = deadline(f->backoff_ms);
 
-		(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += ms / 1000;
-		ts.tv_nsec += (long)(ms % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
 		/* Kicks do not cut it short: only stopping does. */
 		while (!f->stop &&
 		       pthread_cond_timedwait(&f->cond, &f->lock, &ts) == 0)
