@@ -64,8 +64,7 @@ static int check_options(struct bgrun_store *store, const char *json)
 		r = sqlite3_column_int(stmt, 0) != 0;
 	else
 		r = bgrun__store_fail(store, rc, "checking options_json");
-	(void)sqlite3_reset(stmt);
-	(void)sqlite3_clear_bindings(stmt);
+	bgrun__release_stmt(stmt);
 	return r;
 }
 
@@ -105,8 +104,7 @@ static int add_option(struct bgrun_store *store, const char *acc,
 		*ret_json = json;
 	r = rc == SQLITE_OK ? 0
 			    : bgrun__store_fail(store, rc, "encoding options");
-	(void)sqlite3_reset(stmt);
-	(void)sqlite3_clear_bindings(stmt);
+	bgrun__release_stmt(stmt);
 out:
 	free(safe[0]);
 	free(safe[1]);
@@ -119,11 +117,9 @@ static int encode_options(struct bgrun_store *store,
 {
 	const char *const *kv = ev->options_kv;
 	char *json = NULL, *next = NULL;
-	size_t n = 0;
+	size_t n = bgrun__vec_len(kv);
 	int r;
 
-	while (kv[n] != NULL)
-		n++;
 	if (n % 2 != 0)
 		return bgrun__store_failf(store, -EINVAL,
 					  "event %s: options_kv is not NAME, "
@@ -237,11 +233,9 @@ static int encode_argv(struct bgrun_store *store, const char *const *argv,
 		       char **ret_json)
 {
 	char *json = NULL;
-	size_t argc = 0, n;
+	size_t argc = bgrun__vec_len(argv), n;
 	int r;
 
-	while (argv[argc] != NULL)
-		argc++;
 	for (size_t i = 0; i < argc; i += n) {
 		n = argc - i < BGRUN__ARGV_CHUNK ? argc - i : BGRUN__ARGV_CHUNK;
 		r = append_args(store, argv + i, n, &json);
@@ -435,8 +429,7 @@ static int write_event(struct bgrun_store *store,
 				       bgrun__sqlite_errno(store->db, rc),
 				       "writing event %s: %s", ev->id,
 				       sqlite3_errmsg(store->db));
-	(void)sqlite3_reset(stmt);
-	(void)sqlite3_clear_bindings(stmt);
+	bgrun__release_stmt(stmt);
 	return r;
 }
 
@@ -609,8 +602,7 @@ int bgrun__store_mark_lost_locked(struct bgrun_store *store,
 			count += sqlite3_changes(store->db);
 		else
 			r = bgrun__store_fail(store, rc, "marking lost rows");
-		(void)sqlite3_reset(stmt);
-		(void)sqlite3_clear_bindings(stmt);
+		bgrun__release_stmt(stmt);
 	}
 	if (r >= 0)
 		r = seq_save(store, seq);
