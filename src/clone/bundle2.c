@@ -345,6 +345,21 @@ static int read_part(struct bgrun__bundle *b, struct part *p)
 
 static int next_frame(struct bgrun__bundle *b, bool nested);
 
+/* Skips the payload of a part that is not ours (nested: in an interrupt). */
+static int skip_payload(struct bgrun__bundle *b, bool nested,
+			const char *where)
+{
+	int r;
+
+	while ((r = next_frame(b, nested)) > 0) {
+		r = rskip(b, b->frame_left, where);
+		b->frame_left = 0;
+		if (r < 0)
+			break;
+	}
+	return r;
+}
+
 /*
  * An out-of-band part inside a payload (frame size -1): what Mercurial's
  * producer sends when it fails half-way (error:abort and its message);
@@ -383,12 +398,7 @@ static int interrupt(struct bgrun__bundle *b, uint64_t off, bool nested)
 		goto out;
 	}
 	/* Its payload: frames up to the end one. */
-	while ((r = next_frame(b, true)) > 0) {
-		r = rskip(b, b->frame_left, "an interrupt part's payload");
-		b->frame_left = 0;
-		if (r < 0)
-			break;
-	}
+	r = skip_payload(b, true, "an interrupt part's payload");
 out:
 	free(p->hdr);
 	free(p);
@@ -421,20 +431,6 @@ static int next_frame(struct bgrun__bundle *b, bool nested)
 		if (r < 0)
 			return r;
 	}
-}
-
-/* Skips the payload of a part that is not ours. */
-static int skip_payload(struct bgrun__bundle *b)
-{
-	int r;
-
-	while ((r = next_frame(b, false)) > 0) {
-		r = rskip(b, b->frame_left, "a part's payload");
-		b->frame_left = 0;
-		if (r < 0)
-			break;
-	}
-	return r;
 }
 
 /* Drops the runs that end before the next unread byte of buf. */
@@ -727,7 +723,7 @@ int bgrun__bundle2_header(struct bgrun__bundle *b)
 			b->err_at_offset = false;
 			goto out;
 		}
-		r = skip_payload(b);
+		r = skip_payload(b, false, "a part's payload");
 		if (r < 0)
 			goto out;
 	}
@@ -858,7 +854,7 @@ static int finish(struct bgrun__bundle *b)
 				p->mandatory ? "mandatory" : "second", p->type);
 			break;
 		}
-		r = skip_payload(b);
+		r = skip_payload(b, false, "a part's payload");
 		if (r < 0)
 			break;
 	}
