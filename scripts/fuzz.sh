@@ -68,6 +68,8 @@ for how in 1,interrupt 100,param,before,after; do
 		"$seeds/zstd-v2-$how.hg" "$how"
 done
 cp "$work"/bad/*.hg "$seeds/"
+# Inputs that once failed (fuzz/regress/), run first like every seed.
+cp fuzz/regress/*.hg "$seeds/"
 echo "fuzz: $(ls "$seeds" | wc -l) seeds, running for $secs s"
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"

@@ -76,10 +76,19 @@ uint64_t bgrun__bundle2_here(const struct bgrun__bundle *b)
 	uint64_t pos = b->pos - (b->tail - b->head);
 	size_t i = b->nsegs;
 
+	/*
+	 * Nothing buffered: where reading goes on, whether or not the runs
+	 * of the last fill are still noted (they are not after a fill that
+	 * found buf empty; they are when it found bytes left and then the
+	 * end-of-payload marker), so that two readings of the same bytes in
+	 * different read sizes name the same offset (fuzz/fuzz-bundle.c).
+	 */
+	if (b->head == b->tail)
+		return rhere(b);
 	while (i > 0 && b->segs[i - 1].pos > pos)
 		i--;
 	if (i == 0)
-		return rhere(b); /* nothing buffered: where reading goes on */
+		return rhere(b);
 	return b->segs[i - 1].raw + (pos - b->segs[i - 1].pos);
 }
 
