@@ -139,15 +139,12 @@ static void plan_all_signals(struct plan *p)
  * recorder, REC = self --_supervise=ID --_origin=DIR [--_source=S] ARGS...
  */
 static int build_plan(struct plan *p, const char *path,
+		      const char *const *argv, const char *const *envp,
 		      const char *const *rec, const struct sup_launch *l)
 {
 	const struct bgrun_spawn_opts *o = l->cmd;
-	char **argv = NULL, **envp = NULL, flags[4] = "-";
-	int r;
+	char flags[4] = "-";
 
-	r = bgrun_spawn_command(o, &argv, &envp);
-	if (r < 0)
-		return r;
 	if (o->detach)
 		flags[0] = STARTER_SETSID;
 	else if (o->new_pgroup)
@@ -159,11 +156,9 @@ static int build_plan(struct plan *p, const char *path,
 	plan_strf(p, "%lld", (long long)l->timeout_ns);
 	plan_strf(p, "%lld", (long long)l->kill_after_ns);
 	plan_str(p, path);
-	plan_vec(p, NULL, (const char *const *)argv);
-	plan_vec(p, NULL, (const char *const *)envp);
+	plan_vec(p, NULL, argv);
+	plan_vec(p, NULL, envp);
 	plan_vec(p, rec, l->args);
-	free(argv);
-	free(envp);
 	return p->failed ? -ENOMEM : 0;
 }
 
@@ -247,7 +242,7 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	struct rec_opts ro = { .origin = NULL };
 	struct plan plan = { .buf = NULL };
 	char buf[PATH_MAX], full[PATH_MAX], here[PATH_MAX];
-	char *path = NULL;
+	char *path = NULL, **cmd_argv = NULL, **cmd_envp = NULL;
 	const char *starter, *argv[2];
 	int sv[2] = { -1, -1 }, r;
 	size_t k = 0, sent = 0;
@@ -278,11 +273,13 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	rt = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
 	mono = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	opts.failure = failure;
-	r = bgrun_spawn_resolve(&opts, &path);
+	/* The program, its argv and environment: one reading of the options. */
+	r = bgrun_spawn_command(&opts, &path, &cmd_argv, &cmd_envp);
 	if (r < 0)
 		goto cmd_failed;
 
-	r = build_plan(&plan, path, ro.v, l);
+	r = build_plan(&plan, path, (const char *const *)cmd_argv,
+		       (const char *const *)cmd_envp, ro.v, l);
 	if (r < 0) {
 		cli_msg("cannot start the supervisor: %s", bgrun_strerror(r));
 		goto out;
@@ -334,6 +331,8 @@ out:
 		(void)close(sv[0]);
 	free(plan.buf);
 	free(path);
+	free(cmd_argv);
+	free(cmd_envp);
 	free(ro.origin);
 	free(ro.source);
 	return status;

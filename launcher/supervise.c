@@ -114,7 +114,7 @@ static void describe(struct sup *s)
 
 	/* What runs, as the library makes it (-s: the shell's words first). */
 	cli_spawn_opts(c, &opts);
-	if (bgrun_spawn_command(&opts, &s->argv, &envp) == 0)
+	if (bgrun_spawn_command(&opts, NULL, &s->argv, &envp) == 0)
 		free(envp);
 	else
 		s->argv = c->cmd;

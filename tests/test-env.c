@@ -202,7 +202,7 @@ void test_env_command(void)
 	opts.argv = self_argv;
 	opts.env_set = set;
 	opts.env_unset = unset;
-	ASSERT_OK(bgrun_spawn_command(&opts, &cmd_argv, &envp));
+	ASSERT_OK(bgrun_spawn_command(&opts, NULL, &cmd_argv, &envp));
 	test_run_report(&opts, NULL, &rep);
 	expect_env(&rep, envp);
 	report_free(&rep);
@@ -224,7 +224,7 @@ void test_env_command(void)
 	opts = (struct bgrun_spawn_opts)BGRUN_SPAWN_OPTS_INIT;
 	opts.shell = "exit 0";
 	opts.argv = argv;
-	ASSERT_OK(bgrun_spawn_command(&opts, &cmd_argv, &envp));
+	ASSERT_OK(bgrun_spawn_command(&opts, NULL, &cmd_argv, &envp));
 	ASSERT_STR_EQ(cmd_argv[0], "/bin/sh");
 	ASSERT_STR_EQ(cmd_argv[1], "-c");
 	ASSERT_STR_EQ(cmd_argv[2], "exit 0");
@@ -234,10 +234,32 @@ void test_env_command(void)
 	free(cmd_argv);
 	free(envp);
 
+	/* With ret_path: the program bgrun_spawn_resolve finds, or its failure. */
+	{
+		char *path = NULL, *resolved = NULL;
+		const char *missing[] = { "bgrun-no-such-program", NULL };
+
+		ASSERT_OK(bgrun_spawn_resolve(&opts, &resolved));
+		ASSERT_OK(bgrun_spawn_command(&opts, &path, &cmd_argv, &envp));
+		ASSERT_STR_EQ(path, resolved);
+		free(path);
+		free(resolved);
+		free(cmd_argv);
+		free(envp);
+		opts.shell = NULL;
+		opts.argv = missing;
+		path = &canary[0];
+		ASSERT_EQ(bgrun_spawn_command(&opts, &path, &cmd_argv, &envp),
+			  -ENOENT);
+		ASSERT(path == &canary[0]);
+		opts.shell = "exit 0";
+		opts.argv = argv;
+	}
+
 	/* Refused as bgrun_spawn refuses it; the outputs are untouched. */
 	opts.env_set = bad;
 	cmd_argv = envp = &canary;
-	ASSERT_EQ(bgrun_spawn_command(&opts, &cmd_argv, &envp), -EINVAL);
+	ASSERT_EQ(bgrun_spawn_command(&opts, NULL, &cmd_argv, &envp), -EINVAL);
 	ASSERT(cmd_argv == &canary && envp == &canary);
 }
 

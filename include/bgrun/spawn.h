@@ -216,12 +216,15 @@ BGRUN_EXTERN int bgrun_spawn_resolve(const struct bgrun_spawn_opts *opts, char *
  * env_unset by the rules above. Each of *ret_argv and *ret_envp is one
  * malloc'd block, the NULL-terminated vector and its strings: free() it.
  * Fails with -EINVAL (options bgrun_spawn would refuse) or -ENOMEM, with
- * opts->failure filled. With bgrun_spawn_resolve, for launchers that
+ * opts->failure filled. With ret_path not NULL, *ret_path also gets the
+ * program, found and checked as bgrun_spawn_resolve does it (and failing
+ * as it fails), from the same reading of the options. For launchers that
  * interpose a program of their own: that program can execute the command
  * exactly as the library would, without the library's rules.
  */
 BGRUN_EXTERN int bgrun_spawn_command(const struct bgrun_spawn_opts *opts,
-				     char ***ret_argv, char ***ret_envp);
+				     char **ret_path, char ***ret_argv,
+				     char ***ret_envp);
 
 /*
  * With ensurestart off: waits until the launch has happened and returns

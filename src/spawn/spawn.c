@@ -87,11 +87,11 @@ int bgrun_spawn_resolve(const struct bgrun_spawn_opts *opts, char **ret_path)
 	return r;
 }
 
-int bgrun_spawn_command(const struct bgrun_spawn_opts *opts,
+int bgrun_spawn_command(const struct bgrun_spawn_opts *opts, char **ret_path,
 			char ***ret_argv, char ***ret_envp)
 {
 	struct bgrun__req req;
-	char **argv, **envp;
+	char **argv, **envp, *path = NULL;
 	int r;
 
 	if (opts == NULL || ret_argv == NULL || ret_envp == NULL)
@@ -99,15 +99,25 @@ int bgrun_spawn_command(const struct bgrun_spawn_opts *opts,
 	r = bgrun__req_build(opts, false, &req);
 	if (r < 0)
 		return fail_args(opts, r);
+	if (ret_path != NULL) {
+		r = bgrun__platform_resolve(&req, &path, opts->failure);
+		if (r < 0) {
+			bgrun__req_release(&req);
+			return r;
+		}
+	}
 	/* req borrows from opts and the caller's environment: copies outlive both. */
 	argv = bgrun__vec_copy(req.argv);
 	envp = bgrun__vec_copy(req.envp);
 	bgrun__req_release(&req);
 	if (argv == NULL || envp == NULL) {
+		free(path);
 		free(argv);
 		free(envp);
 		return fail_args(opts, -ENOMEM);
 	}
+	if (ret_path != NULL)
+		*ret_path = path;
 	*ret_argv = argv;
 	*ret_envp = envp;
 	return 0;
