@@ -29,6 +29,7 @@ const struct sl_mech_info sl_mechs[SL_NMECH] = {
 	[SL_FORK_EXEC] = { "fork_exec", true },
 	[SL_HG55_DOUBLE_FORK] = { "hg55_double_fork", true },
 	[SL_HG6_SH_BG] = { "hg6_sh_bg", true },
+	[SL_HG6_SH_BG_FORK] = { "hg6_sh_bg_fork", true },
 	[SL_UV_SPAWN] = { "uv_spawn", false },
 };
 
@@ -36,7 +37,7 @@ struct sl_cell {
 	enum sl_mech mech;
 	bool ensurestart;
 	char *argv[2];  /* { cmd, NULL }, owned */
-	char *script;   /* hg6_sh_bg: "( 'cmd' ) &", owned */
+	char *script;   /* hg6_sh_bg*: "( 'cmd' ) &", owned */
 
 	/* bgrun_spawn, ensurestart off: the start callback's outcome. */
 	sem_t started;
@@ -124,7 +125,7 @@ static int wait_exec_pipe(int fd)
 	return err > 0 ? -err : -ENOEXEC;
 }
 
-/* ASYNC-SIGNAL-SAFE: runs in a fork()ed child of a threaded process. */
+/* ASYNC-SIGNAL-SAFE: runs in a fork()ed or vfork()ed child of a threaded process. */
 static _Noreturn void exec_or_report(const char *path, char *const argv[], int errfd)
 {
 	int err;
@@ -242,7 +243,7 @@ int sl_cell_new(enum sl_mech mech, bool ensurestart, const char *cmd,
 	c->argv[0] = strdup(cmd);
 	if (c->argv[0] == NULL)
 		goto nomem;
-	if (mech == SL_HG6_SH_BG) {
+	if (mech == SL_HG6_SH_BG || mech == SL_HG6_SH_BG_FORK) {
 		c->script = sh_bg_script(cmd);
 		if (c->script == NULL)
 			goto nomem;
@@ -417,13 +418,19 @@ static int run_posix_spawn(struct sl_cell *c, int64_t *ret_ns, const char **ret_
 }
 
 /*
- * fork_exec and hg6_sh_bg: fork(), the child execs (after setsid() for
- * hg6_sh_bg, which is Popen(start_new_session=True)); with ensurestart the
- * parent waits on a close-on-exec pipe for the exec, as Popen does.
+ * fork_exec and the hg6_sh_bg pair: a child that execs (after setsid() for
+ * hg6_sh_bg*, which is Popen(start_new_session=True)); with ensurestart
+ * the parent waits on a close-on-exec pipe for the exec, as Popen does.
+ * hg6_sh_bg makes that child with vfork(), as Python >= 3.10's
+ * _posixsubprocess does when there is no preexec_fn (Debian 12's 3.11):
+ * the caller's heap is not copied, so what is left is the shell and its
+ * subshell. hg6_sh_bg_fork and fork_exec use fork(), as Python <= 3.9
+ * did: the copy of the page tables grows with the heap.
  */
 static int run_fork(struct sl_cell *c, int64_t *ret_ns, const char **ret_what)
 {
-	bool sh = c->mech == SL_HG6_SH_BG;
+	bool sh = c->mech == SL_HG6_SH_BG || c->mech == SL_HG6_SH_BG_FORK;
+	bool use_vfork = c->mech == SL_HG6_SH_BG;
 	bool use_pipe = sh || c->ensurestart;
 	char *const sh_argv[] = { "sh", "-c", c->script, NULL };
 	int64_t t0, t1;
@@ -436,7 +443,8 @@ static int run_fork(struct sl_cell *c, int64_t *ret_ns, const char **ret_what)
 		*ret_what = "pipe2";
 		return -errno;
 	}
-	pid = fork();
+	/* The vfork child only calls setsid, execv, write and _exit. */
+	pid = use_vfork ? vfork() : fork();
 	if (pid < 0) {
 		r = -errno;
 		if (use_pipe) {
@@ -551,6 +559,7 @@ int sl_cell_run(struct sl_cell *c, int64_t *ret_ns, const char **ret_what)
 		return run_posix_spawn(c, ret_ns, ret_what);
 	case SL_FORK_EXEC:
 	case SL_HG6_SH_BG:
+	case SL_HG6_SH_BG_FORK:
 		return run_fork(c, ret_ns, ret_what);
 	case SL_HG55_DOUBLE_FORK:
 		return run_hg55(c, ret_ns, ret_what);

@@ -14,7 +14,8 @@ enum sl_mech {
 	SL_POSIX_SPAWN,
 	SL_FORK_EXEC,
 	SL_HG55_DOUBLE_FORK,
-	SL_HG6_SH_BG,
+	SL_HG6_SH_BG,      /* hg 6 on a Python that vforks (>= 3.10, Debian 12's 3.11) */
+	SL_HG6_SH_BG_FORK, /* hg 6 on a Python that forks (<= 3.9) */
 	SL_UV_SPAWN,
 	SL_NMECH,
 };
