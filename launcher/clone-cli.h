@@ -39,12 +39,14 @@ struct hook_run {
 	const char *db;          /* --db, passed to their supervisors */
 	bool log;                /* through a recording supervisor */
 	bool verbose;
+	bool wait;               /* --wait: until they have finished */
 };
 
 /*
  * Launches, detached and with ensurestart, every hook of run->type, with
  * HG_HOOKTYPE and HG_HOOKNAME added to run->env. Returns how many could
- * not be started (each reported on stderr).
+ * not be started (each reported on stderr); with run->wait, it then
+ * waits for the others and counts those that failed too (each said).
  */
 int hooks_run(const struct hooks *h, const struct hook_run *run);
 

@@ -239,10 +239,15 @@ static bool of_type(const char *name, const char *type)
 	       strchr(name, ':') == NULL;
 }
 
-/* Starts one hook; 0, or -1 after saying why it did not start. */
+/*
+ * Starts one hook; 0, or -1 after saying why it did not start. With
+ * run->wait, *ret_child is a handle on it (the hook itself, or its
+ * supervisor, which exits with the hook's status).
+ */
 static int start_hook(const struct hook *hk, const struct hook_run *run,
-		      const char *const *env)
+		      const char *const *env, struct bgrun_child **ret_child)
 {
+	struct bgrun_child *child = NULL;
 	struct bgrun_failure failure = { .stage = BGRUN_STAGE_NONE };
 	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
 	struct sup_launch l = { .cmd = &o, .ensurestart = true };
@@ -262,7 +267,7 @@ static int start_hook(const struct hook *hk, const struct hook_run *run,
 	o.env_set = env;
 	o.failure = &failure;
 	if (!run->log) {
-		pid = bgrun_spawn(&o, NULL);
+		pid = bgrun_spawn(&o, run->wait ? &child : NULL);
 		id[0] = '\0';
 	} else {
 		bgrun_event_new_id(id);
@@ -282,7 +287,8 @@ static int start_hook(const struct hook *hk, const struct hook_run *run,
 		args[n++] = hk->cmd;
 		args[n] = NULL;
 		l.args = args;
-		switch (launch_supervisor(id, &l, NULL, &fd, &error, &failure)) {
+		switch (launch_supervisor(id, &l, run->wait ? &child : NULL, &fd,
+					  &error, &failure)) {
 		case SUP_STARTED:
 			pid = launch_read_report(fd, &failure);
 			(void)close(fd);
@@ -296,6 +302,7 @@ static int start_hook(const struct hook *hk, const struct hook_run *run,
 		if (pid == 0) {
 			cli_msg("clone: the supervisor of hook %s exited without a report",
 				cli_printable(hk->name));
+			bgrun_child_free(child);
 			return -1;
 		}
 	}
@@ -303,12 +310,38 @@ static int start_hook(const struct hook *hk, const struct hook_run *run,
 		cli_msg("clone: hook %s cannot start (%s): %s",
 			cli_printable(hk->name), bgrun_stage_name(failure.stage),
 			bgrun_strerror(pid));
+		bgrun_child_free(child);
 		return -1;
 	}
 	if (run->verbose)
 		cli_msg("clone: hook %s started, pid %ld%s%s",
 			cli_printable(hk->name), (long)pid,
 			id[0] ? ", event " : "", id);
+	*ret_child = child;
+	return 0;
+}
+
+/* --wait: 0 when the hook succeeded, else -1 after saying how it ended. */
+static int wait_hook(const struct hook *hk, const struct hook_run *run,
+		     struct bgrun_child *child)
+{
+	struct bgrun_status st;
+	int r = bgrun_child_wait(child, -1, &st), code;
+
+	bgrun_child_free(child);
+	if (r < 0) {
+		cli_msg("clone: cannot wait for hook %s: %s",
+			cli_printable(hk->name), bgrun_strerror(r));
+		return -1;
+	}
+	code = cli_status_code(&st);
+	if (code != 0) {
+		cli_msg("clone: hook %s failed: exit status %d",
+			cli_printable(hk->name), code);
+		return -1;
+	}
+	if (run->verbose)
+		cli_msg("clone: hook %s finished", cli_printable(hk->name));
 	return 0;
 }
 
@@ -316,6 +349,7 @@ int hooks_run(const struct hooks *h, const struct hook_run *run)
 {
 	const char **env = NULL;
 	const struct hook **order = NULL;
+	struct bgrun_child **children = NULL;
 	char *type_var = NULL, *name_var = NULL;
 	size_t n_env = 0, n = 0;
 	int failed = 0;
@@ -324,12 +358,14 @@ int hooks_run(const struct hooks *h, const struct hook_run *run)
 		n_env++;
 	env = calloc(n_env + 3, sizeof(*env));
 	order = calloc(h->n + 1, sizeof(*order));
-	if (env == NULL || order == NULL ||
+	children = calloc(h->n + 1, sizeof(*children));
+	if (env == NULL || order == NULL || children == NULL ||
 	    asprintf(&type_var, "HG_HOOKTYPE=%s", run->type) < 0) {
 		cli_msg("clone: cannot run the %s hooks: %s", run->type,
 			strerror(ENOMEM));
 		free(env);
 		free(order);
+		free(children);
 		return -1;
 	}
 	memcpy(env, run->env, n_env * sizeof(*env));
@@ -358,12 +394,17 @@ int hooks_run(const struct hooks *h, const struct hook_run *run)
 			continue;
 		}
 		env[n_env + 1] = name_var;
-		if (start_hook(hk, run, env) < 0)
+		if (start_hook(hk, run, env, &children[i]) < 0)
 			failed++;
 	}
+	/* All of them started first: they run side by side, as without it. */
+	for (size_t i = 0; i < n; i++)
+		if (children[i] != NULL && wait_hook(order[i], run, children[i]) < 0)
+			failed++;
 	free(name_var);
 	free(type_var);
 	free(env);
 	free(order);
+	free(children);
 	return failed;
 }

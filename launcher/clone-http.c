@@ -30,8 +30,15 @@
  * phases of a non-publishing server come in the stream itself (its
  * phaseroots file).
  *
- * Not done: the legacy stream_out command (servers without bundle2
- * streams).
+ * A server without a bundle2 stream (server.bundle2.stream off, or
+ * older than hg 4.x) still offers the legacy stream_out command when it
+ * advertises "stream" (the store is revlogv1 only) or "streamreqs=A,B".
+ * Its answer (application/mercurial-0.1, uncompressed) is a status line
+ * ("0" ok, "1" not allowed, "2" cannot lock), "FILECOUNT BYTECOUNT", then
+ * the entries of a v1 stream bundle; the transfer writes a v1 bundle
+ * header (HGS1UN, the counts, the requirements from the capability) into
+ * the pipe ahead of them, so bgrun_clone applies it like a bundle file.
+ * Like hg, the server's branch cache is not asked for.
  */
 
 #include "clone-http.h"
@@ -43,6 +50,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +62,10 @@ struct clone_http {
 	char *base;            /* the URL without a trailing '/' or query */
 	char *bundle_url;      /* a clonebundles entry's, or NULL: getbundle */
 	long timeout;          /* seconds without data */
+	/* TLS and the manifest: see struct clone_http_opts. */
+	bool insecure;
+	const char *cacert;
+	bool no_clonebundles;
 	pthread_t thread;
 	bool started;
 	int pipe_w;            /* written by the thread, closed by it */
@@ -65,6 +77,11 @@ struct clone_http {
 	size_t engine_len, engine_want; /* engine_want: 0 until the length byte */
 	bool engine_checked;
 	bool canceled;         /* the reading side went away */
+	/* The legacy stream_out: the requirements, and its two header lines. */
+	char *legacy_reqs;     /* NULL: a bundle2 stream (or a clone bundle) */
+	char legacy_head[128];
+	size_t legacy_len;
+	bool legacy_done;
 };
 
 static void set_err(struct clone_http *h, const char *fmt, ...)
@@ -93,6 +110,12 @@ static void common_opts(const struct clone_http *h, CURL *c)
 	(void)curl_easy_setopt(c, CURLOPT_NETRC, (long)CURL_NETRC_OPTIONAL);
 	(void)curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	(void)curl_easy_setopt(c, CURLOPT_USERAGENT, "mercurial/proto-1.0 (bgrun clone)");
+	if (h->cacert != NULL)
+		(void)curl_easy_setopt(c, CURLOPT_CAINFO, h->cacert);
+	if (h->insecure) {
+		(void)curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+		(void)curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
 }
 
 struct membuf {
@@ -175,6 +198,29 @@ static bool offers_stream_v2(char *caps)
 		}
 	}
 	return false;
+}
+
+/*
+ * The requirements of the legacy stream_out, as hg reads them from the
+ * capabilities: "stream" means revlogv1 alone, "streamreqs=A,B" lists
+ * them. A malloc'd comma-separated list, or NULL when the server offers
+ * no legacy stream either (or on ENOMEM: then the clone fails as if).
+ */
+static char *legacy_requirements(const char *caps)
+{
+	const char *p = caps;
+
+	while (*p != '\0') {
+		size_t n = strcspn(p, " \n");
+
+		if (n == 6 && strncmp(p, "stream", 6) == 0)
+			return strdup("revlogv1");
+		if (n > 11 && strncmp(p, "streamreqs=", 11) == 0)
+			return strndup(p + 11, n - 11);
+		p += n;
+		p += strspn(p, " \n");
+	}
+	return NULL;
 }
 
 /* A request's failure as one line: curl's reason, or the HTTP status. */
@@ -314,10 +360,16 @@ static int capabilities(struct clone_http *h)
 	}
 	clonebundles = strstr(m.p, "clonebundles") != NULL;
 	/* A clone bundle first, as hg does: it spares the server. */
-	if (clonebundles && (h->bundle_url = pick_clonebundle(h)) != NULL)
+	if (clonebundles && !h->no_clonebundles &&
+	    (h->bundle_url = pick_clonebundle(h)) != NULL)
 		goto out;
-	if (!offers_stream_v2(m.p)) {
-		set_err(h, "%s: the server offers no bundle2 stream clone (stream=v2 in its bundle2 capabilities; the legacy stream_out is not supported)",
+	/* offers_stream_v2 cuts its copy of the capabilities apart. */
+	h->legacy_reqs = legacy_requirements(m.p);
+	if (offers_stream_v2(m.p)) {
+		free(h->legacy_reqs);
+		h->legacy_reqs = NULL;
+	} else if (h->legacy_reqs == NULL) {
+		set_err(h, "%s: the server offers no stream clone (neither stream=v2 in its bundle2 capabilities nor the legacy stream; is server.uncompressed off?)",
 			h->base);
 		r = -EPROTONOSUPPORT;
 	}
@@ -362,12 +414,105 @@ static bool pipe_write(struct clone_http *h, const char *data, size_t len)
 	return true;
 }
 
+static void put_be(unsigned char *p, uint64_t v, int n)
+{
+	while (n-- > 0) {
+		p[n] = (unsigned char)(v & 0xff);
+		v >>= 8;
+	}
+}
+
+/*
+ * The legacy stream_out's two header lines, once both are in: checked,
+ * then replaced by a v1 bundle's header in the pipe. Returns how many
+ * bytes of data it took (all of them until both lines are in), or
+ * (size_t)-1 after set_err.
+ */
+static size_t legacy_head(struct clone_http *h, const char *data, size_t k)
+{
+	unsigned char hdr[6 + 16 + 2];
+	size_t used = 0, reqlen;
+	unsigned long long files, bytes;
+	char *nl, *end;
+
+	if (strncmp(h->content_type, "application/mercurial-0.1", 25) != 0) {
+		set_err(h, "%s: stream_out: not a Mercurial answer (content type '%s')",
+			h->base, h->content_type);
+		return (size_t)-1;
+	}
+	/* Byte by byte: the stream's own bytes start right after them. */
+	while (used < k) {
+		if (h->legacy_len + 1 >= sizeof(h->legacy_head)) {
+			set_err(h, "%s: stream_out: no stream header in the first %zu bytes",
+				h->base, sizeof(h->legacy_head));
+			return (size_t)-1;
+		}
+		h->legacy_head[h->legacy_len++] = data[used++];
+		h->legacy_head[h->legacy_len] = '\0';
+		if (data[used - 1] != '\n')
+			continue;
+		nl = strchr(h->legacy_head, '\n');
+		/* A status other than 0 ends the answer: no second line. */
+		if (strncmp(h->legacy_head, "0\n", 2) != 0 ||
+		    strchr(nl + 1, '\n') != NULL)
+			break;
+	}
+	nl = strchr(h->legacy_head, '\n');
+	if (nl == NULL)
+		return used;
+	if (strncmp(h->legacy_head, "0\n", 2) != 0) {
+		if (strncmp(h->legacy_head, "1\n", 2) == 0)
+			set_err(h, "%s: stream_out: the server does not allow stream clones",
+				h->base);
+		else if (strncmp(h->legacy_head, "2\n", 2) == 0)
+			set_err(h, "%s: stream_out: the server could not lock its repository",
+				h->base);
+		else
+			set_err(h, "%s: stream_out: unexpected status line '%.*s'",
+				h->base, (int)(nl - h->legacy_head),
+				h->legacy_head);
+		return (size_t)-1;
+	}
+	if (strchr(nl + 1, '\n') == NULL)
+		return used;
+	errno = 0;
+	files = strtoull(nl + 1, &end, 10);
+	if (end == nl + 1 || *end != ' ' || errno != 0)
+		goto bad;
+	bytes = strtoull(end + 1, &end, 10);
+	if (*end != '\n' || errno != 0)
+		goto bad;
+	reqlen = strlen(h->legacy_reqs) + 1;
+	if (reqlen > 0xffff)
+		goto bad;
+	memcpy(hdr, "HGS1UN", 6);
+	put_be(hdr + 6, files, 8);
+	put_be(hdr + 14, bytes, 8);
+	put_be(hdr + 22, reqlen, 2);
+	if (!pipe_write(h, (const char *)hdr, sizeof(hdr)) ||
+	    !pipe_write(h, h->legacy_reqs, reqlen))
+		return (size_t)-1;
+	h->legacy_done = true;
+	h->engine_checked = true; /* no media type engine in 0.1 */
+	return used;
+bad:
+	set_err(h, "%s: stream_out: not a stream header: '%.*s'", h->base,
+		(int)strcspn(nl + 1, "\n"), nl + 1);
+	return (size_t)-1;
+}
+
 static size_t body_cb(char *data, size_t size, size_t n, void *arg)
 {
 	struct clone_http *h = arg;
 	size_t k = size * n, used = 0;
 
-	if (!h->engine_checked && h->bundle_url != NULL) {
+	if (h->legacy_reqs != NULL && !h->legacy_done) {
+		used = legacy_head(h, data, k);
+		if (used == (size_t)-1)
+			return 0;
+		if (!h->legacy_done)
+			return k;
+	} else if (!h->engine_checked && h->bundle_url != NULL) {
 		/* A bundle file: the bytes as they are. */
 		h->engine_checked = true;
 	} else if (!h->engine_checked) {
@@ -422,6 +567,11 @@ static void *transfer(void *arg)
 		(void)curl_easy_setopt(c, CURLOPT_URL, h->bundle_url);
 		goto perform;
 	}
+	if (h->legacy_reqs != NULL) {
+		(void)snprintf(url, sizeof(url), "%s?cmd=stream_out", h->base);
+		(void)curl_easy_setopt(c, CURLOPT_URL, url);
+		goto perform;
+	}
 	(void)snprintf(url, sizeof(url), "%s?cmd=getbundle", h->base);
 	/*
 	 * The arguments, form-encoded: bundlecaps is "HG20,bundle2=" and our
@@ -456,7 +606,11 @@ perform:
 			set_err(h, "%s: clone bundle %s: %s", h->base,
 				h->bundle_url, curl_easy_strerror(rc));
 	} else if (rc != CURLE_OK && !h->canceled) {
-		(void)request_error(h, "getbundle", rc, status, NULL);
+		(void)request_error(h, h->legacy_reqs != NULL ? "stream_out" : "getbundle",
+				    rc, status, NULL);
+	} else if (h->legacy_reqs != NULL && !h->legacy_done && !h->canceled) {
+		set_err(h, "%s: stream_out: the answer ended before its stream header",
+			h->base);
 	}
 out:
 	curl_slist_free_all(hs);
@@ -473,8 +627,16 @@ bool clone_http_is_url(const char *s)
 	return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
 }
 
-int clone_http_start(const char *url, long timeout, int *ret_fd,
-		     struct clone_http **ret_h, char **ret_err)
+static void set_opts(struct clone_http *h, const struct clone_http_opts *o)
+{
+	h->timeout = o->timeout;
+	h->insecure = o->insecure;
+	h->cacert = o->cacert;
+	h->no_clonebundles = o->no_clonebundles;
+}
+
+int clone_http_start(const char *url, const struct clone_http_opts *o,
+		     int *ret_fd, struct clone_http **ret_h, char **ret_err)
 {
 	struct clone_http *h = calloc(1, sizeof(*h));
 	size_t len;
@@ -483,7 +645,7 @@ int clone_http_start(const char *url, long timeout, int *ret_fd,
 	if (h == NULL)
 		return -ENOMEM;
 	h->pipe_w = -1;
-	h->timeout = timeout;
+	set_opts(h, o);
 	h->base = strdup(url);
 	if (h->base == NULL) {
 		free(h);
@@ -523,6 +685,7 @@ int clone_http_start(const char *url, long timeout, int *ret_fd,
 fail:
 	if (ret_err != NULL)
 		*ret_err = strdup(h->err);
+	free(h->legacy_reqs);
 	free(h->bundle_url);
 	free(h->base);
 	free(h);
@@ -532,6 +695,11 @@ fail:
 const char *clone_http_bundle_url(const struct clone_http *h)
 {
 	return h->bundle_url;
+}
+
+bool clone_http_legacy(const struct clone_http *h)
+{
+	return h->legacy_reqs != NULL;
 }
 
 int clone_http_finish(struct clone_http *h, int fd, char **ret_err)
@@ -549,6 +717,7 @@ int clone_http_finish(struct clone_http *h, int fd, char **ret_err)
 		if (ret_err != NULL)
 			*ret_err = strdup(h->err);
 	}
+	free(h->legacy_reqs);
 	free(h->bundle_url);
 	free(h->base);
 	free(h);
@@ -560,10 +729,10 @@ int clone_http_finish(struct clone_http *h, int fd, char **ret_err)
  * lines), written as hg writes them ("hexnode name" lines, sorted by
  * name) to dest/.hg/bookmarks, or .hg/store/bookmarks when in_store.
  */
-int clone_http_bookmarks(const char *url, long timeout, const char *dest,
-			 bool in_store, char **ret_err)
+int clone_http_bookmarks(const char *url, const struct clone_http_opts *o,
+			 const char *dest, bool in_store, char **ret_err)
 {
-	struct clone_http h = { .timeout = timeout };
+	struct clone_http h = { .timeout = 0 };
 	struct membuf m = { NULL, 0 };
 	struct curl_slist *hs = NULL;
 	char u[4096], path[4096], *save = NULL, *line;
@@ -574,6 +743,7 @@ int clone_http_bookmarks(const char *url, long timeout, const char *dest,
 	size_t len;
 	int r = 0;
 
+	set_opts(&h, o);
 	h.base = strdup(url);
 	if (c == NULL || h.base == NULL) {
 		r = -ENOMEM;

@@ -8,18 +8,26 @@
 
 struct clone_http;
 
+/* How to talk to the server (every field borrowed). */
+struct clone_http_opts {
+	long timeout;          /* seconds without data before giving up */
+	bool insecure;         /* --insecure: no TLS certificate check */
+	const char *cacert;    /* --cacert: the CA bundle, or NULL: libcurl's */
+	bool no_clonebundles;  /* --no-clonebundles: ignore the manifest */
+};
+
 /* Whether s is an http:// or https:// URL (then BUNDLE is a server). */
 bool clone_http_is_url(const char *s);
 /*
  * Asks the server at url (borrowed) for its capabilities, then starts the
- * stream clone's transfer on a thread (either gives up after timeout
- * seconds without data): *ret_fd is the read end of a pipe
+ * stream clone's transfer on a thread (either gives up after o->timeout
+ * seconds without data; o must outlive h): *ret_fd is the read end of a pipe
  * carrying the stream bundle (give it to bgrun_clone as bundle_fd). On
  * failure returns -errno and, if ret_err is not NULL, a malloc'd one-line
  * message in *ret_err.
  */
-int clone_http_start(const char *url, long timeout, int *ret_fd,
-		     struct clone_http **ret_h, char **ret_err);
+int clone_http_start(const char *url, const struct clone_http_opts *o,
+		     int *ret_fd, struct clone_http **ret_h, char **ret_err);
 /*
  * Closes fd (consumed), waits for the transfer, frees h. Returns 0, or
  * -EPROTO with the transfer's error in *ret_err (malloc'd): the reason a
@@ -28,13 +36,15 @@ int clone_http_start(const char *url, long timeout, int *ret_fd,
 int clone_http_finish(struct clone_http *h, int fd, char **ret_err);
 /* The clonebundles entry being fetched, or NULL (the server's getbundle). */
 const char *clone_http_bundle_url(const struct clone_http *h);
+/* Whether the server is read with the legacy stream_out (no bundle2 stream). */
+bool clone_http_legacy(const struct clone_http *h);
 /*
  * Fetches the server's bookmarks into dest/.hg/bookmarks (in_store:
  * .hg/store/bookmarks, for bookmarksinstore). 0, or -errno with a
  * malloc'd one-line message in *ret_err.
  */
-int clone_http_bookmarks(const char *url, long timeout, const char *dest,
-			 bool in_store, char **ret_err);
+int clone_http_bookmarks(const char *url, const struct clone_http_opts *o,
+			 const char *dest, bool in_store, char **ret_err);
 /* Writes dest/.hg/hgrc with [paths] default = url, as `hg clone` does. */
 int clone_http_write_hgrc(const char *dest, const char *url);
 

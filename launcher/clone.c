@@ -29,6 +29,11 @@ enum {
 	OPT_DB,
 	OPT_NO_LOG,
 	OPT_TIMEOUT,
+	OPT_UPDATE,
+	OPT_WAIT,
+	OPT_INSECURE,
+	OPT_CACERT,
+	OPT_NO_CLONEBUNDLES,
 };
 
 static const struct option longopts[] = {
@@ -43,6 +48,11 @@ static const struct option longopts[] = {
 	{ "db", required_argument, NULL, OPT_DB },
 	{ "no-log", no_argument, NULL, OPT_NO_LOG },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "update", optional_argument, NULL, OPT_UPDATE },
+	{ "wait", no_argument, NULL, OPT_WAIT },
+	{ "insecure", no_argument, NULL, OPT_INSECURE },
+	{ "cacert", required_argument, NULL, OPT_CACERT },
+	{ "no-clonebundles", no_argument, NULL, OPT_NO_CLONEBUNDLES },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -70,7 +80,13 @@ static const char usage_text[] =
 	"                          after success, fail-clone[.NAME] after a failure\n"
 	"      --db=PATH           the event log (default as for bgrun)\n"
 	"      --no-log            record nothing; hooks are launched unsupervised\n"
+	"  -U, --update[=REV]      run 'hg update' (to REV) in DEST as the hook\n"
+	"                          post-clone.update, detached and logged\n"
+	"      --wait              wait for the post-clone hooks to finish\n"
 	"      --timeout=SECONDS   URL: give up after SECONDS without data (default 60)\n"
+	"      --insecure          URL: do not verify the server's TLS certificate\n"
+	"      --cacert=FILE       URL: the CA certificates to verify it with\n"
+	"      --no-clonebundles   URL: ignore the server's clonebundles manifest\n"
 	"  -h, --help              display this help and exit\n"
 	"\n"
 	"Hooks run detached, with no terminal (stdio on /dev/null), through bgrun's\n"
@@ -80,12 +96,15 @@ static const char usage_text[] =
 	"HG_RESULT, BGRUN_CLONE_ID (the clone's event id) and, on failure, HG_ERROR.\n"
 	"\n"
 	"Exit status: 0 cloned (even if a hook could not start), 1 the clone failed,\n"
-	"2 usage error, 128+N interrupted by signal N.\n";
+	"2 usage error, 3 (with --wait) cloned but a post-clone hook failed or\n"
+	"could not start, 128+N interrupted by signal N.\n";
 
 struct clone_cli {
 	const char *bundle, *dest, *db;
-	bool verbose, quiet, log;
+	bool verbose, quiet, log, wait;
 	long timeout;      /* URL: seconds without data before giving up */
+	bool insecure, no_clonebundles;
+	const char *cacert;
 	struct hooks hooks;
 	unsigned int n_cli_hooks;
 	struct bgrun_clone_opts opts;
@@ -180,6 +199,43 @@ static unsigned long parse_count(const char *s, const char *opt,
 	return v;
 }
 
+/*
+ * --update[=REV]: `hg update [-r REV]` in DEST, a post-clone hook like
+ * the others (detached, logged, in the hooks' order), named
+ * post-clone.update. The shell runs it, as every hook; REV is quoted.
+ */
+static int update_hook(struct clone_cli *cc, const char *rev)
+{
+	char *cmd, *q;
+	size_t i, j;
+	int r;
+
+	if (rev == NULL || rev[0] == '\0')
+		return hooks_set(&cc->hooks, "post-clone.update", "hg update");
+	q = malloc(4 * strlen(rev) + 3);
+	if (q == NULL)
+		return -ENOMEM;
+	j = 0;
+	q[j++] = '\'';
+	for (i = 0; rev[i] != '\0'; i++) {
+		if (rev[i] == '\'') {
+			memcpy(q + j, "'\\''", 4);
+			j += 4;
+		} else {
+			q[j++] = rev[i];
+		}
+	}
+	q[j++] = '\'';
+	q[j] = '\0';
+	r = asprintf(&cmd, "hg update -r %s", q);
+	free(q);
+	if (r < 0)
+		return -ENOMEM;
+	r = hooks_set(&cc->hooks, "post-clone.update", cmd);
+	free(cmd);
+	return r;
+}
+
 static void parse(struct clone_cli *cc, int argc, char **argv)
 {
 	char *err = NULL, name[64];
@@ -189,7 +245,7 @@ static void parse(struct clone_cli *cc, int argc, char **argv)
 	cc->log = true;
 	cc->timeout = 60;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+vqh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+vqhU", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'v':
 			cc->verbose = true;
@@ -238,6 +294,27 @@ static void parse(struct clone_cli *cc, int argc, char **argv)
 			cc->timeout = (long)parse_count(optarg, "timeout", 86400);
 			if (cc->timeout == 0)
 				usage_error("--timeout must be at least 1", NULL);
+			break;
+		case 'U':
+		case OPT_UPDATE:
+			if (update_hook(cc, optarg) < 0) {
+				cli_msg("clone: %s", strerror(ENOMEM));
+				exit(1);
+			}
+			break;
+		case OPT_WAIT:
+			cc->wait = true;
+			break;
+		case OPT_INSECURE:
+			cc->insecure = true;
+			break;
+		case OPT_CACERT:
+			if (optarg[0] == '\0')
+				usage_error("empty --cacert", NULL);
+			cc->cacert = optarg;
+			break;
+		case OPT_NO_CLONEBUNDLES:
+			cc->no_clonebundles = true;
 			break;
 		case 'h':
 			(void)fputs(usage_text, stdout);
@@ -387,6 +464,7 @@ int clone_main(int argc, char **argv)
 	struct hook_env env = { .n = 0 };
 #ifdef BGRUN_HAVE_CURL
 	struct clone_http *http = NULL;
+	struct clone_http_opts http_opts;
 	int http_fd = -1;
 #endif
 	int64_t start_real;
@@ -421,13 +499,19 @@ int clone_main(int argc, char **argv)
 	if (r >= 0 && (strncmp(cc.bundle, "http://", 7) == 0 ||
 	    strncmp(cc.bundle, "https://", 8) == 0)) {
 #ifdef BGRUN_HAVE_CURL
-		r = clone_http_start(cc.bundle, cc.timeout, &http_fd, &http,
+		http_opts = (struct clone_http_opts){
+			.timeout = cc.timeout, .insecure = cc.insecure,
+			.cacert = cc.cacert, .no_clonebundles = cc.no_clonebundles };
+		r = clone_http_start(cc.bundle, &http_opts, &http_fd, &http,
 				     &errmsg);
 		cc.opts.bundle_fd = http_fd;
 		if (r >= 0 && cc.verbose && clone_http_bundle_url(http) != NULL)
 			cli_msg("clone: %s: using the clone bundle %s",
 				cli_printable(cc.bundle),
 				cli_printable(clone_http_bundle_url(http)));
+		if (r >= 0 && cc.verbose && clone_http_legacy(http))
+			cli_msg("clone: %s: no bundle2 stream offered: using the legacy stream_out",
+				cli_printable(cc.bundle));
 #else
 		r = -EPROTONOSUPPORT;
 		if (asprintf(&errmsg, "%s: cloning from a server needs libcurl (this bgrun was built without it)",
@@ -462,7 +546,7 @@ int clone_main(int argc, char **argv)
 		 * usable, only without bookmarks or a default path).
 		 */
 		if (r >= 0)
-			r = clone_http_bookmarks(cc.bundle, cc.timeout, cc.dest,
+			r = clone_http_bookmarks(cc.bundle, &http_opts, cc.dest,
 				strstr(res.requirements, "bookmarksinstore") != NULL,
 				&errmsg);
 		if (r >= 0 && (r = clone_http_write_hgrc(cc.dest, cc.bundle)) < 0 &&
@@ -513,12 +597,14 @@ int clone_main(int argc, char **argv)
 	env_add(&env, "HG_SECONDS=%.3f", (double)res.duration_ns / 1e9);
 	env_add(&env, "HG_REQUIREMENTS=%s", res.requirements);
 	env_add(&env, "HG_RESULT=0");
-	/* A hook that cannot start is reported; the clone stands. */
-	(void)hooks_run(&cc.hooks, &(struct hook_run){
+	/*
+	 * A hook that cannot start is reported; the clone stands. With
+	 * --wait, a hook that failed is the exit status's business too.
+	 */
+	status = hooks_run(&cc.hooks, &(struct hook_run){
 		.type = "post-clone", .cwd = dest_abs != NULL ? dest_abs : cc.dest,
 		.env = (const char *const *)env.v, .db = cc.db, .log = cc.log,
-		.verbose = cc.verbose });
-	status = 0;
+		.verbose = cc.verbose, .wait = cc.wait }) != 0 && cc.wait ? 3 : 0;
 out:
 	env_free(&env);
 	free(errmsg);

@@ -14,7 +14,11 @@ listens. The first path component says how to answer:
   /stall/    the headers and 100 bytes, then nothing
   /hgerror/  hg's error media type (application/hg-error)
   /zlib/     an answer compressed with an engine not asked for
-  /nostream/ capabilities without stream=v2 in bundle2
+  /nostream/ capabilities without stream=v2 in bundle2, nor the legacy
+             stream or streamreqs
+  /legacydeny/  no stream=v2, the legacy streamreqs; stream_out says 1
+             (stream clones not allowed)
+  /legacytrunc/ the same, stream_out a good header and then a few bytes
   /notahg/   capabilities that are not Mercurial's
 Anything else is 404.
 """
@@ -53,18 +57,30 @@ def main():
             mode = u.path.strip('/').split('/')[0]
             cmd = urllib.parse.parse_qs(u.query).get('cmd', [''])[0]
             known = ('ok', 'trunc', 'html', 'gone', 'stall', 'hgerror', 'zlib',
-                     'nostream', 'notahg')
+                     'nostream', 'notahg', 'legacydeny', 'legacytrunc')
             if mode not in known:
                 return self.send(404, 'text/plain', b'not found\n')
             if cmd == 'capabilities':
                 c = caps
-                if mode == 'nostream':
+                if mode in ('nostream', 'legacydeny', 'legacytrunc'):
                     c = c.replace(b'stream%3Dv2', b'stream%3Dv9')
+                if mode == 'nostream':
+                    c = b' '.join(t for t in c.split(b' ')
+                                  if t != b'stream'
+                                  and not t.startswith(b'streamreqs='))
                 if mode == 'notahg':
                     c = b'<html>hello</html>'
                 return self.send(200, 'application/mercurial-0.1', c)
             if cmd == 'listkeys':
                 return self.send(200, 'application/mercurial-0.1', b'')
+            if cmd == 'stream_out' and mode == 'legacydeny':
+                return self.send(200, 'application/mercurial-0.1', b'1\n')
+            if cmd == 'stream_out' and mode == 'legacytrunc':
+                body = b'0\n5 1000000\ndata/a.i\x0010\n1234'
+                self.send(200, 'application/mercurial-0.1', body,
+                          length=len(body) + 100)
+                self.close_connection = True
+                return
             if cmd != 'getbundle' or mode not in (
                     'ok', 'trunc', 'html', 'stall', 'hgerror', 'zlib'):
                 return self.send(404, 'text/plain', b'not found\n')

@@ -116,7 +116,9 @@ hostile nowhere 'capabilities: HTTP 404'
 hostile stall 'getbundle: Timeout was reached' --timeout 2
 hostile hgerror 'the server says: abort: repository locked'
 hostile zlib "compressed its answer with 'zlib'"
-hostile nostream 'offers no bundle2 stream clone'
+hostile nostream 'offers no stream clone'
+hostile legacydeny 'stream_out: the server does not allow stream clones'
+hostile legacytrunc 'stream_out: Transferred a partial file'
 hostile notahg 'not a Mercurial server'
 # --- a clonebundles manifest ----------------------------------------------
 # The bundles on a static server (Python's http.server); hg serve reads
@@ -171,6 +173,109 @@ run -v "$URL" cbz
 eq "clonebundles, none we can apply: exit 0 (the server streams)" "$RC" 0
 check "clonebundles, none we can apply: no clone bundle used" \
 	test -z "$(grep 'using the clone bundle' "$TMP/.stderr")"
+rm src/.hg/clonebundles.manifest
+
+# --- the legacy stream_out: a server without a bundle2 stream -------------
+hg -R src serve --config server.bundle2.stream=false -a 127.0.0.1 -p 0 -d \
+	--pid-file "$TMP/serve-legacy.pid" >"$TMP/serve-legacy.out" 2>&1
+KILL_PIDS+=("$(cat "$TMP/serve-legacy.pid")")
+LPORT=$(sed -n 's/.*bound to 127\.0\.0\.1:\([0-9]*\)).*/\1/p' "$TMP/serve-legacy.out")
+LURL=http://127.0.0.1:$LPORT/
+run -v "$LURL" legacy
+eq "legacy stream_out: exit 0" "$RC" 0
+check "legacy stream_out: said so" grep -q 'using the legacy stream_out' "$TMP/.stderr"
+check "legacy stream_out: a stream bundle v1 applied" grep -q 'stream bundle v1' "$TMP/.stderr"
+hg clone -q --stream -U "$LURL" legacy-ref
+check "legacy stream_out: same store as hg clone --stream -U from it" \
+	diff -r -x fncache -x 'undo*' legacy-ref/.hg/store legacy/.hg/store
+eq "legacy stream_out: same .hg/requires" "$(cat legacy/.hg/requires)" "$(cat legacy-ref/.hg/requires)"
+check "legacy stream_out: hg verify" hg -q -R legacy verify
+eq "legacy stream_out: same hg log" "$(hg -R legacy log -T '{node} {phase} {tags}\n')" \
+	"$(hg -R ref log -T '{node} {phase} {tags}\n')"
+eq "legacy stream_out: same bookmarks" "$(hg -R legacy bookmarks)" "$(hg -R ref bookmarks)"
+check "legacy stream_out: hg pull finds nothing new" \
+	grep -q 'no changes found' <(hg -R legacy pull 2>&1)
+
+# --- --update and --wait: hg update as a post-clone hook -------------------
+run --update --wait "$URL" upd
+eq "--update --wait: exit 0" "$RC" 0
+hg clone -q "$URL" ref-updated
+eq "--update --wait: the working copy where hg clone puts it" \
+	"$(hg -R upd log -r . -T '{node}')" "$(hg -R ref-updated log -r . -T '{node}')"
+check "--update --wait: its files are there" test -f upd/x.d/aux.c
+eq "--update --wait: nothing modified" "$(hg -R upd status)" ""
+run --update=first --wait "$URL" upd-first
+eq "--update=REV --wait: exit 0" "$RC" 0
+eq "--update=REV --wait: the working copy at REV (a bookmark)" \
+	"$(hg -R upd-first log -r . -T '{node}')" "$(hg -R ref log -r first -T '{node}')"
+run --update="no such rev" --wait "$URL" upd-bad
+eq "--update=BADREV --wait: exit 3 (cloned, the hook failed)" "$RC" 3
+check "--update=BADREV --wait: says which hook failed" \
+	grep -q 'hook post-clone.update failed: exit status 255' "$TMP/.stderr"
+check "--update=BADREV --wait: the clone stands" hg -q -R upd-bad verify
+run --hook 'exit 7' --wait "$URL" hook-fails
+eq "a failing --hook with --wait: exit 3" "$RC" 3
+check "a failing --hook with --wait: its status said" \
+	grep -q 'hook post-clone.cli1 failed: exit status 7' "$TMP/.stderr"
+run --hook 'exit 7' "$URL" hook-nowait
+eq "a failing --hook without --wait: exit 0 (not waited for)" "$RC" 0
+capture "$BGRUN" clone --db "$TMP/log.db" --update --wait "$URL" upd-logged
+eq "--update --wait, logged: exit 0" "$RC" 0
+eq "--update --wait, logged: the hook's finish recorded, tagged" \
+	"$(sqlite3 -cmd '.timeout 10000' "$TMP/log.db" \
+		"SELECT source, result, exit_code FROM events WHERE tag = 'post-clone.update'")" \
+	"clone-hook|success|0"
+eq "--update --wait, logged: the working copy where hg clone puts it" \
+	"$(hg -R upd-logged log -r . -T '{node}')" "$(hg -R ref-updated log -r . -T '{node}')"
+
+# --- TLS: a clone bundle on an https server with a self-signed certificate -
+if command -v openssl >/dev/null; then
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+		-addext subjectAltName=IP:127.0.0.1 -keyout "$TMP/key.pem" \
+		-out "$TMP/cert.pem" >"$TMP/openssl.log" 2>&1
+	python3 -u -c '
+import http.server, functools, os, ssl, sys
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[3])
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+open(sys.argv[4] + ".tmp", "w").write("%d\n" % srv.server_address[1])
+os.rename(sys.argv[4] + ".tmp", sys.argv[4])
+srv.serve_forever()
+' "$TMP/cert.pem" "$TMP/key.pem" bundles "$TMP/tls.port" >"$TMP/tls.log" 2>&1 &
+	KILL_PIDS+=("$!")
+	disown "$!"
+	check "the https server listens" wait_for "$TMP/tls.port"
+	T=https://127.0.0.1:$(cat "$TMP/tls.port")
+	echo "$T/stream.hg BUNDLESPEC=$(spec bundles/stream.hg)" >src/.hg/clonebundles.manifest
+	run "$URL" tls-default
+	eq "https, self-signed: refused by default (exit 1)" "$RC" 1
+	eq "https, self-signed: one line" "$ERR_LINES" 1
+	case "$ERR" in
+	*"clone bundle $T/stream.hg: "*certificate*) pass "https, self-signed: says the certificate is the problem" ;;
+	*) fail "https, self-signed: says the certificate is the problem"; printf '#   got: %s\n' "$ERR" ;;
+	esac
+	check "https, self-signed: nothing left" test ! -e tls-default
+	run --insecure "$URL" tls-insecure
+	eq "https, --insecure: exit 0" "$RC" 0
+	check "https, --insecure: the same store" diff -r dst/.hg/store tls-insecure/.hg/store
+	run --cacert "$TMP/cert.pem" "$URL" tls-cacert
+	eq "https, --cacert with its certificate: exit 0" "$RC" 0
+	check "https, --cacert: the same store" diff -r dst/.hg/store tls-cacert/.hg/store
+	rm src/.hg/clonebundles.manifest
+else
+	echo "# skipped the TLS checks: openssl is not installed"
+fi
+
+# --- --no-clonebundles -----------------------------------------------------
+echo "$S/stream.hg BUNDLESPEC=$(spec bundles/stream.hg)" >src/.hg/clonebundles.manifest
+n_before=$(grep -c 'GET /stream.hg' "$TMP/static.log")
+run -v --no-clonebundles "$URL" nocb
+eq "--no-clonebundles: exit 0" "$RC" 0
+eq "--no-clonebundles: the manifest's bundle not fetched" \
+	"$(grep -c 'GET /stream.hg' "$TMP/static.log")" "$n_before"
+check "--no-clonebundles: the server streamed" grep -q 'stream bundle v2' "$TMP/.stderr"
 rm src/.hg/clonebundles.manifest
 
 run "http://127.0.0.1:1/" refused
