@@ -4,7 +4,7 @@
 /*
  * Usage: clone-bench [--files N[,N...]] [--runs R] [--dir DIR] [--dest DIR]
  *                    [--keep-until-end] [--csv FILE] [--bgrun PATH]
- *                    [--gen PATH] [--quick]
+ *                    [--gen PATH] [--quick] [--url]
  *
  * For each N (default 10000,100000) it uses DIR/repo-N, made by
  * bench/gen-repo.sh when missing: a real hg repository of N files, its
@@ -29,6 +29,13 @@
  * made from the repository when missing) applied in <= 1.1 x the time of
  * the v1 bundle.
  * --csv writes one line per run: files,method,run,seconds.
+ *
+ * --url measures clones over HTTP instead: the bench starts `hg serve` on
+ * 127.0.0.1 (a port it picks) on DIR/repo-N/repo and times `bgrun clone
+ * http://127.0.0.1:PORT/` against `hg clone --stream -U` from the same
+ * server, with `tar x` of the same store files beside them; target: >= 4
+ * x faster than hg (on tmpfs: --dest on a tmpfs). Both ask the same
+ * server for the same bundle2 stream, so what differs is the client.
  */
 
 #include "bgrun.h"
@@ -41,6 +48,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -96,13 +104,27 @@ static const struct method methods[] = {
 #define M_HG 9
 #define M_V2 12
 
+/* --url: %U is the server's URL. */
+static const struct method url_methods[] = {
+	{ "bgrun clone http://... (bundle2 stream)",
+	  { "%G", "clone", "--no-log", "-q", "%U", "%D" } },
+	{ "hg clone --stream -U http://...",
+	  { "hg", "clone", "-q", "--stream", "-U", "%U", "%D" } },
+	{ "tar x of the same store files",
+	  { "tar", "-xf", "%T", "-C", "%D" }, .mkdir = true },
+};
+#define N_URL_METHODS (sizeof(url_methods) / sizeof(url_methods[0]))
+
 struct ctx {
 	const char *bgrun, *gen, *dir, *dest_dir, *csv_path;
 	FILE *csv;
 	const char *sizes[MAX_SIZES]; /* N, or N:large */
 	int n_sizes, runs;
 	bool keep;         /* --keep-until-end */
+	bool url;          /* --url */
+	char server[64];   /* --url: http://127.0.0.1:PORT/ */
 	char bundle[PATH_MAX], bundle2[PATH_MAX], tar[PATH_MAX], db[PATH_MAX];
+	char repo[PATH_MAX]; /* DIR/repo-N[-large]/repo */
 	char top[PATH_MAX - 64];  /* where the runs write: DEST/dest-N */
 	char dest[PATH_MAX];      /* this run's: top/RUN-METHOD */
 	uint64_t bytes, files;
@@ -173,6 +195,7 @@ static int prepare(struct ctx *x, long n, bool large)
 		       x->dest_dir != NULL ? x->dest_dir : x->dir, n,
 		       large ? "-large" : "");
 	(void)snprintf(x->db, sizeof(x->db), "%s/events.db", x->dir);
+	(void)snprintf(x->repo, sizeof(x->repo), "%s/repo", repo);
 	if (stat(x->tar, &st) < 0) {
 		(void)snprintf(count, sizeof(count), "%ld", n);
 		const char *argv[] = { "bash", x->gen, count, repo,
@@ -229,7 +252,8 @@ static void method_argv(const struct ctx *x, const struct method *m,
 			  strcmp(a, "%V") == 0 ? x->bundle2 :
 			  strcmp(a, "%T") == 0 ? x->tar :
 			  strcmp(a, "%D") == 0 ? x->dest :
-			  strcmp(a, "%E") == 0 ? x->db : a;
+			  strcmp(a, "%E") == 0 ? x->db :
+			  strcmp(a, "%U") == 0 ? x->server : a;
 		if (a == NULL)
 			break;
 	}
@@ -376,11 +400,131 @@ static int bench_size(struct ctx *x, const char *spec)
 	return 0;
 }
 
+/*
+ * --url: `hg serve -d` on x->repo, on 127.0.0.1 and a port it picks, read
+ * from what it prints; its pid in *ret_pid, to be killed at the end.
+ */
+static int start_server(struct ctx *x, pid_t *ret_pid)
+{
+	char out[PATH_MAX], pidfile[PATH_MAX], buf[512];
+	const char *argv[] = { "hg", "-R", x->repo, "serve", "-d", "-a",
+			       "127.0.0.1", "-p", "0", "--pid-file", pidfile,
+			       NULL };
+	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
+	struct bgrun_child *child = NULL;
+	struct bgrun_status st;
+	const char *p;
+	FILE *f;
+	int r, port = 0;
+	long pid = 0;
+
+	(void)snprintf(out, sizeof(out), "%s/serve.out", x->dir);
+	(void)snprintf(pidfile, sizeof(pidfile), "%s/serve.pid", x->dir);
+	o.argv = argv;
+	o.detach = false;
+	o.out.kind = BGRUN_STDIO_FILE;
+	o.out.path = out;
+	o.err.kind = BGRUN_STDIO_INHERIT;
+	r = bgrun_spawn(&o, &child);
+	if (r >= 0)
+		r = bgrun_child_wait(child, -1, &st);
+	bgrun_child_free(child);
+	if (r < 0 || !st.exited || st.exit_code != 0) {
+		fprintf(stderr, "clone-bench: hg serve did not start\n");
+		return -1;
+	}
+	/* "listening at http://localhost:PORT/ (bound to 127.0.0.1:PORT)" */
+	f = fopen(out, "re");
+	if (f != NULL && fgets(buf, sizeof(buf), f) != NULL &&
+	    (p = strstr(buf, "bound to 127.0.0.1:")) != NULL)
+		port = atoi(p + 19);
+	if (f != NULL)
+		fclose(f);
+	f = fopen(pidfile, "re");
+	if (f != NULL && fscanf(f, "%ld", &pid) != 1)
+		pid = 0;
+	if (f != NULL)
+		fclose(f);
+	if (port <= 0 || pid <= 0) {
+		fprintf(stderr, "clone-bench: cannot read hg serve's port or pid (%s)\n",
+			out);
+		if (pid > 0)
+			(void)kill((pid_t)pid, SIGTERM);
+		return -1;
+	}
+	(void)snprintf(x->server, sizeof(x->server), "http://127.0.0.1:%d/", port);
+	*ret_pid = (pid_t)pid;
+	return 0;
+}
+
+/* --url: one repository's table, bgrun clone URL against hg clone. */
+static int bench_url(struct ctx *x, const char *spec)
+{
+	static int64_t t[N_URL_METHODS][MAX_RUNS];
+	int64_t med[N_URL_METHODS], best[N_URL_METHODS];
+	bool large = strstr(spec, ":large") != NULL;
+	long n = atol(spec);
+	pid_t server = 0;
+	int status = -1;
+
+	if (prepare(x, n, large) < 0 || start_server(x, &server) < 0)
+		return -1;
+	if (x->runs == 0)
+		x->runs = n >= 50000 ? 3 : 7;
+	printf("\n%ld-file%s repository over HTTP (hg serve at %s): %" PRIu64
+	       " files, %.1f MB; into %s; median of %d runs (best in brackets)\n\n",
+	       n, large ? " (1 MiB binaries)" : "", x->server, x->files,
+	       (double)x->bytes / 1e6, x->top, x->runs);
+	fflush(stdout);
+	remove_tree(x->top);
+	if (mkdir(x->top, 0777) < 0) {
+		fprintf(stderr, "clone-bench: %s: %s\n", x->top, strerror(errno));
+		goto out;
+	}
+	for (int r = 0; r < x->runs; r++) {
+		for (size_t i = 0; i < N_URL_METHODS; i++) {
+			t[i][r] = measure(x, &url_methods[i], r, i);
+			if (t[i][r] < 0)
+				goto out;
+			if (x->csv != NULL) {
+				fprintf(x->csv, "%s,\"%s\",%d,%.6f\n", spec,
+					url_methods[i].name, r, (double)t[i][r] / 1e9);
+				fflush(x->csv);
+			}
+		}
+	}
+	for (size_t i = 0; i < N_URL_METHODS; i++) {
+		qsort(t[i], (size_t)x->runs, sizeof(t[i][0]), cmp64);
+		med[i] = t[i][x->runs / 2];
+		best[i] = t[i][0];
+	}
+	printf("%-46s %16s %10s %8s %7s %8s\n", "method", "seconds", "files/s",
+	       "MB/s", "x tar", "hg/this");
+	for (size_t i = 0; i < N_URL_METHODS; i++) {
+		double s = (double)med[i] / 1e9;
+
+		printf("%-46s %7.3f (%6.3f) %10.0f %8.1f %7.2f %8.1f\n",
+		       url_methods[i].name, s, (double)best[i] / 1e9,
+		       (double)x->files / s, (double)x->bytes / 1e6 / s,
+		       (double)med[i] / (double)med[2],
+		       (double)med[1] / (double)med[i]);
+	}
+	printf("\ntarget: bgrun clone URL %.1f x faster than hg clone --stream -U (>= 4: %s)\n",
+	       (double)med[1] / (double)med[0],
+	       (double)med[1] >= 4.0 * (double)med[0] ? "met" : "NOT met");
+	fflush(stdout);
+	status = 0;
+out:
+	(void)kill(server, SIGTERM);
+	remove_tree(x->top);
+	return status;
+}
+
 static void usage(void)
 {
 	fputs("usage: clone-bench [--files N[,N...]] [--runs R] [--dir DIR] [--dest DIR]\n"
 	      "                   [--keep-until-end] [--csv FILE] [--bgrun PATH]\n"
-	      "                   [--gen PATH] [--quick]\n", stderr);
+	      "                   [--gen PATH] [--quick] [--url]\n", stderr);
 	exit(2);
 }
 
@@ -396,6 +540,7 @@ int main(int argc, char **argv)
 		{ "bgrun", required_argument, NULL, 'b' },
 		{ "gen", required_argument, NULL, 'g' },
 		{ "quick", no_argument, NULL, 'q' },
+		{ "url", no_argument, NULL, 'u' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ctx x = { .dir = "clone-bench-data", .bgrun = "bgrun",
@@ -414,6 +559,7 @@ int main(int argc, char **argv)
 		case 'b': x.bgrun = optarg; break;
 		case 'g': x.gen = optarg; break;
 		case 'q': files = (char *)"2000"; x.runs = 1; break;
+		case 'u': x.url = true; break;
 		default: usage();
 		}
 	}
@@ -439,7 +585,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < x.n_sizes && status == 0; i++) {
 		int runs = x.runs;
 
-		status = bench_size(&x, x.sizes[i]) < 0 ? 1 : 0;
+		status = (x.url ? bench_url(&x, x.sizes[i])
+				: bench_size(&x, x.sizes[i])) < 0 ? 1 : 0;
 		x.runs = runs;
 	}
 	if (x.csv != NULL)
