@@ -58,6 +58,7 @@
  *                     bgrun_sink_default_socket, bgrun_sink_spool_dir,
  *                     bgrun_sink_check_dir
  *     bgrun/util.h    conveniences for command-line programs
+ *     bgrun/config.h  configuration files (Mercurial's syntax)
  *   libbgrun-store  (pkg-config bgrun-store)  needs SQLite:
  *     bgrun/store.h   the SQLite event store
  *     bgrun/sink.h    bgrun_sink_put, _put_batch (daemon, else store,
@@ -75,5 +76,6 @@
 #include "bgrun/sink.h"
 #include "bgrun/clone.h"
 #include "bgrun/util.h"
+#include "bgrun/config.h"
 
 #endif /* BGRUN_H */

@@ -169,11 +169,30 @@ static int run_clone(char **argv)
 	return EXIT_CANCELED;
 }
 
+/*
+ * The user's configuration file, before anything else: its [log] and
+ * [sink] keys become the environment the chain reads (bgrun/config.h).
+ * A broken file is a usage error, said once, before anything runs.
+ */
+static void read_config(void)
+{
+	struct bgrun_config *config = NULL;
+
+	if (bgrun_config_new(&config) < 0)
+		return;
+	if (bgrun_config_read_user(config) < 0) {
+		cli_msg("%s", bgrun_config_errmsg(config));
+		exit(EXIT_USAGE);
+	}
+	bgrun_config_free(config);
+}
+
 int main(int argc, char **argv)
 {
 	struct cli c;
 	int status;
 
+	read_config();
 	if (argc > 1 && strcmp(argv[1], "clone") == 0)
 		return run_clone(argv);
 	cli_parse(&c, argc, argv);

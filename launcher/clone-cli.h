@@ -9,26 +9,28 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The [hooks] items, in definition order (priority.NAME ones included). */
+/* One hook (borrowed from struct hooks). */
 struct hook {
-	char *name;
-	char *cmd;
+	const char *name;
+	const char *cmd;
 };
 
+/* The [hooks] items, in definition order (priority.NAME ones included). */
 struct hooks {
-	struct hook *v;
-	size_t n, cap;
+	struct bgrun_config *config; /* NULL until the first one */
 };
 
 /* Sets name to cmd, moving it to the end (Mercurial's order). -ENOMEM. */
 int hooks_set(struct hooks *h, const char *name, const char *cmd);
 
 /*
- * Adds the [hooks] of an hgrc-like file. Sets *errmsg (not a ret_*
- * parameter: it is for failures): NULL, or on failure a malloc'd
- * one-line message ("FILE:LINE: parse error: ...").
+ * Adds the [hooks] of a Mercurial-syntax file (bgrun/config.h). A missing
+ * file is skipped when missing_ok. Sets *errmsg (not a ret_* parameter: it
+ * is for failures): NULL, or on failure a malloc'd one-line message
+ * ("FILE:LINE: parse error", never the line's text).
  */
-int hooks_load(struct hooks *h, const char *path, char **errmsg);
+int hooks_load(struct hooks *h, const char *path, bool missing_ok,
+	       char **errmsg);
 void hooks_free(struct hooks *h);
 
 /* How to run the hooks of one type. */

@@ -2,12 +2,12 @@
 /* clone-hooks.c: the hooks of `bgrun clone`: read from hgrc-like files, launched through a supervisor. */
 
 /*
- * The config syntax is Mercurial's (mercurial/config.py): [section],
- * "name = value", indented continuation lines, ';' and '#' comments,
- * %include FILE and %unset NAME. Only [hooks] is kept. As in Mercurial, a
- * hook named TYPE or TYPE.SUFFIX runs for TYPE, an empty command disables
- * it, hooks run by descending priority.NAME and then in the order they
- * were defined (a redefinition moves a hook to the end).
+ * The hooks are the [hooks] items of Mercurial-syntax files
+ * (bgrun/config.h: the user's bgrun config, then --config FILEs, then
+ * --hook): as in Mercurial, a hook named TYPE or TYPE.SUFFIX runs for
+ * TYPE, an empty command disables it, hooks run by descending
+ * priority.NAME and then in the order they were defined (a redefinition
+ * moves a hook to the end).
  */
 
 #include "clone-cli.h"
@@ -19,214 +19,49 @@
 #include <string.h>
 #include <unistd.h>
 
-#define INCLUDE_DEPTH 10
-
 void hooks_free(struct hooks *h)
 {
-	for (size_t i = 0; i < h->n; i++) {
-		free(h->v[i].name);
-		free(h->v[i].cmd);
-	}
-	free(h->v);
-	*h = (struct hooks){ 0 };
+	bgrun_config_free(h->config);
+	h->config = NULL;
 }
 
-static void hooks_del(struct hooks *h, const char *name)
+static int hooks_init(struct hooks *h)
 {
-	for (size_t i = 0; i < h->n; i++) {
-		if (strcmp(h->v[i].name, name) == 0) {
-			free(h->v[i].name);
-			free(h->v[i].cmd);
-			memmove(&h->v[i], &h->v[i + 1],
-				(h->n - i - 1) * sizeof(h->v[0]));
-			h->n--;
-			return;
-		}
-	}
+	return h->config != NULL ? 0 : bgrun_config_new(&h->config);
 }
 
 int hooks_set(struct hooks *h, const char *name, const char *cmd)
 {
-	struct hook *v;
-	char *n = strdup(name), *c = strdup(cmd);
+	int r = hooks_init(h);
 
-	if (n == NULL || c == NULL)
-		goto oom;
-	hooks_del(h, name);
-	if (h->n == h->cap) {
-		v = realloc(h->v, (h->cap ? 2 * h->cap : 8) * sizeof(*v));
-		if (v == NULL)
-			goto oom;
-		h->v = v;
-		h->cap = h->cap ? 2 * h->cap : 8;
-	}
-	h->v[h->n++] = (struct hook){ .name = n, .cmd = c };
-	return 0;
-oom:
-	free(n);
-	free(c);
-	return -ENOMEM;
+	return r < 0 ? r : bgrun_config_set(h->config, "hooks", name, cmd);
 }
 
-/* Appends a continuation line to the value of the hook named name. */
-static int hooks_append(struct hooks *h, const char *name, const char *more)
+int hooks_load(struct hooks *h, const char *path, bool missing_ok,
+	       char **errmsg)
 {
-	for (size_t i = 0; i < h->n; i++) {
-		if (strcmp(h->v[i].name, name) == 0) {
-			char *c;
+	int r = hooks_init(h);
 
-			if (asprintf(&c, "%s\n%s", h->v[i].cmd, more) < 0)
-				return -ENOMEM;
-			free(h->v[i].cmd);
-			h->v[i].cmd = c;
-		}
-	}
-	return 0;
-}
-
-static char *trim(char *s)
-{
-	size_t n;
-
-	while (*s == ' ' || *s == '\t' || *s == '\v' || *s == '\f' || *s == '\r')
-		s++;
-	n = strlen(s);
-	while (n > 0 && strchr(" \t\v\f\r\n", s[n - 1]) != NULL)
-		s[--n] = '\0';
-	return s;
-}
-
-static int parse_file(struct hooks *h, const char *path, int depth,
-		      char **errmsg);
-
-/* %include: relative to the including file, ~/ to $HOME; missing is fine. */
-static int include(struct hooks *h, const char *from, const char *arg,
-		   int depth, char **errmsg)
-{
-	const char *home = getenv("HOME"), *slash = strrchr(from, '/');
-	char *path = NULL;
-	int r;
-
-	if (arg[0] == '~' && arg[1] == '/' && home != NULL)
-		r = asprintf(&path, "%s%s", home, arg + 1);
-	else if (arg[0] == '/' || slash == NULL)
-		r = asprintf(&path, "%s", arg);
-	else
-		r = asprintf(&path, "%.*s/%s", (int)(slash - from), from, arg);
-	if (r < 0)
-		return -ENOMEM;
-	r = parse_file(h, path, depth + 1, errmsg);
-	free(path);
-	return r == -ENOENT ? 0 : r;
-}
-
-__attribute__((format(printf, 2, 3)))
-static int config_error(char **errmsg, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (vasprintf(errmsg, fmt, ap) < 0)
-		*errmsg = NULL;
-	va_end(ap);
-	return -EINVAL;
-}
-
-static int parse_file(struct hooks *h, const char *path, int depth,
-		      char **errmsg)
-{
-	FILE *f;
-	char *line = NULL, *item = NULL, *section = strdup("");
-	size_t cap = 0;
-	unsigned int lineno = 0;
-	bool cont = false;
-	int r = 0;
-
-	if (depth > INCLUDE_DEPTH)
-		return config_error(errmsg, "%s: includes nested too deeply",
-				    path);
-	f = fopen(path, "re");
-	if (f == NULL) {
-		r = -errno;
-		if (r != -ENOENT || depth == 0)
-			(void)config_error(errmsg, "%s: %s", path,
-					   strerror(errno));
-		free(section);
-		return r == -ENOENT ? r : -EINVAL;
-	}
-	while (r == 0 && section != NULL && getline(&line, &cap, f) >= 0) {
-		char *l = line, *v, *eq;
-
-		if (++lineno == 1 && strncmp(l, "\xef\xbb\xbf", 3) == 0)
-			l += 3;
-		if (cont) {
-			if (l[0] == ';' || l[0] == '#')
-				continue;
-			if ((l[0] == ' ' || l[0] == '\t') && *trim(l) != '\0') {
-				if (strcmp(section, "hooks") == 0)
-					r = hooks_append(h, item, trim(l));
-				continue;
-			}
-			cont = false;
-		}
-		if (strncmp(l, "%include", 8) == 0 && (l[8] == ' ' || l[8] == '\t')) {
-			r = include(h, path, trim(l + 8), depth, errmsg);
-			continue;
-		}
-		if (l[0] == ';' || l[0] == '#' || *trim(l) == '\0')
-			continue;
-		if (l[0] == '[' && (v = strchr(l + 1, ']')) != NULL &&
-		    v > l + 1 && memchr(l + 1, '[', (size_t)(v - l - 1)) == NULL) {
-			free(section);
-			section = strndup(l + 1, (size_t)(v - l - 1));
-			continue;
-		}
-		eq = strchr(l, '=');
-		if (eq != NULL && eq > l && !strchr(" \t", l[0])) {
-			*eq = '\0';
-			free(item);
-			item = strdup(trim(l));
-			cont = true;
-			if (item == NULL)
-				r = -ENOMEM;
-			else if (strcmp(section, "hooks") == 0)
-				r = hooks_set(h, item, trim(eq + 1));
-			continue;
-		}
-		if (strncmp(l, "%unset", 6) == 0 && (l[6] == ' ' || l[6] == '\t')) {
-			if (strcmp(section, "hooks") == 0)
-				hooks_del(h, trim(l + 6));
-			continue;
-		}
-		r = config_error(errmsg, "%s:%u: parse error: %s%s", path, lineno,
-				 l[0] == ' ' ? "unexpected leading whitespace: " : "",
-				 trim(l));
-	}
-	if (r == 0 && section == NULL)
-		r = -ENOMEM;
-	if (r == -ENOMEM && *errmsg == NULL)
-		(void)config_error(errmsg, "%s: %s", path, strerror(ENOMEM));
-	(void)fclose(f);
-	free(line);
-	free(item);
-	free(section);
-	return r;
-}
-
-int hooks_load(struct hooks *h, const char *path, char **errmsg)
-{
 	*errmsg = NULL;
-	return parse_file(h, path, 0, errmsg);
+	if (r >= 0)
+		r = bgrun_config_read(h->config, path);
+	if (r == -ENOENT && missing_ok)
+		return 0;
+	if (r < 0)
+		*errmsg = strdup(h->config != NULL ? bgrun_config_errmsg(h->config)
+						   : strerror(-r));
+	return r;
 }
 
 /* The priority of hook name: [hooks] priority.NAME, default 0. */
 static long priority(const struct hooks *h, const char *name)
 {
-	for (size_t i = 0; i < h->n; i++)
-		if (strncmp(h->v[i].name, "priority.", 9) == 0 &&
-		    strcmp(h->v[i].name + 9, name) == 0)
-			return strtol(h->v[i].cmd, NULL, 10);
-	return 0;
+	char key[256];
+	const char *v;
+
+	(void)snprintf(key, sizeof(key), "priority.%s", name);
+	v = bgrun_config_get(h->config, "hooks", key, NULL);
+	return v != NULL ? strtol(v, NULL, 10) : 0;
 }
 
 /* Whether hook name is of type: "TYPE" or "TYPE.SUFFIX". */
@@ -348,8 +183,11 @@ static int wait_hook(const struct hook *hk, const struct hook_run *run,
 int hooks_run(const struct hooks *h, const struct hook_run *run)
 {
 	const char **env = NULL;
+	struct hook *all = NULL;
 	const struct hook **order = NULL;
 	struct bgrun_child **children = NULL;
+	const char *name, *cmd;
+	size_t n_all = 0, iter = 0;
 	char *type_var = NULL, *name_var = NULL;
 	size_t n_env = 0, n = 0;
 	int failed = 0;
@@ -357,13 +195,18 @@ int hooks_run(const struct hooks *h, const struct hook_run *run)
 	while (run->env != NULL && run->env[n_env] != NULL)
 		n_env++;
 	env = calloc(n_env + 3, sizeof(*env));
-	order = calloc(h->n + 1, sizeof(*order));
-	children = calloc(h->n + 1, sizeof(*children));
-	if (env == NULL || order == NULL || children == NULL ||
+	while (h->config != NULL &&
+	       bgrun_config_next(h->config, "hooks", &iter, &name, &cmd))
+		n_all++;
+	all = calloc(n_all + 1, sizeof(*all));
+	order = calloc(n_all + 1, sizeof(*order));
+	children = calloc(n_all + 1, sizeof(*children));
+	if (env == NULL || all == NULL || order == NULL || children == NULL ||
 	    asprintf(&type_var, "HG_HOOKTYPE=%s", run->type) < 0) {
 		cli_msg("clone: cannot run the %s hooks: %s", run->type,
 			strerror(ENOMEM));
 		free(env);
+		free(all);
 		free(order);
 		free(children);
 		return -1;
@@ -371,9 +214,13 @@ int hooks_run(const struct hooks *h, const struct hook_run *run)
 	memcpy(env, run->env, n_env * sizeof(*env));
 	env[n_env] = type_var;
 	/* The hooks of this type, by descending priority, stable. */
-	for (size_t i = 0; i < h->n; i++)
-		if (of_type(h->v[i].name, run->type) && h->v[i].cmd[0] != '\0')
-			order[n++] = &h->v[i];
+	iter = 0;
+	for (size_t i = 0; i < n_all &&
+	     bgrun_config_next(h->config, "hooks", &iter, &name, &cmd); i++) {
+		all[i] = (struct hook){ .name = name, .cmd = cmd };
+		if (of_type(name, run->type) && cmd[0] != '\0')
+			order[n++] = &all[i];
+	}
 	for (size_t i = 1; i < n; i++) {
 		for (size_t k = i; k > 0; k--) {
 			const struct hook *t = order[k - 1];
@@ -404,6 +251,7 @@ int hooks_run(const struct hooks *h, const struct hook_run *run)
 	free(name_var);
 	free(type_var);
 	free(env);
+	free(all);
 	free(order);
 	free(children);
 	return failed;

@@ -78,6 +78,7 @@ static const char usage_text[] =
 	"                          (repeatable; named post-clone.cli1, .cli2...)\n"
 	"      --config=FILE       hgrc-like file whose [hooks] post-clone[.NAME] run\n"
 	"                          after success, fail-clone[.NAME] after a failure\n"
+	"                          (read after the user's bgrun configuration file)\n"
 	"      --db=PATH           the event log (default as for bgrun)\n"
 	"      --no-log            record nothing; hooks are launched unsupervised\n"
 	"  -U, --update[=REV]      run 'hg update' (to REV) in DEST as the hook\n"
@@ -238,12 +239,19 @@ static int update_hook(struct clone_cli *cc, const char *rev)
 
 static void parse(struct clone_cli *cc, int argc, char **argv)
 {
-	char *err = NULL, name[64];
+	char *err = NULL, *user = NULL, name[64];
 	int opt;
 
 	cc->opts = (struct bgrun_clone_opts)BGRUN_CLONE_OPTS_INIT;
 	cc->log = true;
 	cc->timeout = 60;
+	/* The user's configuration's [hooks] first, as hg reads its hgrc. */
+	if (bgrun_config_default_path(&user) == 0 &&
+	    hooks_load(&cc->hooks, user, true, &err) < 0) {
+		cli_msg("clone: %s", err != NULL ? err : strerror(ENOMEM));
+		exit(EXIT_USAGE);
+	}
+	free(user);
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+vqhU", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -278,7 +286,7 @@ static void parse(struct clone_cli *cc, int argc, char **argv)
 			}
 			break;
 		case OPT_CONFIG:
-			if (hooks_load(&cc->hooks, optarg, &err) < 0) {
+			if (hooks_load(&cc->hooks, optarg, false, &err) < 0) {
 				cli_msg("clone: %s", err != NULL ? err : strerror(ENOMEM));
 				free(err);
 				exit(1);

@@ -15,6 +15,7 @@
  */
 
 #include "send.h"
+#include "bgrun/config.h"
 #include "bgrun/util.h"
 
 #include <errno.h>
@@ -120,8 +121,16 @@ int main(int argc, char **argv)
 {
 	char id[BGRUN_EVENT_ID_MAX + 1] = "";
 	const char *db = NULL;
+	struct bgrun_config *config = NULL;
 	int i = 1, status;
 
+	/* The user's [log] and [sink] keys, as logsink-full reads them. */
+	if (bgrun_config_new(&config) == 0 &&
+	    bgrun_config_read_user(config) < 0) {
+		(void)fprintf(stderr, "logsink: %s\n", bgrun_config_errmsg(config));
+		return 2;
+	}
+	bgrun_config_free(config);
 	/* --db before the verb, as logsink-full takes it; else not ours. */
 	while (i < argc) {
 		if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {

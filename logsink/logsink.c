@@ -165,6 +165,22 @@ static void help(void)
 	lsink_help(usage_tail);
 }
 
+struct bgrun_config *lsink_config;
+
+/* The user's configuration: a broken one is a usage error, said once. */
+static void read_config(void)
+{
+	if (bgrun_config_new(&lsink_config) < 0) {
+		lsink_config = NULL;
+		return;
+	}
+	if (bgrun_config_read_user(lsink_config) < 0) {
+		(void)fprintf(stderr, "logsink: %s\n",
+			      bgrun_config_errmsg(lsink_config));
+		exit(LSINK_EXIT_USAGE);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *db = NULL;
@@ -173,6 +189,7 @@ int main(int argc, char **argv)
 	/* For the width of characters when a table is cut to the terminal. */
 	(void)setlocale(LC_CTYPE, "");
 	argv[0] = (char *)"logsink";
+	read_config();
 	/* '+': stop at the verb; its options are its own. */
 	while ((opt = getopt_long(argc, argv, "+h", global_options, NULL)) != -1) {
 		switch (opt) {

@@ -136,6 +136,12 @@ enum {
 extern const char lsink_filter_help[];
 
 /*
+ * The user's configuration (bgrun/config.h), read once at the start;
+ * NULL if there is none to read. Its [serve] keys are serve's defaults.
+ */
+extern struct bgrun_config *lsink_config;
+
+/*
  * Applies filter option opt (a LSINK_OPT_* value) with its argument to q,
  * or exits with a usage error for a bad value. Returns false if opt is
  * not a filter option.

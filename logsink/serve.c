@@ -364,7 +364,16 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 		.fwd = { .batch_max = 2000 },
 	};
 	int opt, r, status = LSINK_EXIT_FAILURE;
+	const char *v;
 
+	/* The configuration file's [serve] keys, under the options. */
+	if (lsink_config != NULL) {
+		s.fwd.conninfo = bgrun_config_get(lsink_config, "serve",
+						  "forward", NULL);
+		v = bgrun_config_get(lsink_config, "serve", "forward-host", NULL);
+		if (v != NULL && v[0] != '\0')
+			s.fwd.host = v;
+	}
 	lsink_getopt_init(argv);
 	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		switch (opt) {

@@ -394,7 +394,36 @@ printf '[hooks]\n  indented = 1\n' >"$TMP/broken.rc"
 run --config "$TMP/broken.rc" "$TMP/small.hg" broken
 eq "a broken config: exit 1" "$RC" 1
 eq "a broken config: message" "$ERR" \
-	"bgrun: clone: $TMP/broken.rc:2: parse error: unexpected leading whitespace: indented = 1"
+	"bgrun: clone: $TMP/broken.rc:2: parse error (unexpected leading whitespace)"
 check "a broken config: nothing cloned" test ! -e broken
+# A file that is not a config (someone's secret): its position, never its text.
+printf 'root:$6$secret-hash-text:19000:0:99999:7:::\n' >"$TMP/secret"
+run --config "$TMP/secret" "$TMP/small.hg" secret
+eq "--config of a file that is not one: exit 1" "$RC" 1
+eq "--config of a file that is not one: the position only" "$ERR" \
+	"bgrun: clone: $TMP/secret:1: parse error"
+run --config "$TMP/no-such.rc" "$TMP/small.hg" nosuch
+eq "--config of a missing file: exit 1" "$RC" 1
+eq "--config of a missing file: says so" "$ERR" \
+	"bgrun: clone: $TMP/no-such.rc: No such file or directory"
+
+# The user's bgrun configuration file: its [hooks] run, before --config's.
+printf '[hooks]\npost-clone.user = echo user >user.txt\n  echo line2 >>user.txt\n' >"$TMP/user.rc"
+BGRUN_CONFIG=$TMP/user.rc run --no-log --wait "$TMP/small.hg" userhooks
+eq "the user's config: exit 0" "$RC" 0
+eq "the user's config: its [hooks] ran (waited for), continuation lines joined" \
+	"$(cat userhooks/user.txt | tr '\n' ' ')" "user line2 "
+printf '[hooks]\npost-clone.user = exit 9\n' >"$TMP/user.rc"
+BGRUN_CONFIG=$TMP/user.rc run --no-log --wait --config "$TMP/override.rc" "$TMP/small.hg" userhooks2
+eq "the user's config, then a missing --config: exit 1" "$RC" 1
+printf '[hooks]\npost-clone.user =\n' >"$TMP/override.rc"
+BGRUN_CONFIG=$TMP/user.rc run --no-log --wait --config "$TMP/override.rc" "$TMP/small.hg" userhooks3
+eq "--config disables a hook of the user's config (empty command): exit 0" "$RC" 0
+printf 'oops\n' >"$TMP/user.rc"
+BGRUN_CONFIG=$TMP/user.rc run --no-log "$TMP/small.hg" userbroken
+eq "a broken user config: exit 2" "$RC" 2
+eq "a broken user config: one line, its position" "$ERR" \
+	"bgrun: $TMP/user.rc:1: parse error"
+check "a broken user config: nothing cloned" test ! -e userbroken
 
 finish

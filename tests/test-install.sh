@@ -53,7 +53,7 @@ eq "the .pc files are in LIBDIR/pkgconfig" "$PCDIR" "$LIBDIR/pkgconfig"
 # --- headers ---
 check "include/bgrun.h" test -f "$INCDIR/bgrun.h"
 for h in common.h version.h unix.h win.h spawn.h event.h wire.h sink.h \
-	util.h store.h clone.h; do
+	util.h config.h store.h clone.h; do
 	check "include/bgrun/$h" test -f "$INCDIR/bgrun/$h"
 done
 check "the private bgrun/test-control.h is not installed" \
