@@ -112,6 +112,12 @@ static const struct method url_methods[] = {
 	  { "hg", "clone", "-q", "--stream", "-U", "%U", "%D" } },
 	{ "tar x of the same store files",
 	  { "tar", "-xf", "%T", "-C", "%D" }, .mkdir = true },
+	/* What no client can beat: the server making the stream. */
+	{ "the server's stream alone (curl > /dev/null)",
+	  { "curl", "-s", "-f", "-o", "/dev/null", "-H",
+	    "X-HgArg-1: bundlecaps=HG20%2Cbundle2%3DHG20%250Astream%253Dv2"
+	    "&cg=0&common=0000000000000000000000000000000000000000&stream=1",
+	    "-H", "X-HgProto-1: 0.1 0.2 comp=none", "%W" } },
 };
 #define N_URL_METHODS (sizeof(url_methods) / sizeof(url_methods[0]))
 
@@ -123,6 +129,7 @@ struct ctx {
 	bool keep;         /* --keep-until-end */
 	bool url;          /* --url */
 	char server[64];   /* --url: http://127.0.0.1:PORT/ */
+	char getbundle[96]; /* --url: its ?cmd=getbundle */
 	char bundle[PATH_MAX], bundle2[PATH_MAX], tar[PATH_MAX], db[PATH_MAX];
 	char repo[PATH_MAX]; /* DIR/repo-N[-large]/repo */
 	char top[PATH_MAX - 64];  /* where the runs write: DEST/dest-N */
@@ -253,7 +260,8 @@ static void method_argv(const struct ctx *x, const struct method *m,
 			  strcmp(a, "%T") == 0 ? x->tar :
 			  strcmp(a, "%D") == 0 ? x->dest :
 			  strcmp(a, "%E") == 0 ? x->db :
-			  strcmp(a, "%U") == 0 ? x->server : a;
+			  strcmp(a, "%U") == 0 ? x->server :
+			  strcmp(a, "%W") == 0 ? x->getbundle : a;
 		if (a == NULL)
 			break;
 	}
@@ -453,6 +461,8 @@ static int start_server(struct ctx *x, pid_t *ret_pid)
 		return -1;
 	}
 	(void)snprintf(x->server, sizeof(x->server), "http://127.0.0.1:%d/", port);
+	(void)snprintf(x->getbundle, sizeof(x->getbundle), "%s?cmd=getbundle",
+		       x->server);
 	*ret_pid = (pid_t)pid;
 	return 0;
 }
@@ -512,6 +522,8 @@ static int bench_url(struct ctx *x, const char *spec)
 	printf("\ntarget: bgrun clone URL %.1f x faster than hg clone --stream -U (>= 4: %s)\n",
 	       (double)med[1] / (double)med[0],
 	       (double)med[1] >= 4.0 * (double)med[0] ? "met" : "NOT met");
+	printf("        the server alone takes %.2f of bgrun's time (at most %.1f x is possible against hg)\n",
+	       (double)med[3] / (double)med[0], (double)med[1] / (double)med[3]);
 	fflush(stdout);
 	status = 0;
 out:
