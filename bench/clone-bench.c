@@ -335,10 +335,44 @@ static bool wanted(const struct method *m, long n, bool large)
 	return !m->slow || (!large && n <= 20000);
 }
 
+/*
+ * The runs of the n methods ms (those with on[i]) sorted into their
+ * median and best, then printed as one table against tar (index m_tar)
+ * and hg (m_hg).
+ */
+static void print_table(const struct ctx *x, const struct method *ms,
+			size_t n, int64_t (*t)[MAX_RUNS], const bool *on,
+			size_t m_tar, size_t m_hg, int64_t *med)
+{
+	int64_t best[N_METHODS];
+
+	for (size_t i = 0; i < n; i++) {
+		if (!on[i])
+			continue;
+		qsort(t[i], (size_t)x->runs, sizeof(t[i][0]), cmp64);
+		med[i] = t[i][x->runs / 2];
+		best[i] = t[i][0];
+	}
+	printf("%-46s %16s %10s %8s %7s %8s\n", "method", "seconds", "files/s",
+	       "MB/s", "x tar", "hg/this");
+	for (size_t i = 0; i < n; i++) {
+		double s = (double)med[i] / 1e9;
+
+		if (!on[i])
+			continue;
+		printf("%-46s %7.3f (%6.3f) %10.0f %8.1f %7.2f %8.1f\n",
+		       ms[i].name, s, (double)best[i] / 1e9,
+		       (double)x->files / s, (double)x->bytes / 1e6 / s,
+		       (double)med[i] / (double)med[m_tar],
+		       (double)med[m_hg] / (double)med[i]);
+	}
+}
+
 static int bench_size(struct ctx *x, const char *spec)
 {
 	static int64_t t[N_METHODS][MAX_RUNS];
-	int64_t med[N_METHODS], best[N_METHODS];
+	int64_t med[N_METHODS];
+	bool on[N_METHODS];
 	bool large = strstr(spec, ":large") != NULL;
 	long n = atol(spec);
 
@@ -375,26 +409,9 @@ static int bench_size(struct ctx *x, const char *spec)
 			}
 		}
 	}
-	for (size_t i = 0; i < N_METHODS; i++) {
-		if (!wanted(&methods[i], n, large))
-			continue;
-		qsort(t[i], (size_t)x->runs, sizeof(t[i][0]), cmp64);
-		med[i] = t[i][x->runs / 2];
-		best[i] = t[i][0];
-	}
-	printf("%-46s %16s %10s %8s %7s %8s\n", "method", "seconds", "files/s",
-	       "MB/s", "x tar", "hg/this");
-	for (size_t i = 0; i < N_METHODS; i++) {
-		double s = (double)med[i] / 1e9;
-
-		if (!wanted(&methods[i], n, large))
-			continue;
-		printf("%-46s %7.3f (%6.3f) %10.0f %8.1f %7.2f %8.1f\n",
-		       methods[i].name, s, (double)best[i] / 1e9,
-		       (double)x->files / s, (double)x->bytes / 1e6 / s,
-		       (double)med[i] / (double)med[M_TAR],
-		       (double)med[M_HG] / (double)med[i]);
-	}
+	for (size_t i = 0; i < N_METHODS; i++)
+		on[i] = wanted(&methods[i], n, large);
+	print_table(x, methods, N_METHODS, t, on, M_TAR, M_HG, med);
 	printf("\ntargets: bgrun clone %.2f x tar (<= 1.2: %s), %.1f x faster than hg (>= 4: %s)\n",
 	       (double)med[M_DEFAULT] / (double)med[M_TAR],
 	       (double)med[M_DEFAULT] <= 1.2 * (double)med[M_TAR] ? "met" : "NOT met",
@@ -471,7 +488,8 @@ static int start_server(struct ctx *x, pid_t *ret_pid)
 static int bench_url(struct ctx *x, const char *spec)
 {
 	static int64_t t[N_URL_METHODS][MAX_RUNS];
-	int64_t med[N_URL_METHODS], best[N_URL_METHODS];
+	static const bool url_on[N_URL_METHODS] = { true, true, true, true };
+	int64_t med[N_METHODS];
 	bool large = strstr(spec, ":large") != NULL;
 	long n = atol(spec);
 	pid_t server = 0;
@@ -503,22 +521,7 @@ static int bench_url(struct ctx *x, const char *spec)
 			}
 		}
 	}
-	for (size_t i = 0; i < N_URL_METHODS; i++) {
-		qsort(t[i], (size_t)x->runs, sizeof(t[i][0]), cmp64);
-		med[i] = t[i][x->runs / 2];
-		best[i] = t[i][0];
-	}
-	printf("%-46s %16s %10s %8s %7s %8s\n", "method", "seconds", "files/s",
-	       "MB/s", "x tar", "hg/this");
-	for (size_t i = 0; i < N_URL_METHODS; i++) {
-		double s = (double)med[i] / 1e9;
-
-		printf("%-46s %7.3f (%6.3f) %10.0f %8.1f %7.2f %8.1f\n",
-		       url_methods[i].name, s, (double)best[i] / 1e9,
-		       (double)x->files / s, (double)x->bytes / 1e6 / s,
-		       (double)med[i] / (double)med[2],
-		       (double)med[1] / (double)med[i]);
-	}
+	print_table(x, url_methods, N_URL_METHODS, t, url_on, 2, 1, med);
 	printf("\ntarget: bgrun clone URL %.1f x faster than hg clone --stream -U (>= 4: %s)\n",
 	       (double)med[1] / (double)med[0],
 	       (double)med[1] >= 4.0 * (double)med[0] ? "met" : "NOT met");

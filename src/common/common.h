@@ -23,6 +23,14 @@ const char *bgrun__helper_path(const char *self, const char *name,
 /* Clocks, in nanoseconds. */
 int64_t bgrun__now_ns(int clock_id);
 
+/*
+ * A per-user file as the XDG base directories place it: $XDG_VAR/leaf
+ * (an absolute $XDG_VAR), else $HOME/home_dir/leaf; malloc'd into
+ * *ret_path. -ENOENT when neither is set, -ENOMEM.
+ */
+int bgrun__user_path(const char *xdg_var, const char *home_dir,
+		     const char *leaf, char **ret_path);
+
 /* The length of a NULL-terminated vector (0 for a NULL one). */
 static inline size_t bgrun__vec_len(const char *const *v)
 {

@@ -2,6 +2,7 @@
 /* config.c: configuration files in Mercurial's syntax (bgrun/config.h). */
 
 #include "bgrun/config.h"
+#include "common/common.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -340,24 +341,16 @@ int bgrun_config_read(struct bgrun_config *c, const char *path)
 
 int bgrun_config_default_path(char **ret_path)
 {
-	const char *env = getenv("BGRUN_CONFIG"), *xdg, *home;
-	char *path = NULL;
-	int n = 0;
+	const char *env = getenv("BGRUN_CONFIG");
+	char *path;
 
-	xdg = getenv("XDG_CONFIG_HOME");
-	home = getenv("HOME");
-	if (env != NULL) {
-		if (env[0] == '\0')
-			return -ENOENT;
-		path = strdup(env);
-	} else if (xdg != NULL && xdg[0] == '/') {
-		n = asprintf(&path, "%s/bgrun/config", xdg);
-	} else if (home != NULL && home[0] != '\0') {
-		n = asprintf(&path, "%s/.config/bgrun/config", home);
-	} else {
+	if (env == NULL)
+		return bgrun__user_path("XDG_CONFIG_HOME", ".config",
+					"bgrun/config", ret_path);
+	if (env[0] == '\0')
 		return -ENOENT;
-	}
-	if (n < 0 || path == NULL)
+	path = strdup(env);
+	if (path == NULL)
 		return -ENOMEM;
 	*ret_path = path;
 	return 0;

@@ -80,21 +80,14 @@ int bgrun_parse_duration(const char *text, int64_t *ret_ns)
 /* In libbgrun: programs that never open the store use it. */
 int bgrun_store_default_path(char **ret_path)
 {
-	const char *db = getenv("BGRUN_DB"), *state, *home;
-	char *path = NULL;
-	int n = 0;
+	const char *db = getenv("BGRUN_DB");
+	char *path;
 
-	state = getenv("XDG_STATE_HOME");
-	home = getenv("HOME");
-	if (db != NULL && db[0] != '\0')
-		path = strdup(db);
-	else if (state != NULL && state[0] == '/')
-		n = asprintf(&path, "%s/bgrun/events.db", state);
-	else if (home != NULL && home[0] != '\0')
-		n = asprintf(&path, "%s/.local/state/bgrun/events.db", home);
-	else
-		return -ENOENT;
-	if (n < 0 || path == NULL)
+	if (db == NULL || db[0] == '\0')
+		return bgrun__user_path("XDG_STATE_HOME", ".local/state",
+					"bgrun/events.db", ret_path);
+	path = strdup(db);
+	if (path == NULL)
 		return -ENOMEM;
 	*ret_path = path;
 	return 0;

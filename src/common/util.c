@@ -45,3 +45,22 @@ int bgrun__thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg)
 	(void)pthread_attr_destroy(&attr);
 	return -r;
 }
+
+int bgrun__user_path(const char *xdg_var, const char *home_dir,
+		     const char *leaf, char **ret_path)
+{
+	const char *xdg = getenv(xdg_var), *home = getenv("HOME");
+	char *path;
+	int n;
+
+	if (xdg != NULL && xdg[0] == '/')
+		n = asprintf(&path, "%s/%s", xdg, leaf);
+	else if (home != NULL && home[0] != '\0')
+		n = asprintf(&path, "%s/%s/%s", home, home_dir, leaf);
+	else
+		return -ENOENT;
+	if (n < 0)
+		return -ENOMEM;
+	*ret_path = path;
+	return 0;
+}
