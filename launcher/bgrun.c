@@ -18,6 +18,14 @@
 #include <string.h>
 #include <unistd.h>
 
+/*
+ * The logged mode (the supervisor, bgrun-full) and `bgrun clone`; the
+ * Windows build has neither yet (-DBGRUN_CLI_LOG=0).
+ */
+#ifndef BGRUN_CLI_LOG
+#define BGRUN_CLI_LOG 1
+#endif
+
 /* Waits for a child of ours and turns its status into our exit code. */
 static int wait_child(const char *what, struct bgrun_child *child)
 {
@@ -39,7 +47,7 @@ static int print_line(const char *s)
 	return cli_flush_stdout() < 0 ? EXIT_CANCELED : EXIT_SUCCESS;
 }
 
-static int print_pid(pid_t pid)
+static int print_pid(bgrun_pid_t pid)
 {
 	char buf[32];
 
@@ -54,7 +62,7 @@ static int launch_direct(const struct cli *c)
 	struct bgrun_failure failure = { .stage = BGRUN_STAGE_NONE };
 	struct bgrun_child *child = NULL;
 	int status = EXIT_SUCCESS;
-	pid_t r;
+	bgrun_pid_t r;
 
 	cli_spawn_opts(c, &opts);
 	opts.failure = &failure;
@@ -82,6 +90,7 @@ out:
 	return status;
 }
 
+#if BGRUN_CLI_LOG
 /*
  * The default: start a supervisor (bgrun-start, exec'd through the
  * primitive, so no code runs between fork and exec here either; it
@@ -186,20 +195,42 @@ static void read_config(void)
 	}
 	bgrun_config_free(config);
 }
+#endif
 
-int main(int argc, char **argv)
+/*
+ * main, or what the Windows build's wmain (win-main.c) calls with the
+ * arguments in UTF-8.
+ */
+#ifndef BGRUN_CLI_MAIN
+#define BGRUN_CLI_MAIN main
+#endif
+int BGRUN_CLI_MAIN(int argc, char **argv);
+
+int BGRUN_CLI_MAIN(int argc, char **argv)
 {
 	struct cli c;
 	int status;
 
+#if BGRUN_CLI_LOG
 	read_config();
 	if (argc > 1 && strcmp(argv[1], "clone") == 0)
 		return run_clone(argv);
+#endif
 	cli_parse(&c, argc, argv);
+#if BGRUN_CLI_LOG
 	if (c.log)
 		status = launch_supervised(&c, argv);
 	else
 		status = launch_direct(&c);
+#else
+	/* A build without the supervisor and the store (Windows, so far). */
+	if (c.log) {
+		cli_msg("this build has no log (no supervisor, no store): use --no-log");
+		status = EXIT_CANCELED;
+	} else {
+		status = launch_direct(&c);
+	}
+#endif
 	cli_free(&c);
 	return status;
 }

@@ -99,11 +99,10 @@ const char *cli_printable(const char *s)
 	free(ring[next % 4]);
 	ring[next++ % 4] = buf;
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '\n')
-			q = stpcpy(q, "\\n");
-		else if (*p == '\t')
-			q = stpcpy(q, "\\t");
-		else if (*p < 0x20 || *p == 0x7f)
+		if (*p == '\n' || *p == '\t') {
+			*q++ = '\\';
+			*q++ = *p == '\n' ? 'n' : 't';
+		} else if (*p < 0x20 || *p == 0x7f)
 			q += sprintf(q, "\\x%02x", *p);
 		else
 			*q++ = (char)*p;
@@ -276,6 +275,20 @@ void cli_free(struct cli *c)
 	free(c->env_unset);
 }
 
+#if defined(_WIN32)
+/*
+ * Windows: the C runtime's stat has no inode (st_ino is 0), so only the
+ * names can be compared, without case as the file system does.
+ */
+#define SHELL_NAME "cmd.exe"
+#define PATH_SEPS "/\\:"
+static bool same_file(const char *a, const char *b)
+{
+	return _stricmp(a, b) == 0;
+}
+#else
+#define SHELL_NAME "/bin/sh"
+#define PATH_SEPS "/"
 /* Whether two paths name one file: the same string, or the same inode. */
 static bool same_file(const char *a, const char *b)
 {
@@ -286,6 +299,7 @@ static bool same_file(const char *a, const char *b)
 	return stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
 	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
+#endif
 
 /*
  * Prints one line saying what failed and why, and returns the exit code:
@@ -294,7 +308,7 @@ static bool same_file(const char *a, const char *b)
 int cli_report_failure(const struct cli *c, int error,
 		       const struct bgrun_failure *failure)
 {
-	const char *prog = c->shell ? "/bin/sh" : c->cmd[0];
+	const char *prog = c->shell ? SHELL_NAME : c->cmd[0];
 	const char *name = cli_printable(prog);
 	const char *why = bgrun_strerror(error);
 	const char *path;
@@ -303,7 +317,7 @@ int cli_report_failure(const struct cli *c, int error,
 	case BGRUN_STAGE_EXEC:
 		if (error == -ENOENT) {
 			/* A name searched in PATH, or a path that is not there. */
-			if (strchr(prog, '/') == NULL)
+			if (strpbrk(prog, PATH_SEPS) == NULL)
 				cli_msg("%s: command not found", name);
 			else
 				cli_msg("%s: %s", name, why);

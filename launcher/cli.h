@@ -119,7 +119,7 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
  * "error ERRNO STAGE". Returns the pid, -errno with *failure filled, or
  * 0 if the supervisor went away without a word.
  */
-pid_t launch_read_report(int fd, struct bgrun_failure *failure);
+bgrun_pid_t launch_read_report(int fd, struct bgrun_failure *failure);
 
 /* clone.c: `bgrun clone ...` (argv[0] is "clone"). */
 int clone_main(int argc, char **argv);

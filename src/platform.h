@@ -28,8 +28,9 @@ struct bgrun__req {
 	char **envp;             /* NULL-terminated */
 	const char *cwd;         /* NULL: the caller's */
 	struct bgrun_stdio in, out, err;
-	const int *pass_fds;
+	const bgrun_os_fd_t *pass_fds;
 	size_t n_pass_fds;
+	bool shell;              /* argv is the platform's shell words, then the command */
 	bool detach;
 	bool new_pgroup;
 	void *arena;             /* owns everything above when non-NULL */
@@ -103,7 +104,18 @@ bool bgrun__supervisor_gone(const char *boot_id, int64_t supervisor_pid,
 int bgrun__fd_high(int fd, int low);
 
 /* Writes all len bytes of buf to fd, retrying on EINTR: 0 or -errno. */
-int bgrun__fd_write_all(int fd, const void *buf, size_t len);
+int bgrun__fd_write_all(bgrun_os_fd_t fd, const void *buf, size_t len);
+
+/*
+ * fd.c: the caller's open files as a queued launch holds them: a
+ * duplicate of the library's own (not inherited by other launches);
+ * closing one; whether a value can never be an open file; the caller's
+ * own standard file i (0, 1, 2), -EBADF when it has none.
+ */
+int bgrun__os_fd_dup(bgrun_os_fd_t fd, bgrun_os_fd_t *ret);
+void bgrun__os_fd_close(bgrun_os_fd_t fd);
+bool bgrun__os_fd_bad(bgrun_os_fd_t fd);
+int bgrun__os_std_fd(int i, bgrun_os_fd_t *ret);
 
 /*
  * fs.c: mkdir -p: makes path and its missing parents, each new one with

@@ -6,8 +6,9 @@
 #
 # Only src/unix/ and include/bgrun/unix.h may say epoll, pidfd, eventfd,
 # pthread_atfork, /proc/, environ (the word) or /bin/sh, comments
-# included: a Windows port adds src/win/ and include/bgrun/win.h and edits
-# no shared file. Each offending line is printed.
+# included; likewise only src/win/ and include/bgrun/win.h may name the
+# Windows API (<windows.h>, its types and the calls a port would use).
+# Each offending line is printed.
 
 set -u
 ROOT=${1:?usage: layout.sh SOURCE-ROOT}
@@ -16,22 +17,34 @@ source "$(dirname "$0")/lib.sh"
 
 PATTERN='epoll|pidfd|eventfd|pthread_atfork|/proc/|\<environ\>|/bin/sh'
 
-# The files the seam covers, relative to ROOT.
+WIN_PATTERN='windows\.h|\<(HANDLE|DWORD|WCHAR|BOOL|WINAPI)\>|CreateProcess|GetLastError|WaitForSingleObject|RegisterWait|DuplicateHandle|GetStdHandle|STARTUPINFO|JobObject|CreateFileW|LockFileEx'
+
+# The files the seam covers, relative to ROOT: all of src/ and include/
+# but the platform's own ($1: unix or win).
 shared_files() {
 	(cd "$ROOT" && find src include -type f | LC_ALL=C sort) |
-		grep -v -e '^src/unix/' -e '^include/bgrun/unix\.h$'
+		grep -v -e "^src/$1/" -e "^include/bgrun/$1\.h\$"
 }
 
-FILES=$(shared_files)
+# check_seam PLATFORM PATTERN WHAT
+check_seam() {
+	local files hits
+	files=$(shared_files "$1")
+	hits=$(cd "$ROOT" && printf '%s\n' "$files" |
+		tr '\n' '\0' | xargs -0 grep -n -E "$2" --)
+	if [ -z "$hits" ]; then
+		pass "no file outside src/$1/ and include/bgrun/$1.h names $3"
+	else
+		fail "no file outside src/$1/ and include/bgrun/$1.h names $3"
+		printf '%s\n' "$hits" | sed 's/^/#   /'
+	fi
+}
+
+FILES=$(shared_files unix)
 check "there are shared files to look at" test -n "$FILES"
 check "src/unix/ is where the POSIX platform is" test -d "$ROOT/src/unix"
-HITS=$(cd "$ROOT" && printf '%s\n' "$FILES" |
-	tr '\n' '\0' | xargs -0 grep -n -E "$PATTERN" --)
-if [ -z "$HITS" ]; then
-	pass "no shared file names epoll, pidfd, eventfd, pthread_atfork, /proc/, environ or /bin/sh"
-else
-	fail "no shared file names epoll, pidfd, eventfd, pthread_atfork, /proc/, environ or /bin/sh"
-	printf '%s\n' "$HITS" | sed 's/^/#   /'
-fi
+check "src/win/ is where the Windows platform is" test -d "$ROOT/src/win"
+check_seam unix "$PATTERN" "epoll, pidfd, eventfd, pthread_atfork, /proc/, environ or /bin/sh"
+check_seam win "$WIN_PATTERN" "the Windows API"
 
 finish

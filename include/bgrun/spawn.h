@@ -118,7 +118,8 @@ struct bgrun_spawn_opts {
 	size_t n_pass_fds;
 	/*
 	 * ensurestart (default true): bgrun_spawn() returns only once the
-	 * program has been executed, and any failure is its return value.
+	 * program has been executed (on Windows: bgrun/win.h says what that
+	 * means there), and any failure is its return value.
 	 * false: the launch is queued to a library thread and bgrun_spawn()
 	 * returns at once; the outcome is delivered to on_start and/or
 	 * through the child handle. With neither (no on_start and a NULL
@@ -137,8 +138,8 @@ struct bgrun_spawn_opts {
 /*
  * A child's resource use, in the library's own units (as uv_rusage_t is
  * libuv's): on POSIX from wait4(2)'s struct rusage; on Windows from
- * GetProcessTimes and GetProcessMemoryInfo / GetProcessIoCounters, with
- * BGRUN_NULL where Windows has no such figure.
+ * what the system keeps of the process (bgrun/win.h), with BGRUN_NULL
+ * where Windows has no such figure.
  */
 struct bgrun_rusage {
 	int64_t user_cpu_ns;
@@ -152,7 +153,7 @@ struct bgrun_rusage {
 	int64_t invol_ctxsw;  /* Windows: BGRUN_NULL */
 };
 
-/* How a child ended, as wait4(2) (WaitForSingleObject) told it. */
+/* How a child ended, as wait4(2) told it (Windows: bgrun/win.h). */
 struct bgrun_status {
 	bgrun_pid_t pid;
 	bool exited;       /* exited normally: exit_code is valid */

@@ -40,7 +40,7 @@ struct bgrun_child *bgrun__child_new(void)
 	if (c == NULL)
 		return NULL;
 	(void)pthread_condattr_init(&ca);
-	(void)pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	(void)pthread_condattr_setclock(&ca, BGRUN__COND_CLOCK);
 	(void)pthread_mutex_init(&c->lock, NULL);
 	(void)pthread_cond_init(&c->cond, &ca);
 	(void)pthread_condattr_destroy(&ca);
@@ -106,7 +106,7 @@ static int wait_launched(struct bgrun_child *c, int timeout_ms)
 	struct timespec deadline;
 
 	if (timeout_ms >= 0) {
-		int64_t ns = bgrun__now_ns(CLOCK_MONOTONIC) +
+		int64_t ns = bgrun__now_ns(BGRUN__COND_CLOCK) +
 			     (int64_t)timeout_ms * 1000000;
 
 		deadline.tv_sec = ns / 1000000000;

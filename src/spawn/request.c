@@ -4,10 +4,8 @@
 #include "spawn-internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Length of the NAME part of "NAME=VALUE" (or of a bare NAME). */
 static size_t name_len(const char *s)
@@ -48,7 +46,7 @@ static int validate(const struct bgrun_spawn_opts *o)
 		if (o->env_unset[i][0] == '\0' || strchr(o->env_unset[i], '='))
 			return -EINVAL;
 	for (size_t i = 0; o->pass_fds != NULL && i < o->n_pass_fds; i++)
-		if (o->pass_fds[i] < 0)
+		if (bgrun__os_fd_bad(o->pass_fds[i]))
 			return -EBADF;
 	for (int i = 0; i < 3; i++) {
 		switch (s[i]->kind) {
@@ -56,7 +54,7 @@ static int validate(const struct bgrun_spawn_opts *o)
 		case BGRUN_STDIO_INHERIT:
 			break;
 		case BGRUN_STDIO_FD:
-			if (s[i]->fd < 0)
+			if (bgrun__os_fd_bad(s[i]->fd))
 				return -EBADF;
 			break;
 		case BGRUN_STDIO_FILE:
@@ -183,23 +181,16 @@ static const char *copy_str(const char *s, char **pos)
 	return out;
 }
 
-static int dup_cloexec(int fd)
-{
-	int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-
-	return d < 0 ? -errno : d;
-}
-
 static void close_owned_fds(struct bgrun__req *req)
 {
 	struct bgrun_stdio *s[3] = { &req->in, &req->out, &req->err };
 
 	for (int i = 0; i < 3; i++)
-		if (s[i]->kind == BGRUN_STDIO_FD && s[i]->fd >= 0)
-			(void)close(s[i]->fd);
+		if (s[i]->kind == BGRUN_STDIO_FD && !bgrun__os_fd_bad(s[i]->fd))
+			bgrun__os_fd_close(s[i]->fd);
 	for (size_t i = 0; i < req->n_pass_fds; i++)
-		if (req->pass_fds[i] >= 0)
-			(void)close(req->pass_fds[i]);
+		if (!bgrun__os_fd_bad(req->pass_fds[i]))
+			bgrun__os_fd_close(req->pass_fds[i]);
 }
 
 /*
@@ -207,32 +198,31 @@ static void close_owned_fds(struct bgrun__req *req)
  * closed or reused its descriptors: take duplicates now. The caller's own
  * 0, 1, 2 (INHERIT) are taken now too, as they are at the time of the call.
  */
-static int take_fds(struct bgrun__req *req, int *pass)
+static int take_fds(struct bgrun__req *req, bgrun_os_fd_t *pass)
 {
 	struct bgrun_stdio *s[3] = { &req->in, &req->out, &req->err };
 	int r = 0;
 
 	for (size_t i = 0; i < req->n_pass_fds; i++)
-		pass[i] = -1;
+		pass[i] = BGRUN_OS_FD_NONE;
 	for (int i = 0; i < 3; i++) {
 		if (s[i]->kind == BGRUN_STDIO_INHERIT) {
-			if (fcntl(i, F_GETFD) < 0) {
+			if (bgrun__os_std_fd(i, &s[i]->fd) < 0) {
 				s[i]->kind = BGRUN_STDIO_NULL;
 				continue;
 			}
 			s[i]->kind = BGRUN_STDIO_FD;
-			s[i]->fd = i;
 		}
-		if (s[i]->kind == BGRUN_STDIO_FD)
-			s[i]->fd = r < 0 ? -1 : dup_cloexec(s[i]->fd);
-		if (s[i]->kind == BGRUN_STDIO_FD && s[i]->fd < 0 && r == 0)
-			r = s[i]->fd;
+		if (s[i]->kind == BGRUN_STDIO_FD) {
+			bgrun_os_fd_t fd = s[i]->fd;
+
+			s[i]->fd = BGRUN_OS_FD_NONE;
+			if (r == 0)
+				r = bgrun__os_fd_dup(fd, &s[i]->fd);
+		}
 	}
-	for (size_t i = 0; i < req->n_pass_fds && r == 0; i++) {
-		pass[i] = dup_cloexec(req->pass_fds[i]);
-		if (pass[i] < 0)
-			r = pass[i];
-	}
+	for (size_t i = 0; i < req->n_pass_fds && r == 0; i++)
+		r = bgrun__os_fd_dup(req->pass_fds[i], &pass[i]);
 	req->pass_fds = pass;
 	req->owns_fds = true;
 	return r;
@@ -250,17 +240,17 @@ static int make_deep(struct bgrun__req *req)
 	size_t nptr = bgrun__vec_len((const char *const *)req->argv) + 1 +
 		      bgrun__vec_len((const char *const *)req->envp) + 1;
 	size_t size = vec_bytes(req->argv) + vec_bytes(req->envp) +
-		      req->n_pass_fds * sizeof(int) + str_bytes(req->cwd) +
+		      req->n_pass_fds * sizeof(bgrun_os_fd_t) + str_bytes(req->cwd) +
 		      str_bytes(req->out.path) + str_bytes(req->err.path) +
 		      req->in.len;
 	char *arena, **slots, *pos;
-	int *pass;
+	bgrun_os_fd_t *pass;
 
 	arena = malloc(size);
 	if (arena == NULL)
 		return -ENOMEM;
 	slots = (char **)arena;
-	pass = (int *)(arena + nptr * sizeof(char *));
+	pass = (bgrun_os_fd_t *)(arena + nptr * sizeof(char *));
 	pos = (char *)(pass + req->n_pass_fds);
 	{
 		char **argv = copy_vec(req->argv, &slots, &pos);
@@ -307,6 +297,7 @@ int bgrun__req_build(const struct bgrun_spawn_opts *opts, bool deep,
 		req.in.len = 0;
 	req.pass_fds = opts->pass_fds;
 	req.n_pass_fds = opts->pass_fds != NULL ? opts->n_pass_fds : 0;
+	req.shell = opts->shell != NULL;
 	req.detach = opts->detach;
 	req.new_pgroup = opts->new_pgroup;
 	if (deep) {

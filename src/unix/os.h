@@ -6,6 +6,9 @@
 
 #include <stdbool.h>
 
+/* The clock the library's condition variables time out on (spawn/child.c). */
+#define BGRUN__COND_CLOCK CLOCK_MONOTONIC
+
 /* A launched child, as the platform knows it (struct bgrun__proc.os). */
 struct bgrun__os_proc {
 	int pidfd; /* -1 when pidfds are unavailable */

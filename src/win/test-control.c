@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* test-control.c: bgrun__test_control in the Windows build: the operations of the modules it has (include/bgrun/test-control.h). */
+
+/*
+ * src/test-control.c reaches into the store, the sink and the clone
+ * pipeline, which the Windows build does not have yet: this one answers
+ * what it can and -ENOSYS for the rest, so that a test can tell.
+ */
+#include "bgrun/test-control.h"
+#include "spawn/spawn-internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+
+int bgrun__test_control(int op, ...)
+{
+	switch (op) {
+	case BGRUN__TEST_REAPER_PENDING:
+		return bgrun__reaper_pending();
+	case BGRUN__TEST_SPOOL_WRITE:
+	case BGRUN__TEST_CLONE_CLOSE_FN:
+	case BGRUN__TEST_STORE_PATH:
+	case BGRUN__TEST_SHA1:
+	case BGRUN__TEST_CLOSER:
+	case BGRUN__TEST_BUNDLE_LIST:
+	case BGRUN__TEST_EVENT_FIELD:
+		return -ENOSYS;
+	}
+	return -EINVAL;
+}
