@@ -24,7 +24,9 @@
  *   when it has an extension, then with each extension of PATHEXT
  *   (".COM;.EXE;.BAT;.CMD" when unset); a directory there is EACCES, a
  *   file that is no program ENOEXEC. A .bat or .cmd file runs through
- *   cmd.exe as for .shell below, its arguments escaped for cmd.exe;
+ *   cmd.exe as for .shell below, its arguments escaped for cmd.exe's
+ *   command line (what the batch file then does with %* or %1 is
+ *   cmd.exe's parsing again, which no quoting by the caller controls);
  * - shell (bgrun_spawn_opts.shell): the system directory's cmd.exe, as
  *   `cmd.exe /d /s /c "SHELL ARGS"`: SHELL is passed to cmd.exe as it is;
  *   argv[1...], if given, follow it, each quoted for a program's C

@@ -203,11 +203,11 @@ static int command_line(const struct bgrun__req *req, const char *path,
 		}
 		buf_addc(&b, '"');
 	} else if (is_batch(path)) {
-		buf_add(&b, comspec, strlen(comspec));
+		r = quote_argv0(&b, comspec);
 		buf_add(&b, " /d /s /c \"\"", 12);
 		buf_add(&b, path, strlen(path));
 		buf_addc(&b, '"');
-		for (; req->argv[i] != NULL; i++) {
+		for (; r == 0 && req->argv[i] != NULL; i++) {
 			buf_addc(&b, ' ');
 			quote_arg_cmd(&b, req->argv[i]);
 		}
