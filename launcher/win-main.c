@@ -36,6 +36,11 @@ int wmain(int argc, wchar_t **wargv)
 			(void)WideCharToMultiByte(CP_UTF8, 0, wargv[i], -1,
 						  argv[i], n, NULL, NULL);
 	}
+	/*
+	 * The C runtime's getopt names the program by the runtime's own
+	 * argv[0] (the full path) in its messages: bgrun's say "bgrun".
+	 */
+	__argv[0] = (char *)"bgrun";
 	(void)_setmode(_fileno(stdout), _O_BINARY);
 	(void)_setmode(_fileno(stderr), _O_BINARY);
 	return bgrun_cli_main(argc, argv);

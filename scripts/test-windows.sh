@@ -137,8 +137,12 @@ if [ ! -f "$prefix/lib/pkgconfig/sqlite3.pc" ] ||
 fi
 
 # pkg-config sees the Windows builds only, never the system's .pc files.
+# And the programs run through wine-run.sh, never with wine's output on
+# meson's pipes (wine-run.sh says why).
 cat >"$cache/deps.ini" <<-INI
 # Written by scripts/test-windows.sh: the Windows builds of the dependencies.
+[binaries]
+exe_wrapper = '$src/scripts/wine-run.sh'
 [properties]
 pkg_config_libdir = ['$prefix/lib/pkgconfig']
 INI

@@ -1075,6 +1075,9 @@ static void case_cli_exit_codes(void)
 	ASSERT_INT(run_bgrun((const char *[]){ "--no-log", "-E", "novalue",
 					      helper, NULL }, &err), ==, 2);
 	ASSERT_INT(run_bgrun((const char *[]){ "--bogus", helper, NULL }, &err), ==, 2);
+	/* getopt's own message, named "bgrun" as every other. */
+	ASSERT(strncmp(err, "bgrun: ", 7) == 0 && strstr(err, "bogus") != NULL);
+	ASSERT(strstr(err, "\nTry 'bgrun --help'.\n") != NULL);
 	/* The logged mode is not in this build: said, and bgrun's own failure. */
 	ASSERT_INT(run_bgrun((const char *[]){ helper, "exit", "0", NULL }, &err), ==, 125);
 	ASSERT(strstr(err, "use --no-log") != NULL);
