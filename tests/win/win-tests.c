@@ -593,7 +593,11 @@ static void case_stdin_kinds(void)
 	{
 		WCHAR *t = wide(dup_printf("%s\\", tmpdir));
 
+		WCHAR tp[MAX_PATH];
+
 		ASSERT(SetEnvironmentVariableW(L"TMP", t));
+		/* Else the check below would look in the wrong place. */
+		ASSERT(GetTempPathW(MAX_PATH, tp) > 0 && _wcsicmp(tp, t) == 0);
 	}
 	o.argv = (const char *[]){ helper, "cat", NULL };
 	o.out.kind = BGRUN_STDIO_FILE;
