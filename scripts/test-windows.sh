@@ -138,18 +138,26 @@ fi
 
 # pkg-config sees the Windows builds only, never the system's .pc files.
 # And the programs run through wine-run.sh, never with wine's output on
-# meson's pipes (wine-run.sh says why).
-cat >"$cache/deps.ini" <<-INI
+# meson's pipes (wine-run.sh says why). One file per source tree (the
+# cache is shared), rewritten only when it changes (else meson would
+# reconfigure every time).
+deps_ini=$cache/deps-$(printf '%s' "$src" | md5sum | cut -c1-12).ini
+cat >"$deps_ini.new" <<-INI
 # Written by scripts/test-windows.sh: the Windows builds of the dependencies.
 [binaries]
 exe_wrapper = '$src/scripts/wine-run.sh'
 [properties]
 pkg_config_libdir = ['$prefix/lib/pkgconfig']
 INI
+if cmp -s "$deps_ini.new" "$deps_ini"; then
+	rm -f "$deps_ini.new"
+else
+	mv "$deps_ini.new" "$deps_ini"
+fi
 
 # --- build ---
 if [ ! -f "$builddir/build.ninja" ]; then
-	meson setup "$builddir" --cross-file cross/$host.ini --cross-file "$cache/deps.ini" \
+	meson setup "$builddir" --cross-file cross/$host.ini --cross-file "$deps_ini" \
 		>"$cache/setup.log" 2>&1 || { cat "$cache/setup.log" >&2; exit 1; }
 fi
 ninja -C "$builddir" >"$cache/ninja.log" 2>&1 || { cat "$cache/ninja.log" >&2; exit 1; }
