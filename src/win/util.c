@@ -4,6 +4,7 @@
 #include "win.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -145,4 +146,33 @@ int bgrun__win_errno(DWORD error)
 	default:
 		return -EIO;
 	}
+}
+
+/*
+ * A per-user file on Windows: $XDG_VAR/leaf when that is set to an
+ * absolute path (as on POSIX, for tests and for users who want it),
+ * else %LOCALAPPDATA%\leaf (leaf begins with "bgrun/"); home_dir, the
+ * POSIX fallback under $HOME, has no Windows meaning.
+ */
+int bgrun__user_path(const char *xdg_var, const char *home_dir,
+		     const char *leaf, char **ret_path)
+{
+	const char *xdg = getenv(xdg_var), *base = getenv("LOCALAPPDATA");
+	char *path;
+	int n;
+
+	(void)home_dir;
+	if (xdg != NULL && (xdg[0] == '/' || xdg[0] == '\\' ||
+			    (xdg[0] != '\0' && xdg[1] == ':')))
+		base = xdg;
+	else if (base == NULL || base[0] == '\0')
+		return -ENOENT;
+	n = asprintf(&path, "%s\\%s", base, leaf);
+	if (n < 0)
+		return -ENOMEM;
+	for (char *p = path; *p != '\0'; p++)
+		if (*p == '/')
+			*p = '\\';
+	*ret_path = path;
+	return 0;
 }
