@@ -43,6 +43,16 @@ def write(path, data):
         f.write(data)
 
 
+# Store names a hostile bundle may try to plant: Mercurial's transaction
+# and lock files, config, and names outside the revlog layout.
+HOSTILE_NAMES = [
+    b'journal', b'journal.phaseroots', b'undo', b'undo.backupfiles', b'wlock',
+    b'hgrc', b'bookmarks', b'narrowspec', b'00changelog', b'foo.i',
+    b'data/journal', b'data/x.txt', b'meta/00manifest', b'dh/x.i',
+    b'store/00changelog.i', b'cache/branch2',
+]
+
+
 # --- the test repository -------------------------------------------------
 
 def long_names():
@@ -223,6 +233,10 @@ def bad(good, outdir):
     renamed('trailing-slash', b'data/x.i/', 'empty component')
     renamed('empty', b'', 'empty entry name')
     renamed('requires', b'requires', 'keeps itself')
+    # Only what a stream clone creates (store.walk, phaseroots, obsstore).
+    for n in HOSTILE_NAMES:
+        renamed('planted-' + n.decode().replace('/', '-'), n,
+                'not a file a stream clone creates')
     renamed('nul', b'data/a\0b.i', 'NUL byte', len(b'data/a'))
     e = list(ents)
     blob, o = build(reqs, e)
@@ -236,7 +250,7 @@ def bad(good, outdir):
     dup = ents + [ents[0]]
     blob, o = build(reqs, dup)
     case('duplicate', blob, 'collides', o[-1])
-    conflict = ents + [(b'data/plainfile', b'x'), (b'data/plainfile/sub.i', b'y')]
+    conflict = ents + [(b'data/plainfile.dat', b'x'), (b'data/plainfile.dat/sub.i', b'y')]
     blob, o = build(reqs, conflict)
     case('file-dir-conflict', blob, 'needs a directory', o[-1])
     case('req-unsupported', build(reqs + b',exp-revlogv2.2', ents)[0],
@@ -564,6 +578,9 @@ def bad2(good, outdir):
     renamed('newline', b's', b'data/a\nb.i', 'newline')
     renamed('empty-component', b's', b'data//x.i', 'empty component')
     renamed('requires', b's', b'requires', 'keeps itself')
+    for n in HOSTILE_NAMES:
+        renamed('planted-' + n.decode().replace('/', '-'), b's', n,
+                'not a file a stream clone creates')
     renamed('nul', b's', b'data/a\0b.i', 'NUL byte')
     renamed('empty', b's', b'', 'empty entry name')
     renamed('cache-hgrc', b'c', b'hgrc', 'cache entry name')
@@ -588,7 +605,7 @@ def bad2(good, outdir):
     cdup = ents + [(b'c', b'branch2-immutable', b'x'), (b'c', b'branch2-immutable', b'y')]
     b = Bundle2(reqs, cdup, frame=F)
     case('v2-cache-duplicate', b.blob, 'collides', b.entry(len(cdup) - 1))
-    conflict = ents + [(b's', b'data/plainfile', b'x'), (b's', b'data/plainfile/sub.i', b'y')]
+    conflict = ents + [(b's', b'data/plainfile.dat', b'x'), (b's', b'data/plainfile.dat/sub.i', b'y')]
     b = Bundle2(reqs, conflict, frame=F)
     case('v2-file-dir-conflict', b.blob, 'needs a directory', b.entry(len(conflict) - 1))
     b = Bundle2(reqs + b',exp-revlogv2.2', ents, frame=F)

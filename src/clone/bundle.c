@@ -400,6 +400,52 @@ static int name_fail(struct bgrun__bundle *b, uint64_t off, const char *what)
 	return bgrun__bundle_fail(b, off, "%s: %s", what, q);
 }
 
+static bool ends_with(const char *s, size_t len, const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	return len >= n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+/*
+ * store.revlog_type(): the names store._walk and the fncache's datafiles
+ * yield, by their ending (REVLOG_FILES_MAIN_EXT, REVLOG_FILES_OTHER_EXT).
+ */
+static bool revlog_file(const char *s, size_t len)
+{
+	static const char *const ext[] = { ".i",   "i.tmpcensored", ".idx",
+					   ".d",   ".dat",          ".n",
+					   ".nd",  ".sda",          "d.tmpcensored" };
+
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++)
+		if (ends_with(s, len, ext[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Whether a stream clone can carry the store file s (len bytes): what
+ * streamclone.generatev1 and _v2_walk send, store.walk (datafiles, the
+ * revlogs under data/ and meta/; topfiles, those at the top, which are
+ * the changelog's and the root manifest's), then phaseroots and obsstore
+ * (v2). Anything else (journal, undo, wlock, hgrc, bookmarks, dh/...) is
+ * a file the bundle has no business creating: Mercurial reads an
+ * abandoned transaction from a planted journal, a lock from wlock.
+ * A v1 name is encodedir'd, which changes neither its first component
+ * nor its ending, so the raw name is checked.
+ */
+static bool stream_name(const char *s, size_t len)
+{
+	if (memchr(s, '/', len) == NULL)
+		return (len == 10 && memcmp(s, "phaseroots", 10) == 0) ||
+		       (len == 8 && memcmp(s, "obsstore", 8) == 0) ||
+		       ((strncmp(s, "00changelog", 11) == 0 ||
+			 strncmp(s, "00manifest", 10) == 0) &&
+			revlog_file(s, len));
+	return (strncmp(s, "data/", 5) == 0 || strncmp(s, "meta/", 5) == 0) &&
+	       revlog_file(s, len);
+}
+
 /* Checks an entry name; returns 0 or the -EBADMSG of bgrun__bundle_fail. */
 int bgrun__bundle_check_name(struct bgrun__bundle *b, uint64_t off)
 {
@@ -431,6 +477,9 @@ int bgrun__bundle_check_name(struct bgrun__bundle *b, uint64_t off)
 	    strcmp(name, "lock") == 0)
 		return name_fail(b, off,
 				 "entry name is a file the store keeps itself");
+	if (!stream_name(name, b->name_len))
+		return name_fail(b, off,
+				 "entry name is not a file a stream clone creates (revlog files under data/ and meta/, 00changelog.*, 00manifest.*, phaseroots, obsstore)");
 	return 0;
 }
 
