@@ -34,6 +34,7 @@ enum {
 	OPT_INSECURE,
 	OPT_CACERT,
 	OPT_NO_CLONEBUNDLES,
+	OPT_CLEANUP,
 };
 
 static const struct option longopts[] = {
@@ -53,12 +54,14 @@ static const struct option longopts[] = {
 	{ "insecure", no_argument, NULL, OPT_INSECURE },
 	{ "cacert", required_argument, NULL, OPT_CACERT },
 	{ "no-clonebundles", no_argument, NULL, OPT_NO_CLONEBUNDLES },
+	{ "cleanup", no_argument, NULL, OPT_CLEANUP },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 static const char usage_text[] =
 	"Usage: bgrun clone [OPTION]... BUNDLE|URL DEST\n"
+	"  or:  bgrun clone --cleanup [DEST]\n"
 	"Apply a Mercurial stream clone bundle to a new repository DEST, as\n"
 	"'hg clone --stream -U' would make it: v1 (hg debugcreatestreamclonebundle)\n"
 	"or v2 (hg bundle -a -t 'none-v2;stream=v2', what clonebundles serve).\n"
@@ -88,6 +91,8 @@ static const char usage_text[] =
 	"      --insecure          URL: do not verify the server's TLS certificate\n"
 	"      --cacert=FILE       URL: the CA certificates to verify it with\n"
 	"      --no-clonebundles   URL: ignore the server's clonebundles manifest\n"
+	"      --cleanup           only remove what killed clones left where a clone\n"
+	"                          to DEST (default: here) builds, and record them\n"
 	"  -h, --help              display this help and exit\n"
 	"\n"
 	"Hooks run detached, with no terminal (stdio on /dev/null), through bgrun's\n"
@@ -96,13 +101,18 @@ static const char usage_text[] =
 	"HG_SOURCE, HG_DEST, HG_FILES, HG_BYTES, HG_SECONDS, HG_REQUIREMENTS,\n"
 	"HG_RESULT, BGRUN_CLONE_ID (the clone's event id) and, on failure, HG_ERROR.\n"
 	"\n"
+	"A clone killed outright (kill -9, a crash, a reboot) leaves its temporary\n"
+	"directory .DEST.clone-XXXXXX; the next clone into the same directory, or\n"
+	"--cleanup, removes it once its owner is gone, says so, and records the\n"
+	"killed clone (event clone, result lost, under the id it had).\n"
+	"\n"
 	"Exit status: 0 cloned (even if a hook could not start), 1 the clone failed,\n"
 	"2 usage error, 3 (with --wait) cloned but a post-clone hook failed or\n"
 	"could not start, 128+N interrupted by signal N.\n";
 
 struct clone_cli {
 	const char *bundle, *dest, *db;
-	bool verbose, quiet, log, wait;
+	bool verbose, quiet, log, wait, cleanup;
 	long timeout;      /* URL: seconds without data before giving up */
 	bool insecure, no_clonebundles;
 	const char *cacert;
@@ -298,6 +308,9 @@ static void parse(struct clone_cli *cc, int argc, char **argv)
 		case OPT_NO_LOG:
 			cc->log = false;
 			break;
+		case OPT_CLEANUP:
+			cc->cleanup = true;
+			break;
 		case OPT_TIMEOUT:
 			cc->timeout = (long)parse_count(optarg, "timeout", 86400);
 			if (cc->timeout == 0)
@@ -331,6 +344,14 @@ static void parse(struct clone_cli *cc, int argc, char **argv)
 			(void)fputs("Try 'bgrun clone --help'.\n", stderr);
 			exit(EXIT_USAGE);
 		}
+	}
+	if (cc->cleanup) {
+		if (argc - optind > 1)
+			usage_error("too many arguments", NULL);
+		cc->dest = argc - optind == 1 ? argv[optind] : NULL;
+		if (cc->dest != NULL && cc->dest[0] == '\0')
+			usage_error("empty DEST", NULL);
+		return;
 	}
 	if (argc - optind != 2)
 		usage_error(argc - optind < 2 ? "missing BUNDLE or DEST"
@@ -386,18 +407,25 @@ static void progress(void *data, const struct bgrun_clone_progress *p)
 		      cc->tty ? "\033[K" : "\n");
 }
 
-/* Records the clone as an event (event "clone", source "bgrun"). */
-static void record(struct clone_cli *cc, const char *id, int64_t start_ns,
-		   int64_t duration_ns, bool ok, const char *message,
-		   const struct bgrun_clone_result *res, const char *dest_abs)
+/* DEST as an absolute path (it need not exist). */
+static char *absolute(const char *path)
+{
+	char here[PATH_MAX], *out;
+
+	if (path[0] == '/')
+		return strdup(path);
+	if (getcwd(here, sizeof(here)) == NULL)
+		return strdup(path);
+	return asprintf(&out, "%s/%s", here, path) < 0 ? NULL : out;
+}
+
+/* Writes ev to the log (--db, or the default), or says why not. */
+static void put_event(struct clone_cli *cc, const struct bgrun_event *ev)
 {
 	struct bgrun_store *store = NULL;
-	struct bgrun_event ev;
-	char *path = NULL, json[256];
+	char *path = NULL;
 	int r;
 
-	if (!cc->log)
-		return;
 	r = cc->db != NULL ? 0 : bgrun_store_default_path(&path);
 	if (r >= 0)
 		r = bgrun_store_new(&store);
@@ -406,11 +434,26 @@ static void record(struct clone_cli *cc, const char *id, int64_t start_ns,
 		goto out;
 	}
 	r = bgrun_store_open(store, cc->db != NULL ? cc->db : path, 0);
-	if (r < 0) {
+	if (r >= 0)
+		r = bgrun_store_put(store, ev);
+	if (r < 0)
 		cli_msg("clone: cannot record the clone: %s",
 			bgrun_store_errmsg(store));
-		goto out;
-	}
+out:
+	bgrun_store_close(store);
+	free(path);
+}
+
+/* Records the clone as an event (event "clone", source "bgrun"). */
+static void record(struct clone_cli *cc, const char *id, int64_t start_ns,
+		   int64_t duration_ns, bool ok, const char *message,
+		   const struct bgrun_clone_result *res, const char *dest_abs)
+{
+	struct bgrun_event ev;
+	char json[256];
+
+	if (!cc->log)
+		return;
 	bgrun_event_init(&ev, "clone", "bgrun");
 	(void)snprintf(ev.id, sizeof(ev.id), "%s", id);
 	ev.pid = getpid();
@@ -430,25 +473,69 @@ static void record(struct clone_cli *cc, const char *id, int64_t start_ns,
 			       res->chunk_size);
 		ev.options_json = json;
 	}
-	r = bgrun_store_put(store, &ev);
-	if (r < 0)
-		cli_msg("clone: cannot record the clone: %s",
-			bgrun_store_errmsg(store));
-out:
-	bgrun_store_close(store);
-	free(path);
+	put_event(cc, &ev);
 }
 
-/* DEST as an absolute path (it need not exist). */
-static char *absolute(const char *path)
+/* Whether id is one the store accepts (1 to 36 of [0-9A-Za-z._-]). */
+static bool valid_id(const char *id)
 {
-	char here[PATH_MAX], *out;
+	size_t n = strlen(id);
 
-	if (path[0] == '/')
-		return strdup(path);
-	if (getcwd(here, sizeof(here)) == NULL)
-		return strdup(path);
-	return asprintf(&out, "%s/%s", here, path) < 0 ? NULL : out;
+	if (n == 0 || n > BGRUN_EVENT_ID_MAX)
+		return false;
+	return strspn(id, "0123456789abcdefghijklmnopqrstuvwxyz"
+			  "ABCDEFGHIJKLMNOPQRSTUVWXYZ._-") == n;
+}
+
+/*
+ * A temporary directory of a killed clone was removed: says so, and
+ * records that clone, under the id it had (it never recorded itself),
+ * as lost: it did not finish, and nobody knows how it ended.
+ */
+static void stale_found(void *data, const struct bgrun_clone_stale *s)
+{
+	struct clone_cli *cc = data;
+	const char *base = strrchr(s->path, '/'), *end;
+	char *dest = NULL, *abs = NULL, msg[1024];
+	struct bgrun_event ev;
+	const char *kv[7];
+
+	if (!cc->quiet)
+		cli_msg("clone: removed %s, left by a killed clone (pid %" PRId64 ")",
+			cli_printable(s->path), s->pid);
+	if (!cc->log)
+		return;
+	/* DIR/.NAME.clone-XXXXXX: the clone was making DIR/NAME. */
+	base = base != NULL ? base + 1 : s->path;
+	end = strstr(base, ".clone-");
+	if (base[0] == '.' && end != NULL &&
+	    asprintf(&dest, "%.*s%.*s", (int)(base - s->path), s->path,
+		     (int)(end - base - 1), base + 1) >= 0)
+		abs = absolute(dest);
+	bgrun_event_init(&ev, "clone", "bgrun");
+	if (valid_id(s->id))
+		(void)snprintf(ev.id, sizeof(ev.id), "%s", s->id);
+	if (s->boot_id[0] != '\0')
+		ev.boot_id = s->boot_id;
+	ev.pid = s->pid;
+	ev.cwd = abs != NULL ? abs : dest;
+	ev.start_ns = s->start_ns;
+	ev.result = BGRUN_RESULT_LOST;
+	(void)snprintf(msg, sizeof(msg),
+		       "killed before it finished: its temporary directory %s was removed by %s",
+		       s->path, cc->cleanup ? "bgrun clone --cleanup" : "a later clone");
+	ev.message = msg;
+	kv[0] = "temporary";
+	kv[1] = s->path;
+	kv[2] = "dest";
+	kv[3] = s->dest;
+	kv[4] = "removed_by";
+	kv[5] = cc->cleanup ? "cleanup" : "clone";
+	kv[6] = NULL;
+	ev.options_kv = kv;
+	put_event(cc, &ev);
+	free(abs);
+	free(dest);
 }
 
 static void install_signals(void)
@@ -460,6 +547,29 @@ static void install_signals(void)
 	(void)sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		(void)sigaction(sigs[i], &sa, NULL);
+}
+
+/* bgrun clone --cleanup [DEST]. */
+static int cleanup(struct clone_cli *cc)
+{
+	struct bgrun_clone *clone = NULL;
+	int r;
+
+	r = bgrun_clone_new(&clone);
+	if (r >= 0)
+		r = bgrun_clone_cleanup(clone, cc->dest, stale_found, cc);
+	if (r < 0) {
+		cli_msg("clone: --cleanup: %s",
+			cli_printable(clone != NULL ? bgrun_clone_errmsg(clone)
+						    : bgrun_strerror(r)));
+		bgrun_clone_close(clone);
+		return 1;
+	}
+	if (cc->verbose)
+		cli_msg("clone: --cleanup: %d temporary director%s removed", r,
+			r == 1 ? "y" : "ies");
+	bgrun_clone_close(clone);
+	return 0;
 }
 
 int clone_main(int argc, char **argv)
@@ -486,6 +596,12 @@ int clone_main(int argc, char **argv)
 	cc.argv[0] = (char *)"bgrun";
 	memcpy(&cc.argv[1], argv, (size_t)argc * sizeof(*argv));
 	parse(&cc, argc, argv);
+	if (cc.cleanup) {
+		status = cleanup(&cc);
+		free(cc.argv);
+		hooks_free(&cc.hooks);
+		return status;
+	}
 	dest_abs = absolute(cc.dest);
 	cc.tty = isatty(STDERR_FILENO) == 1;
 	cc.opts.dest = cc.dest;
@@ -498,10 +614,14 @@ int clone_main(int argc, char **argv)
 	cc.opts.progress = progress;
 	cc.opts.progress_data = &cc;
 	cc.opts.cancel = &cancel_signal;
+	cc.opts.stale = stale_found;
+	cc.opts.stale_data = &cc;
 	install_signals();
 
 	bgrun_event_new_id(id);
 	start_real = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
+	cc.opts.id = id;
+	cc.opts.start_ns = start_real;
 	cc.start_ns = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	r = bgrun_clone_new(&clone);
 	if (r >= 0 && (strncmp(cc.bundle, "http://", 7) == 0 ||

@@ -59,8 +59,31 @@ extern "C" {
  * It is built in a temporary directory beside dest (".NAME.clone-XXXXXX")
  * and renamed to dest at the end, so dest appears complete or not at all,
  * and a failure (or a cancel) removes everything it wrote. dest must not
- * exist or be an empty directory.
+ * exist or be an empty directory. What a clone killed outright (SIGKILL)
+ * leaves is removed by the next clone into the same directory, or by
+ * bgrun_clone_cleanup (struct bgrun_clone_stale says how it is told).
  */
+
+/*
+ * A temporary directory left by a clone that was killed (SIGKILL, a
+ * crash, a reboot), found and removed by a later clone into the same
+ * directory or by bgrun_clone_cleanup. Its owner file (".bgrun-clone-owner",
+ * locked while the clone runs) names the clone's process; a temporary is
+ * removed only when that lock is free and the process is gone (another
+ * boot, or no process with that pid and start time). Every string is
+ * borrowed for the duration of the callback; "" when not recorded.
+ */
+struct bgrun_clone_stale {
+	const char *path;    /* the directory removed: DIR/.NAME.clone-XXXXXX */
+	const char *dest;    /* the destination that clone was given */
+	const char *id;      /* that clone's opts.id */
+	int64_t pid;         /* its process */
+	const char *boot_id; /* the boot it ran in */
+	int64_t start_ns;    /* when it began (CLOCK_REALTIME), or BGRUN_NULL */
+};
+
+typedef void (*bgrun_clone_stale_cb)(void *data,
+				     const struct bgrun_clone_stale *s);
 
 /* Progress, passed to the progress callback. */
 struct bgrun_clone_progress {
@@ -117,6 +140,20 @@ struct bgrun_clone_opts {
 	 * handler) the clone stops, removes its work and returns -ECANCELED.
 	 */
 	const volatile sig_atomic_t *cancel;
+	/*
+	 * Optional: an id for this clone (an event id, say), and when it
+	 * began (CLOCK_REALTIME ns, 0: now), written in its temporary
+	 * directory's owner file, for whoever removes that directory if
+	 * the clone is killed.
+	 */
+	const char *id;
+	int64_t start_ns;
+	/*
+	 * Optional: called for each temporary directory of a killed clone
+	 * that this clone removes (from dest's directory, before it starts).
+	 */
+	bgrun_clone_stale_cb stale;
+	void *stale_data;
 };
 
 #define BGRUN_CLONE_OPTS_INIT { .bundle_fd = BGRUN_OS_FD_NONE, .close_threads = -1 }
@@ -179,6 +216,19 @@ BGRUN_EXTERN const char *bgrun_clone_errmsg(const struct bgrun_clone *clone);
 BGRUN_EXTERN int bgrun_clone(struct bgrun_clone *clone,
 			     const struct bgrun_clone_opts *opts,
 			     struct bgrun_clone_result *ret_result);
+
+/*
+ * Removes the temporary directories of killed clones where a clone to
+ * dest would make its own (dest's parent directory; dest NULL: the
+ * current directory), as every bgrun_clone does before it starts,
+ * calling cb (may be NULL) for each. Temporaries of running clones, of
+ * other users, and without an owner file (a clone of a bgrun before the
+ * owner file) are left. Returns how many were removed, or -errno if the
+ * directory cannot be read (explained by bgrun_clone_errmsg(clone)).
+ */
+BGRUN_EXTERN int bgrun_clone_cleanup(struct bgrun_clone *clone,
+				     const char *dest,
+				     bgrun_clone_stale_cb cb, void *data);
 
 /*
  * Whether the clone pipeline can apply a bundle with this requirement

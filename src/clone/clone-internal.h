@@ -257,6 +257,30 @@ int bgrun__writer_fncache(struct bgrun__writer *w);
 void bgrun__writer_release(struct bgrun__writer *w);
 
 /*
+ * stale.c: the owner file of a clone's temporary directory (pid, its
+ * start time, boot id, the clone's id, start and destination), locked
+ * while the clone runs, and the removal of temporaries whose owner is
+ * gone.
+ */
+#define BGRUN__CLONE_OWNER ".bgrun-clone-owner"
+/* Removes name (a tree we made) under dirfd; errors are ignored. */
+void bgrun__clone_remove_tree(int dirfd, const char *name);
+/*
+ * Writes the owner file in tmp_fd and gives its descriptor, which holds
+ * the lock (the caller closes it once the directory is no longer a
+ * temporary): 0 or -errno.
+ */
+int bgrun__clone_own(int tmp_fd, const char *id, const char *dest,
+		     int64_t start_ns, int *ret_fd);
+/*
+ * Removes every temporary in parent_fd (named parent in messages) whose
+ * owner is gone, calling cb (may be NULL) for each: how many, or -errno
+ * if the directory cannot be read.
+ */
+int bgrun__clone_sweep(int parent_fd, const char *parent,
+		       bgrun_clone_stale_cb cb, void *data);
+
+/*
  * What closes the files written: close(2), or a test's replacement
  * (bgrun__test_control).
  */

@@ -97,6 +97,7 @@ struct job {
 	const char *bundle_name;
 	int bundle_fd;              /* ours when the options gave a path */
 	int parent_fd, tmp_fd, hg_fd, store_fd;
+	int owner_fd;               /* the owner file, locked (stale.c) */
 	char *parent, *base, tmpname[NAME_MAX + 1];
 	bool dest_exists;           /* an empty directory: rename over it */
 	const char *reqs[32];       /* the final requirements, sorted */
@@ -217,14 +218,12 @@ static int write_requires(struct job *j, int dirfd, bool wd)
 	return write_file(dirfd, "requires", text, n);
 }
 
-/* Splits dest into its parent and base name, and checks it is free. */
-static int check_dest(struct job *j)
+/* Splits dest into its parent and base name. */
+static int split_dest(struct job *j)
 {
 	const char *dest = j->o->dest;
 	size_t len = strlen(dest);
-	struct stat st;
 	char *slash;
-	DIR *d;
 
 	while (len > 1 && dest[len - 1] == '/')
 		len--;
@@ -245,6 +244,20 @@ static int check_dest(struct job *j)
 	    strcmp(j->base, "..") == 0 || strcmp(j->base, "/") == 0)
 		return job_fail(j, -EINVAL,
 			"%s: the destination must name a new directory", dest);
+	return 0;
+}
+
+/* Splits dest into its parent and base name, and checks it is free. */
+static int check_dest(struct job *j)
+{
+	const char *dest = j->o->dest;
+	struct stat st;
+	DIR *d;
+	int r;
+
+	r = split_dest(j);
+	if (r < 0)
+		return r;
 	if (lstat(dest, &st) < 0) {
 		if (errno != ENOENT)
 			return job_fail(j, -errno, "%s: %s", dest,
@@ -278,33 +291,6 @@ static int check_dest(struct job *j)
 	return 0;
 }
 
-/* Removes name (a tree we made) under dirfd; errors are ignored. */
-static void remove_tree(int dirfd, const char *name)
-{
-	int fd = openat(dirfd, name,
-			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct dirent *de;
-	DIR *d;
-
-	if (fd >= 0) {
-		d = fdopendir(fd);
-		if (d == NULL) {
-			(void)close(fd);
-		} else {
-			while ((de = readdir(d)) != NULL) {
-				if (strcmp(de->d_name, ".") == 0 ||
-				    strcmp(de->d_name, "..") == 0)
-					continue;
-				if (unlinkat(fd, de->d_name, 0) < 0 &&
-				    (errno == EISDIR || errno == EPERM))
-					remove_tree(fd, de->d_name);
-			}
-			(void)closedir(d);
-		}
-	}
-	(void)unlinkat(dirfd, name, AT_REMOVEDIR);
-}
-
 /* Makes the temporary directory beside dest and .hg, .hg/store in it. */
 static int make_tmp(struct job *j)
 {
@@ -331,7 +317,18 @@ static int make_tmp(struct job *j)
 	}
 	j->tmp_fd = openat(j->parent_fd, j->tmpname,
 			   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (j->tmp_fd < 0 || mkdirat(j->tmp_fd, ".hg", 0777) < 0 ||
+	if (j->tmp_fd < 0)
+		return job_fail(j, -errno, "%s/%s: %s", j->parent, j->tmpname,
+				strerror(errno));
+	/* First, so that a kill -9 from now on leaves a temporary we can judge. */
+	r = bgrun__clone_own(j->tmp_fd, j->o->id, j->o->dest,
+			     j->o->start_ns ? j->o->start_ns
+					    : bgrun__now_ns(CLOCK_REALTIME),
+			     &j->owner_fd);
+	if (r < 0)
+		return job_fail(j, r, "%s/%s: cannot write its owner file: %s",
+				j->parent, j->tmpname, strerror(-r));
+	if (mkdirat(j->tmp_fd, ".hg", 0777) < 0 ||
 	    (j->hg_fd = openat(j->tmp_fd, ".hg", O_RDONLY | O_DIRECTORY |
 							 O_NOFOLLOW | O_CLOEXEC)) < 0 ||
 	    mkdirat(j->hg_fd, "store", 0777) < 0 ||
@@ -420,6 +417,14 @@ static int commit(struct job *j)
 {
 	int r = -1;
 
+	/*
+	 * The owner file must not reach dest. From here to the rename, a
+	 * kill leaves a temporary without one, which the sweep leaves alone:
+	 * a window of two system calls.
+	 */
+	if (unlinkat(j->tmp_fd, BGRUN__CLONE_OWNER, 0) < 0)
+		return job_fail(j, -errno, "%s/%s/%s: %s", j->parent,
+				j->tmpname, BGRUN__CLONE_OWNER, strerror(errno));
 	if (!j->dest_exists) {
 		r = renameat2(j->parent_fd, j->tmpname, j->parent_fd, j->base,
 			      RENAME_NOREPLACE);
@@ -465,7 +470,8 @@ int bgrun_clone(struct bgrun_clone *c, const struct bgrun_clone_opts *opts,
 		struct bgrun_clone_result *ret_result)
 {
 	struct job j = { .o = opts, .bundle_fd = -1, .parent_fd = -1,
-			 .tmp_fd = -1, .hg_fd = -1, .store_fd = -1 };
+			 .tmp_fd = -1, .hg_fd = -1, .store_fd = -1,
+			 .owner_fd = -1 };
 	int64_t start = bgrun__now_ns(CLOCK_MONOTONIC);
 	unsigned int threads = 0;
 	size_t chunk;
@@ -505,6 +511,9 @@ int bgrun_clone(struct bgrun_clone *c, const struct bgrun_clone_opts *opts,
 	r = requirements(&j);
 	if (r < 0)
 		goto out;
+	/* What killed clones left beside dest (never a reason to fail). */
+	(void)bgrun__clone_sweep(j.parent_fd, j.parent, opts->stale,
+				 opts->stale_data);
 	j.p.files_total = j.b.file_count;
 	j.p.bytes_total = j.b.byte_count;
 	report(&j);
@@ -544,7 +553,10 @@ out:
 		(void)close(j.tmp_fd);
 	/* A failure after make_tmp: take everything back. */
 	if (j.tmpname[0] != '\0')
-		remove_tree(j.parent_fd, j.tmpname);
+		bgrun__clone_remove_tree(j.parent_fd, j.tmpname);
+	/* The lock goes last: the temporary is gone or is dest by now. */
+	if (j.owner_fd >= 0)
+		(void)close(j.owner_fd);
 	if (j.parent_fd >= 0)
 		(void)close(j.parent_fd);
 	if (j.bundle_fd >= 0)
@@ -557,6 +569,46 @@ out:
 			       j.msg != NULL ? j.msg : bgrun_strerror(r));
 	free(j.msg);
 	return r < 0 ? r : 0;
+}
+
+int bgrun_clone_cleanup(struct bgrun_clone *c, const char *dest,
+			bgrun_clone_stale_cb cb, void *data)
+{
+	struct bgrun_clone_opts o = BGRUN_CLONE_OPTS_INIT;
+	struct job j = { .o = &o, .parent_fd = -1 };
+	const char *dir;
+	int r;
+
+	if (c == NULL)
+		return -EINVAL;
+	c->errmsg[0] = '\0';
+	if (dest != NULL) {
+		o.dest = dest;
+		r = split_dest(&j);
+		if (r < 0)
+			goto out;
+		dir = j.parent;
+	} else {
+		dir = ".";
+	}
+	j.parent_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (j.parent_fd < 0) {
+		r = job_fail(&j, -errno, "%s: %s", dir, strerror(errno));
+		goto out;
+	}
+	r = bgrun__clone_sweep(j.parent_fd, dir, cb, data);
+	if (r < 0)
+		(void)job_fail(&j, r, "%s: %s", dir, strerror(-r));
+out:
+	if (j.parent_fd >= 0)
+		(void)close(j.parent_fd);
+	free(j.parent);
+	free(j.base);
+	if (r < 0)
+		(void)snprintf(c->errmsg, sizeof(c->errmsg), "%s",
+			       j.msg != NULL ? j.msg : bgrun_strerror(r));
+	free(j.msg);
+	return r;
 }
 
 int (*bgrun__clone_close_fn)(int fd);

@@ -1,0 +1,149 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# test-clone-debris.sh: what a clone killed with SIGKILL leaves, and who removes it: the next clone into the same directory, or `bgrun clone --cleanup`; running clones are left alone.
+#
+# Usage: test-clone-debris.sh BGRUN (meson passes it). A clone reads its
+# bundle from a FIFO kept open, so it is caught mid-way for certain: the
+# test waits (polling, with a deadline) for its temporary directory, then
+# kills it. Exit 1 if a check failed, 77 if hg or sqlite3 is missing.
+
+set -u
+
+BGRUN=${1:?usage: test-clone-debris.sh BGRUN}
+CLONE_NEEDS="hg sqlite3"
+. "$(dirname "$0")/clone-lib.sh"
+
+export BGRUN_DB=$TMP/events.db
+sql() { sqlite3 -batch -noheader -cmd '.timeout 10000' "$BGRUN_DB" "$1"; }
+# temps DIR: the temporary directories of clones in DIR, by name.
+temps() { find "$1" -maxdepth 1 -name '.*.clone-*' -printf '%f\n' | sort; }
+
+# A repository big enough that 300 kB of its bundle is not the whole.
+hg init -q src
+for i in $(seq 40); do head -c 20000 /dev/urandom >"src/f$i"; done
+hg -R src commit -q -A -m one -d '0 0'
+hg -R src debugcreatestreamclonebundle "$TMP/b.hg" >/dev/null
+
+# started DIR DEST: starts `bgrun clone - DIR/DEST` on a FIFO fed the
+# start of the bundle (fd 3 stays open: it waits for the rest), and waits
+# for its temporary directory. Sets PID.
+started() {
+	local dir=$1 dest=$2 deadline=$((SECONDS + 30))
+	rm -f "$TMP/fifo"
+	mkfifo "$TMP/fifo"
+	"$BGRUN" clone - "$dir/$dest" <"$TMP/fifo" >/dev/null 2>"$TMP/started.err" &
+	PID=$!
+	KILL_PIDS+=("$PID")
+	exec 3>"$TMP/fifo"
+	head -c 300000 "$TMP/b.hg" >&3
+	until [ -n "$(temps "$dir")" ] &&
+		[ -e "$dir/$(temps "$dir" | head -1)/.bgrun-clone-owner" ] ||
+		[ $SECONDS -ge $deadline ]; do
+		sleep 0.02
+	done
+}
+# killed DIR DEST: a clone to DIR/DEST killed with SIGKILL mid-way.
+killed() {
+	started "$1" "$2"
+	kill -KILL "$PID"
+	wait "$PID" 2>/dev/null
+	exec 3>&-
+}
+
+mkdir p
+killed p one
+eq "a killed clone leaves its temporary directory" "$(temps p | wc -l)" 1
+T1=$(temps p)
+check "it holds the owner file" grep -q "^pid $PID$" "p/$T1/.bgrun-clone-owner"
+ID1=$(sed -n 's/^id //p' "p/$T1/.bgrun-clone-owner")
+check "the owner file names the boot" \
+	grep -qx "boot $(cat /proc/sys/kernel/random/boot_id)" "p/$T1/.bgrun-clone-owner"
+check "the killed clone recorded nothing itself (no log yet)" test ! -e "$BGRUN_DB"
+
+# The next clone into the same directory (another DEST) removes it.
+capture "$BGRUN" clone "$TMP/b.hg" p/two
+eq "the next clone: exit 0" "$RC" 0
+eq "the next clone: says what it removed" "$ERR" \
+	"bgrun: clone: removed p/$T1, left by a killed clone (pid $PID)"
+eq "the next clone: the temporary directory is gone" "$(temps p)" ""
+check "the next clone: its own clone is there" test -d p/two/.hg/store
+check "the next clone: no owner file in DEST" test ! -e p/two/.bgrun-clone-owner
+eq "the killed clone is recorded, under its id, as lost" \
+	"$(sql "SELECT event, result, pid, cwd, json_extract(options, '\$.removed_by') FROM events WHERE id = '$ID1'")" \
+	"clone|lost|$PID|$TMP/p/one|clone"
+
+# --cleanup: the same without a clone, for DEST's directory or here.
+killed p three
+T3=$(temps p)
+ID3=$(sed -n 's/^id //p' "p/$T3/.bgrun-clone-owner")
+capture "$BGRUN" clone --cleanup p/three
+eq "--cleanup DEST: exit 0" "$RC" 0
+eq "--cleanup DEST: says what it removed" "$ERR" \
+	"bgrun: clone: removed p/$T3, left by a killed clone (pid $PID)"
+eq "--cleanup DEST: the temporary directory is gone" "$(temps p)" ""
+eq "--cleanup DEST: recorded" \
+	"$(sql "SELECT result, json_extract(options, '\$.removed_by') FROM events WHERE id = '$ID3'")" \
+	"lost|cleanup"
+killed "$TMP" four
+capture "$BGRUN" clone --cleanup -q
+eq "--cleanup (here), -q: exit 0, silent" "$RC:$ERR" "0:"
+eq "--cleanup (here): removed" "$(temps "$TMP")" ""
+capture "$BGRUN" clone --cleanup -v p
+eq "--cleanup with nothing to do: exit 0, -v says so" "$RC:$ERR" \
+	"0:bgrun: clone: --cleanup: 0 temporary directories removed"
+capture "$BGRUN" clone --cleanup "$TMP/no/such/dir/x"
+eq "--cleanup in a missing directory: exit 1" "$RC" 1
+check "--cleanup in a missing directory: one line" test "$ERR_LINES" = 1
+capture "$BGRUN" clone --cleanup a b
+expect_usage "--cleanup with two operands" "bgrun: clone: too many arguments"
+
+# A running clone's temporary directory stays, and the clone ends well.
+mkdir q
+started q live
+TL=$(temps q)
+capture "$BGRUN" clone --cleanup q/x
+eq "a running clone: --cleanup leaves it" "$RC:$(temps q)" "0:$TL"
+capture "$BGRUN" clone "$TMP/b.hg" q/other
+eq "a running clone: a clone beside it leaves it" "$RC:$(temps q)" "0:$TL"
+tail -c +300001 "$TMP/b.hg" >&3
+exec 3>&-
+wait "$PID"
+eq "a running clone: it finishes (exit 0)" "$?" 0
+KILL_PIDS=()
+check "a running clone: its DEST is complete" test -s q/live/.hg/store/00changelog.i
+eq "a running clone: nothing left" "$(temps q)" ""
+
+# Forged or foreign temporaries: another boot's owner is gone; a live
+# process's (this shell's) is not; no owner file, or another user's
+# directory, is not ours to judge.
+forge() { # DIR NAME BOOT PID
+	mkdir -p "$1/$2/.hg/store"
+	printf 'bgrun clone temporary directory\npid %s\nstart \nboot %s\nid forged:%s\nstarted 0\ndest x\n' \
+		"$4" "$3" "$2" >"$1/$2/.bgrun-clone-owner"
+}
+mkdir r
+forge r .a.clone-00000a 00000000-0000-0000-0000-000000000000 $$
+forge r .b.clone-00000b "$(cat /proc/sys/kernel/random/boot_id)" $$
+mkdir -p r/.c.clone-00000c/.hg
+forge r .d.clone-zzzzzz 00000000-0000-0000-0000-000000000000 $$
+capture "$BGRUN" clone --cleanup -q r/x
+eq "forged: another boot's removed, a live pid's, an ownerless one and a misnamed one kept" \
+	"$(temps r | tr '\n' ' ')" ".b.clone-00000b .c.clone-00000c .d.clone-zzzzzz "
+eq "forged: the removed one is recorded, with a new id for one the store refuses" \
+	"$(sql "SELECT count(*) FROM events WHERE json_extract(options, '\$.temporary') = 'r/.a.clone-00000a'")" 1
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+	forge r .e.clone-00000e 00000000-0000-0000-0000-000000000000 $$
+	chown -R nobody r/.e.clone-00000e
+	capture "$BGRUN" clone --cleanup -q r/x
+	check "forged: another user's is kept" test -d r/.e.clone-00000e
+fi
+
+# --no-log: removed and said, not recorded.
+killed p five
+T5=$(temps p)
+ID5=$(sed -n 's/^id //p' "p/$T5/.bgrun-clone-owner")
+capture "$BGRUN" clone --no-log --cleanup p/five
+eq "--no-log --cleanup: removed" "$RC:$(temps p)" "0:"
+eq "--no-log --cleanup: not recorded" "$(sql "SELECT count(*) FROM events WHERE id = '$ID5'")" 0
+
+exit $FAILED
