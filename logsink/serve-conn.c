@@ -25,6 +25,8 @@ struct lsink_conn {
 	size_t in_flight;          /* items out at the writer */
 	size_t write_bytes;        /* handed to uv_write, not yet written */
 	uint64_t last_ms;          /* last time it did something */
+	uint64_t frame_ms;         /* when the partial frame in buf began */
+	uint64_t progress_ms;      /* accepted, or its last whole frame */
 	uid_t uid;
 	pid_t pid;
 	bool reading, finishing, closing, closed, is_touched;
@@ -262,7 +264,11 @@ static void parse_frames(struct lsink_conn *c)
 		}
 		handle_frame(c, c->buf + off, size);
 		off += size;
+		c->progress_ms = uv_now(&c->srv->loop);
 	}
+	/* What is left began in the bytes just read, or was waiting for us. */
+	if (off > 0 && off < c->len)
+		c->frame_ms = uv_now(&c->srv->loop);
 	if (c->srv->n_staged > 0) {
 		struct lsink_server *srv = c->srv;
 
@@ -324,6 +330,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		conn_close(c);
 		return;
 	} else if (nread > 0) {
+		/* A frame's deadline runs from its first byte. */
+		if (c->len == 0)
+			c->frame_ms = uv_now(&c->srv->loop);
 		c->len += (size_t)nread;
 		c->last_ms = uv_now(&c->srv->loop);
 		parse_frames(c);
@@ -345,6 +354,9 @@ static void conn_flow(struct lsink_conn *c)
 			return;
 		}
 		c->reading = true;
+		/* The time we did not read is ours, not the frame's. */
+		if (c->len > 0)
+			c->frame_ms = uv_now(&c->srv->loop);
 	} else if (!may_read(c) && c->reading) {
 		(void)uv_read_stop((uv_stream_t *)&c->pipe);
 		c->reading = false;
@@ -352,6 +364,74 @@ static void conn_flow(struct lsink_conn *c)
 	if (c->finishing && c->in_flight == 0 && c->write_bytes == 0 &&
 	    c->out.len == 0)
 		conn_close(c);
+}
+
+/* The open connections of c's peer process, c included. */
+static size_t same_pid(const struct lsink_conn *c)
+{
+	size_t n = 0;
+
+	for (const struct lsink_conn *o = c->srv->conns; o != NULL; o = o->next)
+		n += !o->closing && !o->finishing && o->pid == c->pid;
+	return n;
+}
+
+/*
+ * Every slot is taken: makes room for a newcomer by closing the
+ * connection that went longest without a whole frame, if that is at least
+ * a frame deadline (a second without one) and it has nothing in flight.
+ * Connections that trickle bytes, or sit silent, cannot keep the clients
+ * that send events out. Whether one was found.
+ */
+static bool evict(struct lsink_server *srv, const struct lsink_conn *newcomer)
+{
+	uint64_t now = uv_now(&srv->loop);
+	uint64_t grace = srv->lim.frame_ms > 0 ? srv->lim.frame_ms : 1000;
+	struct lsink_conn *victim = NULL;
+
+	for (struct lsink_conn *o = srv->conns; o != NULL; o = o->next)
+		if (o != newcomer && !o->closing && !o->finishing &&
+		    o->in_flight == 0 && now - o->progress_ms >= grace &&
+		    (victim == NULL || o->progress_ms < victim->progress_ms))
+			victim = o;
+	if (victim == NULL)
+		return false;
+	(void)bgrun_wire_put_error(&victim->out, 0, BGRUN_WIRE_E_BUSY,
+				    "too many connections: this one, without a frame for the longest, is closed for a newcomer");
+	flush(victim);
+	victim->finishing = true;
+	conn_flow(victim);
+	return true;
+}
+
+/* Whether c, just accepted, may stay: else it is told busy, and why. */
+static bool admit(struct lsink_conn *c)
+{
+	struct lsink_server *srv = c->srv;
+	const struct lsink_limits *lim = &srv->lim;
+	size_t mine = same_pid(c), open = 0;
+	const char *why = NULL;
+	char msg[128];
+
+	for (const struct lsink_conn *o = srv->conns; o != NULL; o = o->next)
+		open += !o->closing && !o->finishing;
+	if (mine > lim->max_per_pid) {
+		(void)snprintf(msg, sizeof(msg),
+			       "too many connections from process %d (at most %zu)",
+			       (int)c->pid, lim->max_per_pid);
+		why = msg;
+	} else if (open > lim->max_conns - lim->reserve && mine > 1) {
+		/* The reserve: one connection per process, for newcomers. */
+		why = "too many connections (the last ones are kept for processes without one)";
+	} else if (open > lim->max_conns && !evict(srv, c)) {
+		why = "too many connections";
+	}
+	if (why == NULL)
+		return true;
+	(void)bgrun_wire_put_error(&c->out, 0, BGRUN_WIRE_E_BUSY, why);
+	flush(c);
+	c->finishing = true;
+	return false;
 }
 
 void lsink_conn_accept(uv_stream_t *listener, int status)
@@ -379,7 +459,7 @@ void lsink_conn_accept(uv_stream_t *listener, int status)
 	srv->conns = c;
 	srv->n_handles++;
 	srv->n_conns++;
-	c->last_ms = uv_now(&srv->loop);
+	c->last_ms = c->progress_ms = uv_now(&srv->loop);
 	if (uv_accept(listener, (uv_stream_t *)&c->pipe) < 0) {
 		conn_close(c);
 		return;
@@ -400,11 +480,8 @@ void lsink_conn_accept(uv_stream_t *listener, int status)
 			"connections from another user are refused");
 		flush(c);
 		c->finishing = true;
-	} else if (srv->n_conns > srv->lim.max_conns) {
-		(void)bgrun_wire_put_error(&c->out, 0, BGRUN_WIRE_E_BUSY,
-					    "too many connections");
-		flush(c);
-		c->finishing = true;
+	} else {
+		(void)admit(c);
 	}
 	conn_flow(c);
 }
@@ -465,7 +542,26 @@ void lsink_conn_results(struct lsink_server *srv, struct lsink_item *done)
 
 void lsink_conn_sweep(struct lsink_server *srv, uint64_t now_ms)
 {
-	for (struct lsink_conn *c = srv->conns; c != NULL; c = c->next) {
+	struct lsink_conn *next;
+	char why[96];
+
+	for (struct lsink_conn *c = srv->conns; c != NULL; c = next) {
+		next = c->next;
+		/*
+		 * Reading with bytes buffered means a frame begun, not whole.
+		 * Each byte resets the idle time, not this deadline: one byte
+		 * a second no longer holds a slot.
+		 */
+		if (!c->closing && !c->finishing && c->reading && c->len > 0 &&
+		    srv->lim.frame_ms > 0 &&
+		    now_ms - c->frame_ms >= srv->lim.frame_ms) {
+			(void)snprintf(why, sizeof(why),
+				       "frame not whole %llu ms after its first byte",
+				       (unsigned long long)srv->lim.frame_ms);
+			protocol_error(c, 0, BGRUN_WIRE_E_MALFORMED, why);
+			conn_flow(c);
+			continue;
+		}
 		if (c->closing || c->in_flight > 0)
 			continue;
 		/*

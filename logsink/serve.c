@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,6 +36,9 @@ enum {
 	OPT_FORWARD,
 	OPT_FORWARD_HOST,
 	OPT_FORWARD_BATCH,
+	OPT_FRAME_TIMEOUT,
+	OPT_MAX_PER_PROCESS,
+	OPT_RESERVE,
 };
 
 static const struct option options[] = {
@@ -48,6 +52,9 @@ static const struct option options[] = {
 	{ "max-pending", required_argument, NULL, OPT_MAX_PENDING },
 	{ "queue-max", required_argument, NULL, OPT_QUEUE_MAX },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
+	{ "frame-timeout", required_argument, NULL, OPT_FRAME_TIMEOUT },
+	{ "max-per-process", required_argument, NULL, OPT_MAX_PER_PROCESS },
+	{ "reserve", required_argument, NULL, OPT_RESERVE },
 	{ "exit-idle", required_argument, NULL, OPT_EXIT_IDLE },
 	{ "batch-max", required_argument, NULL, OPT_BATCH_MAX },
 	{ "commit-delay", required_argument, NULL, OPT_DELAY },
@@ -77,6 +84,13 @@ static const char help_text[] =
 	"      --queue-max=N        stop reading everyone with N events queued\n"
 	"                           (default 16384; or 64 MiB of them)\n"
 	"      --idle-timeout=DUR   close a silent connection after DUR (default 60s)\n"
+	"      --frame-timeout=DUR  close a connection whose frame is not whole DUR\n"
+	"                           after its first byte (default 10s)\n"
+	"      --max-per-process=N  at most N connections of one process (default 32)\n"
+	"      --reserve=N          keep the last N connections for processes that\n"
+	"                           hold none (default max-connections/16); when\n"
+	"                           all are taken, the one longest without a whole\n"
+	"                           frame (a frame-timeout at least) makes room\n"
 	"      --exit-idle=DUR      exit once nobody connected for DUR (default: never)\n"
 	"      --batch-max=N        events per transaction at most (default 2048)\n"
 	"      --commit-delay=DUR   let a transaction wait DUR for more events\n"
@@ -359,7 +373,9 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 		.db = db, .ready_fd = -1, .lock_fd = -1, .listen_fd = -1,
 		.srv.lim = { .max_conns = 256, .max_pending = 1024,
 			     .queue_max = 16384, .queue_bytes = 64 << 20,
-			     .write_max = 1 << 20, .idle_ms = 60000 },
+			     .write_max = 1 << 20, .idle_ms = 60000,
+			     .frame_ms = 10000, .max_per_pid = 32,
+			     .reserve = SIZE_MAX },
 		.srv.writer = { .batch_max = 2048 },
 		.fwd = { .batch_max = 2000 },
 	};
@@ -415,6 +431,17 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 		case OPT_IDLE:
 			s.srv.lim.idle_ms = parse_ms(optarg, "idle-timeout");
 			break;
+		case OPT_FRAME_TIMEOUT:
+			s.srv.lim.frame_ms = parse_ms(optarg, "frame-timeout");
+			break;
+		case OPT_MAX_PER_PROCESS:
+			s.srv.lim.max_per_pid =
+				parse_count(optarg, "max-per-process");
+			break;
+		case OPT_RESERVE:
+			s.srv.lim.reserve = strcmp(optarg, "0") == 0
+				? 0 : parse_count(optarg, "reserve");
+			break;
 		case OPT_EXIT_IDLE:
 			s.srv.lim.exit_idle_ms = parse_ms(optarg, "exit-idle");
 			break;
@@ -448,6 +475,11 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 	if (optind < argc)
 		lsink_usage("serve: unexpected argument '%s'",
 			    lsink_printable(argv[optind]));
+	if (s.srv.lim.reserve == SIZE_MAX)
+		s.srv.lim.reserve = s.srv.lim.max_conns / 16;
+	else if (s.srv.lim.reserve >= s.srv.lim.max_conns)
+		lsink_usage("--reserve=%zu: less than --max-connections=%zu, please",
+			    s.srv.lim.reserve, s.srv.lim.max_conns);
 	if (s.detach) {
 		free(s.socket);
 		return detach(argc, argv, db);

@@ -79,6 +79,11 @@ struct lsink_limits {
 	size_t queue_bytes;  /* in all: the bytes of their frames */
 	size_t write_max;    /* per connection: reply bytes not yet written */
 	uint64_t idle_ms;    /* a connection with nothing to do is closed */
+	uint64_t frame_ms;   /* a frame must be whole this long after its
+				first byte (0: no limit) */
+	size_t max_per_pid;  /* connections of one peer process at most */
+	size_t reserve;      /* the last slots: only for processes that hold
+				no other connection */
 	uint64_t exit_idle_ms; /* 0: never; else exit when nobody came */
 	bool allow_root;     /* root's connections are taken too */
 };
@@ -116,7 +121,7 @@ struct lsink_server {
 void lsink_conn_accept(uv_stream_t *listener, int status);
 /* Answers the items the writer gave back (a list), then frees them. */
 void lsink_conn_results(struct lsink_server *srv, struct lsink_item *done);
-/* Closes idle connections (called every second). */
+/* Closes idle connections and frames past their deadline (every second). */
 void lsink_conn_sweep(struct lsink_server *srv, uint64_t now_ms);
 /* Draining: stop reading everywhere; close what has nothing left. */
 void lsink_conn_finish_all(struct lsink_server *srv);

@@ -530,3 +530,188 @@ void case_daemon_detach(void)
 		(void)poll(NULL, 0, 10);
 	t_untrack((pid_t)pid);
 }
+
+/* Reads one frame (within 10 s): whether it is an ERROR with code. */
+static bool got_error(int fd, int64_t code, char *why, size_t size)
+{
+	struct bgrun_wire_msg m;
+	bool ok;
+
+	if (t_read_frame(fd, 10000, &m) == 0)
+		return false;
+	ok = m.type == BGRUN_WIRE_ERROR && m.code == code;
+	if (why != NULL)
+		(void)snprintf(why, size, "%s", m.text != NULL ? m.text : "");
+	bgrun_wire_msg_release(&m);
+	return ok;
+}
+
+/*
+ * A client in a process of its own (its own pid to the daemon): connects,
+ * says HELLO, sends an event, and exits 0 once it is acked; busy (or a
+ * closed connection), it tries again, for up to 30 s.
+ */
+static pid_t real_client(const char *sock, const char *id_out)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		FAIL("fork: %m");
+	if (pid > 0)
+		return pid;
+	for (int64_t end = t_now_ms() + 30000; t_now_ms() < end;) {
+		struct bgrun_wire_buf b = { 0 };
+		struct bgrun_wire_msg m;
+		struct bgrun_event ev;
+		int fd = t_connect(sock), got = 0;
+
+		t_event(&ev, 7);
+		(void)bgrun_wire_put_event(&b, 1, &ev);
+		if (send(fd, b.data, b.len, MSG_NOSIGNAL) == (ssize_t)b.len)
+			got = t_read_frame(fd, 10000, &m);
+		bgrun_wire_buf_free(&b);
+		(void)close(fd);
+		if (got == 1 && m.type == BGRUN_WIRE_ACK && m.seq == 1) {
+			FILE *f = fopen(id_out, "we");
+
+			if (f != NULL) {
+				(void)fprintf(f, "%s\n", ev.id);
+				(void)fclose(f);
+			}
+			_exit(0);
+		}
+		if (got == 1)
+			bgrun_wire_msg_release(&m);
+		(void)poll(NULL, 0, 20);
+	}
+	_exit(1);
+}
+
+/*
+ * A process of its own holding n silent connections; it writes a byte to
+ * ready once they are made (so the daemon, accepting in order, takes them
+ * before any connection made after that), then holds them until killed,
+ * or exits with 0 or 1 after a last one is answered busy: 0 if the
+ * answer contains want.
+ */
+static pid_t holder(const char *sock, int n, const char *want, int ready)
+{
+	pid_t pid = fork();
+	char why[256];
+	int fd;
+
+	if (pid < 0)
+		FAIL("fork: %m");
+	if (pid > 0)
+		return pid;
+	for (int i = 0; i < n; i++)
+		(void)t_connect(sock);
+	if (want == NULL) {
+		(void)!write(ready, "x", 1);
+		for (;;)
+			(void)pause();
+	}
+	fd = t_connect(sock);
+	_exit(got_error(fd, BGRUN_WIRE_E_BUSY, why, sizeof(why)) &&
+	      strstr(why, want) != NULL ? 0 : 1);
+}
+
+/*
+ * Slowloris: one process holds at most --max-per-process connections;
+ * the last --reserve slots go only to processes without one; with every
+ * slot held by silent connections, a real client in a process of its own
+ * has its event acked (the one longest without a frame makes room); and
+ * connections that send a frame one byte at a time (each byte used to
+ * reset the idle time, so they held their slots for ever) are closed once
+ * the frame is not whole a frame-timeout after its first byte.
+ */
+void case_daemon_slowloris(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	const char *args[] = { "--max-connections=8", "--max-per-process=4",
+			       "--reserve=2", "--frame-timeout=300ms",
+			       "--idle-timeout=60s", NULL };
+	/* A frame announcing 1000 bytes: its bytes will come one by one. */
+	static const unsigned char slow[] = { 0, 0, 3, 0xe8, 1, 2, 0, 0, 0, 1 };
+	struct pollfd pfd[4];
+	size_t sent[4] = { 0 };
+	char why[256], idf[256], c;
+	struct t_daemon d;
+	int fds[4], ready[2], open_n, status, x;
+	pid_t helper, fill[4], client;
+
+	t_daemon_start(&d, db, sock, args);
+	/* Four of this process's, silent; a fifth is over its share. */
+	for (int i = 0; i < 4; i++)
+		fds[i] = t_connect(sock);
+	x = t_connect(sock);
+	ASSERT(got_error(x, BGRUN_WIRE_E_BUSY, why, sizeof(why)));
+	ASSERT(strstr(why, "from process") != NULL);
+	expect_eof(x);
+	(void)close(x);
+
+	/* Another process: two taken (six in all), a third is the reserve's. */
+	helper = holder(sock, 2, "kept for processes", -1);
+	ASSERT(waitpid(helper, &status, 0) == helper && WIFEXITED(status));
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+
+	/* Four processes of one connection each: two more, then the reserve. */
+	ASSERT(pipe(ready) == 0);
+	for (int i = 0; i < 4; i++)
+		fill[i] = holder(sock, 1, NULL, ready[1]);
+	for (int i = 0; i < 4; i++)
+		ASSERT(read(ready[0], &c, 1) == 1);
+	/* Full: a real client, a process of its own, is still served. */
+	(void)snprintf(idf, sizeof(idf), "%s", t_path(dir, "client.id"));
+	client = real_client(sock, idf);
+	ASSERT(waitpid(client, &status, 0) == client && WIFEXITED(status));
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+	{
+		char id[BGRUN_EVENT_ID_MAX + 2] = "";
+		FILE *f = fopen(idf, "re");
+
+		ASSERT(f != NULL && fgets(id, sizeof(id), f) != NULL);
+		(void)fclose(f);
+		id[strcspn(id, "\n")] = '\0';
+		ASSERT(t_db_has(db, id));
+	}
+
+	/*
+	 * Ours now send a frame a byte every 50 ms: each is closed with an
+	 * error (its frame past its deadline, or room made for a newcomer).
+	 */
+	open_n = 4;
+	for (int64_t end = t_now_ms() + 30000; open_n > 0 && t_now_ms() < end;) {
+		for (int i = 0; i < 4; i++) {
+			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+			if (fds[i] < 0)
+				continue;
+			(void)!send(fds[i], sent[i] < sizeof(slow) ? slow + sent[i] : slow,
+				    1, MSG_NOSIGNAL);
+			sent[i]++;
+		}
+		if (poll(pfd, 4, 50) <= 0)
+			continue;
+		for (int i = 0; i < 4; i++) {
+			if (fds[i] < 0 || !(pfd[i].revents & (POLLIN | POLLHUP)))
+				continue;
+			why[0] = '\0';
+			if (!got_error(fds[i], BGRUN_WIRE_E_MALFORMED, why, sizeof(why)) &&
+			    strstr(why, "too many connections") == NULL)
+				FAIL("slow connection %d: closed without a deadline error ('%s')", i, why);
+			expect_eof(fds[i]);
+			(void)close(fds[i]);
+			fds[i] = -1;
+			open_n--;
+		}
+	}
+	ASSERT_EQ(open_n, 0);
+	for (int i = 0; i < 4; i++) {
+		(void)kill(fill[i], SIGKILL);
+		(void)waitpid(fill[i], &status, 0);
+	}
+	(void)close(ready[0]);
+	(void)close(ready[1]);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+}
