@@ -236,9 +236,9 @@ check "clone killed: no clone recorded twice" test "$dups" = 0
 section "disk faults"
 # What a user is told, and what becomes of the event, when the log cannot
 # be written: full, read-only, corrupt, held by a stopped writer.
-disk_case() { # NAME DB: bgrun --print-id --wait -- true, 10 s at most
+disk_case() { # NAME DB [SECONDS]: bgrun --print-id --wait -- true, 60 s at most
 	local name=$1 db=$2 err
-	err=$(BGRUN_DB=$db timeout 10 "$B" --print-id --wait -- true 2>&1 >"$W/disk.id")
+	err=$(BGRUN_DB=$db timeout "${3:-60}" "$B" --print-id --wait -- true 2>&1 >"$W/disk.id")
 	DRC=$?
 	DERR=$(printf '%s' "$err" | head -1)
 	figure "disk: $name: exit $DRC, told: '${DERR:-nothing}'"
@@ -277,7 +277,7 @@ PIDS+=("$holder")
 end=$((SECONDS + 10))
 until [ -n "$(pgrep -P "$holder")" ] || [ $SECONDS -ge $end ]; do sleep 0.02; done
 kill -STOP "$holder"
-disk_case "lock held by a stopped writer" "$W/held.db"
+disk_case "lock held by a stopped writer" "$W/held.db" 10
 pkill -KILL -P "$holder" 2>/dev/null
 kill -KILL "$holder" 2>/dev/null
 finding 3 "stopped writer: bgrun --wait returns (bounded wait)" test "$DRC" != 124
