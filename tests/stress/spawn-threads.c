@@ -53,7 +53,7 @@ static void count_children(int *ret_children, int *ret_zombies)
 	pid_t self = getpid();
 
 	while (d != NULL && (de = readdir(d)) != NULL) {
-		char path[64], buf[512], *p, state;
+		char path[300], buf[512], *p, state;
 		long ppid;
 		FILE *f;
 
