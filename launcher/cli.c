@@ -155,6 +155,25 @@ int cli_flush_stdout(void)
 	return 0;
 }
 
+/*
+ * The supervisor reads $BGRUN_SINK when the command ends, its stderr long
+ * gone: a wrong value is said now, before anything is launched. (Opening
+ * a sink connects nothing: it reads the environment and copies paths.)
+ */
+static void check_sink(void)
+{
+	struct bgrun_sink *sink = NULL;
+
+	if (bgrun_sink_new(&sink) < 0)
+		return;
+	if (bgrun_sink_open(sink, NULL) < 0) {
+		cli_msg("%s", bgrun_sink_errmsg(sink));
+		bgrun_sink_close(sink);
+		exit(EXIT_CANCELED);
+	}
+	bgrun_sink_close(sink);
+}
+
 void cli_parse(struct cli *c, int argc, char **argv)
 {
 	int64_t ns;
@@ -233,7 +252,8 @@ void cli_parse(struct cli *c, int argc, char **argv)
 		case OPT_KILL_AFTER:
 			r = bgrun_parse_duration(optarg, &ns);
 			if (r < 0 || ns == 0)
-				usage_error("invalid duration '%s' for --%s",
+				usage_error("invalid duration '%s' for --%s: "
+					    BGRUN_DURATION_EXPECTED,
 					    cli_printable(optarg),
 					    opt == OPT_TIMEOUT ? "timeout"
 							       : "kill-after");
@@ -267,6 +287,8 @@ void cli_parse(struct cli *c, int argc, char **argv)
 		usage_error("--kill-after needs --timeout");
 	if (c->log && c->print_pid && !c->ensurestart && !c->wait)
 		usage_error("--print-pid needs the command started; drop --no-ensurestart");
+	if (c->log)
+		check_sink();
 }
 
 void cli_free(struct cli *c)

@@ -25,9 +25,15 @@ const char lsink_filter_help[] =
 	"      --host=NAME    events of host NAME (of a fleet, with --db\n"
 	"                     postgresql://...)\n"
 	"\n"
-	"TIME is a duration ago (90s, 10m, 2h, 3d) or an ISO 8601 date and time:\n"
-	"2026-11-29, 2026-11-29T10:00, '2026-11-29 10:00:00', local time unless\n"
-	"followed by Z or an offset (+01:00). An event's time is when it started.\n";
+	"TIME is one of (local time, as TZ says, unless an offset is given):\n"
+	"  now, today, yesterday      (a day's start; 'yesterday 18:00')\n"
+	"  a duration ago             10m, 1h30m, 1w, '2 hours ago', -2h\n"
+	"  @EPOCH                     seconds since 1970 (UTC): @1764583200\n"
+	"  a date                     2026-12-01, 20261201 (its start)\n"
+	"  a date and time            '2026-12-01 10:00', 2026-12-01T10:00:00,\n"
+	"                             2026-12-01T10:00Z, ...T10:00+01:00\n"
+	"A number without a unit is never seconds: 20261201 is a date, 90 an\n"
+	"error. An event's time is when it started.\n";
 
 bool lsink_known_result(const char *result)
 {
@@ -44,134 +50,21 @@ bool lsink_known_result(const char *result)
 	return false;
 }
 
-/* Exactly n decimal digits at *p: their value, and *p moves past them. */
-static bool digits(const char **p, int n, int *ret_value)
+int64_t lsink_now_ns(void)
 {
-	int v = 0;
+	static int64_t now = BGRUN_NULL;
+	const char *fixed;
+	int64_t clock;
 
-	for (int i = 0; i < n; i++) {
-		if ((*p)[i] < '0' || (*p)[i] > '9')
-			return false;
-		v = v * 10 + ((*p)[i] - '0');
-	}
-	*p += n;
-	*ret_value = v;
-	return true;
-}
-
-static int days_in_month(int year, int month)
-{
-	static const int days[] = { 31, 28, 31, 30, 31, 30,
-				    31, 31, 30, 31, 30, 31 };
-	bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-
-	return month == 2 && leap ? 29 : days[month - 1];
-}
-
-/*
- * The offset of "Z", "+HH:MM", "+HHMM" or "+HH" (or '-') at p, in
- * seconds east of UTC. Returns false if p holds something else.
- */
-static bool parse_offset(const char *p, long *ret_offset)
-{
-	int sign, hh, mm = 0;
-
-	if ((p[0] == 'Z' || p[0] == 'z') && p[1] == '\0') {
-		*ret_offset = 0;
-		return true;
-	}
-	if (*p != '+' && *p != '-')
-		return false;
-	sign = *p++ == '-' ? -1 : 1;
-	if (!digits(&p, 2, &hh))
-		return false;
-	if (*p == ':')
-		p++;
-	if (*p != '\0' && !digits(&p, 2, &mm))
-		return false;
-	if (*p != '\0' || hh > 23 || mm > 59)
-		return false;
-	*ret_offset = sign * (hh * 3600L + mm * 60L);
-	return true;
-}
-
-/* An ISO 8601 date and optional time; see lsink_parse_time(). */
-static int parse_iso(const char *text, int64_t *ret_ns)
-{
-	const char *p = text;
-	struct tm tm = { 0 };
-	int year, month, day, hour = 0, min = 0, sec = 0;
-	int64_t frac_ns = 0, scale = 100000000;
-	long offset = 0;
-	bool zoned = false;
-	time_t secs;
-
-	if (!digits(&p, 4, &year) || *p++ != '-' || !digits(&p, 2, &month) ||
-	    *p++ != '-' || !digits(&p, 2, &day))
-		return -EINVAL;
-	if (month < 1 || month > 12 || day < 1 ||
-	    day > days_in_month(year, month))
-		return -EINVAL;
-	if (*p == 'T' || *p == 't' || *p == ' ') {
-		p++;
-		if (!digits(&p, 2, &hour) || *p++ != ':' || !digits(&p, 2, &min))
-			return -EINVAL;
-		if (*p == ':') {
-			p++;
-			if (!digits(&p, 2, &sec))
-				return -EINVAL;
-			if (*p == '.' || *p == ',') {
-				if (p[1] < '0' || p[1] > '9')
-					return -EINVAL;
-				for (p++; *p >= '0' && *p <= '9'; p++) {
-					frac_ns += (*p - '0') * scale;
-					scale /= 10;
-				}
-			}
-		}
-		if (hour > 23 || min > 59 || sec > 59)
-			return -EINVAL;
-		if (*p != '\0') {
-			if (!parse_offset(p, &offset))
-				return -EINVAL;
-			zoned = true;
-		}
-	} else if (*p != '\0') {
-		return -EINVAL;
-	}
-	tm.tm_year = year - 1900;
-	tm.tm_mon = month - 1;
-	tm.tm_mday = day;
-	tm.tm_hour = hour;
-	tm.tm_min = min;
-	tm.tm_sec = sec;
-	if (zoned) {
-		secs = timegm(&tm) - offset;
-	} else {
-		/* Local time; the C library knows whether DST applies. */
-		tm.tm_isdst = -1;
-		secs = mktime(&tm);
-	}
-	if (secs > INT64_MAX / 1000000000 - 1 ||
-	    secs < INT64_MIN / 1000000000 + 1)
-		return -ERANGE;
-	*ret_ns = (int64_t)secs * 1000000000 + frac_ns;
-	return 0;
-}
-
-int lsink_parse_time(const char *text, int64_t now_ns, int64_t *ret_ns)
-{
-	int64_t ago;
-	int r;
-
-	r = bgrun_parse_duration(text, &ago);
-	if (r == 0) {
-		*ret_ns = now_ns - ago;
-		return 0;
-	}
-	if (r == -ERANGE)
-		return r;
-	return parse_iso(text, ret_ns);
+	if (now != BGRUN_NULL)
+		return now;
+	clock = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
+	fixed = getenv("BGRUN_NOW");
+	if (fixed == NULL || fixed[0] == '\0')
+		now = clock;
+	else if (bgrun_parse_time(fixed, clock, &now) < 0)
+		lsink_usage("invalid time '%s' in BGRUN_NOW", lsink_printable(fixed));
+	return now;
 }
 
 /* A time option's value, or a usage error. */
@@ -180,13 +73,17 @@ static int64_t time_arg(const char *option, const char *arg)
 	int64_t ns;
 	int r;
 
-	r = lsink_parse_time(arg, bgrun_clock_ns(BGRUN_CLOCK_REALTIME), &ns);
+	r = bgrun_parse_time(arg, lsink_now_ns(), &ns);
 	if (r == -ERANGE)
-		lsink_usage("time '%s' for --%s is out of range",
+		lsink_usage("invalid time '%s' for --%s: out of range",
 			    lsink_printable(arg), option);
+	if (r == -EDOM)
+		lsink_usage("invalid time '%s' for --%s: a number needs a unit "
+			    "('%ss' ago, or '@%s' for seconds since 1970)",
+			    lsink_printable(arg), option, lsink_printable(arg),
+			    lsink_printable(arg));
 	if (r < 0)
-		lsink_usage("invalid time '%s' for --%s: expected a duration ago "
-			    "(10m, 2h, 3d) or a date (2026-11-29T10:00)",
+		lsink_usage("invalid time '%s' for --%s: " LSINK_TIME_EXPECTED,
 			    lsink_printable(arg), option);
 	return ns;
 }

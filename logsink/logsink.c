@@ -52,7 +52,9 @@ static const char usage_tail[] =
 	"                 the options of COMMAND)\n"
 	"      --version  output version information and exit\n"
 	"\n"
-	"query, show and stats only read the log and never create it.\n"
+	"query, show and stats only read the log and never create it. Where\n"
+	"no log exists yet (nothing was recorded) they answer as for an empty\n"
+	"log; so do prune and mark-lost. A --db that names no file is an error.\n"
 	"\n"
 	"Exit status: 0 done, 1 failure (an unreadable log, no such event),\n"
 	"2 usage error.\n";
@@ -64,40 +66,54 @@ static const struct option global_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* The message for a store that cannot be opened, from what went wrong. */
-static void open_error(const char *path, int error, const char *errmsg)
+void lsink_open_error_text(char *buf, size_t size, const char *path,
+			   int error, const char *errmsg)
 {
 	struct stat st;
 
 	switch (error) {
 	case -ENOENT:
 		if (stat(path, &st) < 0) {
-			lsink_msg("cannot open '%s': %s", lsink_printable(path),
-				  strerror(errno));
+			(void)snprintf(buf, size, "cannot open '%s': %s",
+				       lsink_printable(path), strerror(errno));
 			return;
 		}
 		/* There, but nothing was ever written to it. */
-		lsink_msg("'%s': no events recorded yet (an empty database)",
-			  lsink_printable(path));
+		(void)snprintf(buf, size,
+			       "'%s': an empty database (no events recorded yet)",
+			       lsink_printable(path));
 		return;
 	case -EBADMSG:
-		lsink_msg("'%s': not a bgrun event database", lsink_printable(path));
+		(void)snprintf(buf, size, "'%s': not a bgrun event database",
+			       lsink_printable(path));
 		return;
 	case -EPROTO:
 		/* The store says which schema version and what to do. */
 		if (errmsg != NULL) {
-			lsink_msg("%s", lsink_printable(errmsg));
+			(void)snprintf(buf, size, "%s", lsink_printable(errmsg));
 			return;
 		}
 		break;
 	default:
 		break;
 	}
-	lsink_msg("cannot open '%s': %s", lsink_printable(path), bgrun_strerror(error));
+	(void)snprintf(buf, size, "cannot open '%s': %s", lsink_printable(path),
+		       bgrun_strerror(error));
 }
 
-int lsink_open(const char *db, bool readonly, struct bgrun_store **ret_store)
+/* The message for a store that cannot be opened, from what went wrong. */
+static void open_error(const char *path, int error, const char *errmsg)
 {
+	char line[1024];
+
+	lsink_open_error_text(line, sizeof(line), path, error, errmsg);
+	lsink_msg("%s", line);
+}
+
+int lsink_open(const char *db, unsigned flags, struct bgrun_store **ret_store)
+{
+	bool readonly = (flags & LSINK_OPEN_READONLY) != 0;
+	bool given = db != NULL, missing;
 	struct bgrun_store *store = NULL;
 	char *path = NULL;
 	struct stat st;
@@ -115,12 +131,22 @@ int lsink_open(const char *db, bool readonly, struct bgrun_store **ret_store)
 		}
 		db = path;
 	}
+	missing = stat(db, &st) < 0;
+	r = missing ? -errno : 0;
+	/*
+	 * No log yet where the log is kept: nothing was recorded, which is
+	 * an empty answer, not an error. A --db naming no file is a mistake.
+	 */
+	if (r == -ENOENT && !given && (flags & LSINK_OPEN_MISSING_OK)) {
+		*ret_store = NULL;
+		r = 0;
+		goto out;
+	}
 	/*
 	 * Writing verbs work on an existing log only: a mistyped --db must
 	 * not leave a new database (and its directories) behind.
 	 */
-	if (!readonly && stat(db, &st) < 0) {
-		r = -errno;
+	if (!readonly && missing) {
 		open_error(db, r, NULL);
 		goto out;
 	}
@@ -131,6 +157,13 @@ int lsink_open(const char *db, bool readonly, struct bgrun_store **ret_store)
 	}
 	r = bgrun_store_open(store, db, readonly ? BGRUN_STORE_READONLY : 0);
 	if (r < 0) {
+		/* A database nothing was written to yet: empty too. */
+		if (r == -ENOENT && !missing && (flags & LSINK_OPEN_MISSING_OK)) {
+			bgrun_store_close(store);
+			*ret_store = NULL;
+			r = 0;
+			goto out;
+		}
 		open_error(db, r, bgrun_store_errmsg(store));
 		bgrun_store_close(store);
 		goto out;

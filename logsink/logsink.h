@@ -70,12 +70,28 @@ void lsink_help(const char *text);
  */
 void lsink_getopt_init(char **argv);
 
+/* lsink_open() flags. */
+#define LSINK_OPEN_READONLY 0x1u   /* never create nor write anything */
+/*
+ * No log yet at the default path ($BGRUN_DB, XDG...), or a database
+ * never written to: success with *ret_store NULL (an empty log).
+ */
+#define LSINK_OPEN_MISSING_OK 0x2u
+
 /*
  * Opens the store at db (NULL: the default path). Read-only verbs never
  * create anything; the others require an existing file too. On failure
  * prints one line and returns -errno.
  */
-int lsink_open(const char *db, bool readonly, struct bgrun_store **ret_store);
+int lsink_open(const char *db, unsigned flags, struct bgrun_store **ret_store);
+
+/*
+ * Why the store at path could not be opened (error, and the store's
+ * message), in the words every verb uses ("'PATH': not a bgrun event
+ * database"), into buf.
+ */
+void lsink_open_error_text(char *buf, size_t size, const char *path,
+			   int error, const char *errmsg);
 
 /* Reports a failed store call in one line: "logsink: WHAT: REASON". */
 void lsink_store_error(struct bgrun_store *store, int error, const char *what);
@@ -152,12 +168,15 @@ bool lsink_filter_option(struct bgrun_query *q, int opt, const char *arg);
 bool lsink_format_option(enum lsink_format *format, int opt);
 
 /*
- * Parses a point in time: a duration ago ("10m", "2h", "3d", "90s") or an
- * ISO 8601 date and time ("2026-11-29", "2026-11-29T10:00",
- * "2026-11-29 10:00:00.5") with an optional "Z" or +HH:MM/-HH:MM offset,
- * local time without. -EINVAL if it is neither, -ERANGE out of range.
+ * Now, for the time options and prune: $BGRUN_NOW if set (any TIME; for
+ * tests, so that "today" is known), else the clock. Read once.
  */
-int lsink_parse_time(const char *text, int64_t now_ns, int64_t *ret_ns);
+int64_t lsink_now_ns(void);
+
+/* What a valid TIME looks like, for messages. */
+#define LSINK_TIME_EXPECTED \
+	"expected a date (2026-12-01 10:00), a duration ago (2h, 1h30m, " \
+	"'2 hours ago'), @EPOCH, now, today or yesterday"
 
 /* Whether result is one of the BGRUN_RESULT_* values. */
 bool lsink_known_result(const char *result);
@@ -214,6 +233,34 @@ void lsink_put_csv(FILE *f, const char *s);
 /* The terminal's width in columns if stdout is a terminal, else 0. */
 int lsink_terminal_width(void);
 
+/* show.c: events by id (bgrun/event.h IDS FOR PEOPLE). */
+
+/* The most candidates an ambiguous id lists. */
+#define LSINK_CANDIDATES 10
+
+/*
+ * Says why bgrun_store_get (or lsink_pg_get) failed with error for id:
+ * no such event, not an id, or, when it is ambiguous, the events whose
+ * ids contain it (newest first, at most LSINK_CANDIDATES), one a line.
+ */
+void lsink_id_error(const char *db, struct bgrun_store *store, const char *id,
+		    int error);
+
+/*
+ * What an event is, for a table's last column: its command, else its
+ * name and message ("deploy: shipped v2"), else its name.
+ */
+const char *lsink_event_what(const struct bgrun_event *ev);
+
+/*
+ * plot.c: draws with gnuplot into file (a PNG) the duration of each
+ * finished run matching q over time, one series per row of rows (the
+ * first n, as stats shows them, grouped by key). 0, or -1 after saying why.
+ */
+int lsink_plot(struct bgrun_store *store, const struct bgrun_query *q,
+	       enum bgrun_stats_key key, const char *file,
+	       const struct bgrun_stats_row *rows, size_t n);
+
 /* The verbs. */
 int lsink_query_main(int argc, char **argv, const char *db);
 int lsink_show_main(int argc, char **argv, const char *db);
@@ -239,8 +286,9 @@ int lsink_pg_query(const char *conninfo, const struct bgrun_query *q,
 /* As bgrun_store_get: -EINVAL, -ENOENT, -EEXIST (not said), -EIO (said). */
 int lsink_pg_get(const char *conninfo, const char *id_or_part,
 		 bgrun_store_row_cb cb, void *data);
-/* by_host: one row per host (as its display) instead of per command. */
+/* One row per key (as its display), as bgrun_store_stats_by. */
 int lsink_pg_stats(const char *conninfo, const struct bgrun_query *q,
-		   bool by_host, bgrun_store_stats_cb cb, void *data);
+		   enum bgrun_stats_key key, bgrun_store_stats_cb cb,
+		   void *data);
 
 #endif /* LSINK_H */

@@ -27,7 +27,8 @@ struct lsink_pg_api {
 	int (*get)(const char *conninfo, const char *id_or_part,
 		   bgrun_store_row_cb cb, void *data);
 	int (*stats)(const char *conninfo, const struct bgrun_query *q,
-		     bool by_host, bgrun_store_stats_cb cb, void *data);
+		     enum bgrun_stats_key key, bgrun_store_stats_cb cb,
+		   void *data);
 };
 
 /* The table's symbol in the module, and the module's file name. */

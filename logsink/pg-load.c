@@ -103,13 +103,14 @@ int lsink_pg_query(const char *conninfo, const struct bgrun_query *q,
 }
 
 int lsink_pg_stats(const char *conninfo, const struct bgrun_query *q,
-		   bool by_host, bgrun_store_stats_cb cb, void *data)
+		   enum bgrun_stats_key key, bgrun_store_stats_cb cb,
+		   void *data)
 {
 	if (load() == NULL) {
 		lsink_msg("--db postgresql://: %s", why);
 		return -ENOTSUP;
 	}
-	return api->stats(conninfo, q, by_host, cb, data);
+	return api->stats(conninfo, q, key, cb, data);
 }
 
 int lsink_pg_get(const char *conninfo, const char *id_or_part,

@@ -128,6 +128,10 @@ static int where(struct sql *s, const struct bgrun_query *q, char **ret_re)
 		add_param(s, " AND event = ", q->event);
 	if (q->host != NULL)
 		add_param(s, " AND host = ", q->host);
+	if (q->id_part != NULL) {
+		add_param(s, " AND strpos(id, ", q->id_part);
+		add(s, "::text) > 0");
+	}
 	return 0;
 }
 
@@ -230,12 +234,21 @@ out:
 }
 
 int lsink_pg_stats(const char *conninfo, const struct bgrun_query *q,
-		   bool by_host, bgrun_store_stats_cb cb, void *data)
+		   enum bgrun_stats_key by, bgrun_store_stats_cb cb,
+		   void *data)
 {
 	struct sql s = { .len = 0 };
 	char *re = NULL;
 	PGresult *res = NULL;
-	const char *key = by_host ? "host" : "display";
+	static const char *const keys[BGRUN_STATS_N_KEYS] = {
+		[BGRUN_STATS_COMMAND] = "display",
+		[BGRUN_STATS_ARGV0] = "(argv->>0)",
+		[BGRUN_STATS_TAG] = "tag",
+		[BGRUN_STATS_HOST] = "host",
+		/* In the session's time zone (libpq passes on $PGTZ). */
+		[BGRUN_STATS_DAY] = "to_char(to_timestamp(time_ns / 1e9), 'YYYY-MM-DD')",
+	};
+	const char *key = keys[by];
 	int r = 0;
 
 	/*
@@ -292,30 +305,20 @@ int lsink_pg_get(const char *conninfo, const char *id_or_part,
 		 bgrun_store_row_cb cb, void *data)
 {
 	struct sql s = { .len = 0 };
-	char like[2 * BGRUN_EVENT_ID_MAX + 1], *o = like;
 	size_t n = strlen(id_or_part);
 	PGresult *res = NULL;
 	int r = 0;
 
-	/* As bgrun_store_get: the id, else the one id it starts or ends. */
-	if (n == 0 || n > BGRUN_EVENT_ID_MAX ||
-	    strspn(id_or_part, "abcdefghijklmnopqrstuvwxyz"
-			       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n)
+	/* As bgrun_store_get: the id, else the one id that contains it. */
+	if (!bgrun_event_id_valid(id_or_part, n))
 		return -EINVAL;
-	/* '_' is LIKE's any-character: escaped (the others mean nothing). */
-	for (const char *p = id_or_part; *p != '\0'; p++) {
-		if (*p == '_')
-			*o++ = '\\';
-		*o++ = *p;
-	}
-	*o = '\0';
 	add(&s, ROW_SQL);
 	add_param(&s, " WHERE id = ", id_or_part);
 	add(&s, " UNION ALL (" ROW_SQL);
 	add_param(&s, " WHERE NOT EXISTS (SELECT 1 FROM fleet_events "
 		      "WHERE id = ", id_or_part);
-	add_param(&s, ") AND (id LIKE ", like);
-	add(&s, "::text || '%' OR id LIKE '%' || $3::text) LIMIT 2)");
+	add_param(&s, ") AND strpos(id, ", id_or_part);
+	add(&s, "::text) > 0 LIMIT 2)");
 	res = run(conninfo, &s);
 	if (res == NULL)
 		r = -EIO;

@@ -15,6 +15,7 @@ static const char help_head[] =
 	"\n";
 
 static const char help_tail[] =
+	"      --id=PART      events whose id contains PART\n"
 	"      --limit=N      at most N events\n"
 	"      --table        an aligned table (the default)\n"
 	"      --json         one JSON object per line, each event as the log\n"
@@ -29,15 +30,21 @@ static const char help_tail[] =
 	"`logsink serve --forward` fills is read instead, with the same filters.\n"
 	"\n"
 	"The table's columns: TIME (local), DURATION, RESULT, EXIT (the exit code,\n"
-	"or the signal that killed the command), ID (its first 8 characters, which\n"
-	"'logsink show' accepts) and COMMAND. On a terminal each line is cut to\n"
+	"or the signal that killed the command), ID (the id's last 8 characters:\n"
+	"'logsink show' takes them as shown, or any part of them, or of the id,\n"
+	"that no other event's id contains) and COMMAND (for an event without\n"
+	"one, as 'logsink send --event deploy --message ...' records: its name\n"
+	"and message, 'deploy: ...'). On a terminal each line is cut to\n"
 	"the terminal's width. Written to a pipe or a file the table is the\n"
 	"default too, and is never cut: use --json or --csv for programs.\n"
 	"A running event whose supervisor vanished is shown as lost.\n";
 
+enum { OPT_ID = LSINK_OPT_LAST };
+
 static const struct option options[] = {
 	LSINK_FILTER_OPTIONS,
 	{ "limit", required_argument, NULL, LSINK_OPT_LIMIT },
+	{ "id", required_argument, NULL, OPT_ID },
 	{ "table", no_argument, NULL, LSINK_OPT_TABLE },
 	{ "json", no_argument, NULL, LSINK_OPT_JSON },
 	{ "csv", no_argument, NULL, LSINK_OPT_CSV },
@@ -60,6 +67,21 @@ struct output {
 	int command_cols; /* the room for the command; -1: all of it */
 };
 
+const char *lsink_event_what(const struct bgrun_event *ev)
+{
+	static char *what;
+
+	if (ev->display != NULL)
+		return ev->display;
+	free(what);
+	what = NULL;
+	if (ev->message != NULL && ev->event != NULL &&
+	    asprintf(&what, "%s: %s", ev->event, ev->message) >= 0)
+		return what;
+	what = NULL;
+	return ev->event;
+}
+
 static void print_table_row(const struct output *o,
 			    const struct bgrun_event_row *row)
 {
@@ -69,11 +91,10 @@ static void print_table_row(const struct output *o,
 	lsink_fmt_time(time, sizeof(time), row->time_ns, 0);
 	lsink_fmt_duration(duration, sizeof(duration), ev->duration_ns);
 	lsink_fmt_status(status, sizeof(status), ev->exit_code, ev->signal);
-	/* An id's end: random in a UUID v7, whose start is its time. */
 	(void)printf(TABLE_FORMAT, time, duration,
 		     ev->result != NULL ? ev->result : "-", status,
-		     ev->id + (strlen(ev->id) > 8 ? strlen(ev->id) - 8 : 0));
-	lsink_put_cell(stdout, ev->display, o->command_cols);
+		     bgrun_event_short_id(ev->id));
+	lsink_put_cell(stdout, lsink_event_what(ev), o->command_cols);
 	(void)putchar('\n');
 }
 
@@ -163,6 +184,12 @@ int lsink_query_main(int argc, char **argv, const char *db)
 		case LSINK_OPT_LIMIT:
 			q.limit = limit_arg(optarg);
 			break;
+		case OPT_ID:
+			if (!bgrun_event_id_valid(optarg, strlen(optarg)))
+				lsink_usage("'%s' is not an event id",
+					    lsink_printable(optarg));
+			q.id_part = optarg;
+			break;
 		case LSINK_OPT_DB:
 			db = optarg;
 			break;
@@ -177,7 +204,8 @@ int lsink_query_main(int argc, char **argv, const char *db)
 	if (optind < argc)
 		lsink_usage("extra operand '%s'", lsink_printable(argv[optind]));
 
-	if (!lsink_db_is_pg(db) && lsink_open(db, true, &store) < 0)
+	if (!lsink_db_is_pg(db) &&
+	    lsink_open(db, LSINK_OPEN_READONLY | LSINK_OPEN_MISSING_OK, &store) < 0)
 		return LSINK_EXIT_FAILURE;
 	width = lsink_terminal_width();
 	if (o.format == LSINK_FORMAT_AUTO)
@@ -197,8 +225,10 @@ int lsink_query_main(int argc, char **argv, const char *db)
 		r = lsink_pg_query(db, &q, print_row, &o);
 		if (r < 0)
 			status = LSINK_EXIT_FAILURE;
-	} else {
+	} else if (store != NULL) {
 		r = bgrun_store_query(store, &q, print_row, &o);
+	} else {
+		r = 0; /* no log yet: nothing to list */
 	}
 	if (r < 0 && store != NULL) {
 		lsink_store_error(store, r, "cannot read the log");

@@ -225,10 +225,16 @@ static void handle_frame(struct lsink_conn *c, const uint8_t *frame,
 	case BGRUN_WIRE_EVENT:
 		handle_event(c, &m, size);
 		return;
-	case BGRUN_WIRE_HELLO:
-		(void)bgrun_wire_put_hello(&c->out, m.seq, &c->srv->hello);
+	case BGRUN_WIRE_HELLO: {
+		/* Who we are, and how we are now: what `logsink status` shows. */
+		struct bgrun_wire_hello h = c->srv->hello;
+
+		h.events = (int64_t)c->srv->n_events;
+		h.queued = (int64_t)c->srv->queued;
+		(void)bgrun_wire_put_hello(&c->out, m.seq, &h);
 		flush(c);
 		break;
+	}
 	default:
 		protocol_error(c, m.seq, BGRUN_WIRE_E_UNEXPECTED,
 			       "only HELLO and EVENT frames are taken");

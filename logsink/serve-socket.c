@@ -38,7 +38,25 @@ int lsink_serve_fail(struct lsink_serve *s, const char *fmt, ...)
 	return -1;
 }
 
-/* The directory of the socket: made 0700 if missing; must be ours alone. */
+/* Whether dir is below $XDG_RUNTIME_DIR, where directories may be made. */
+static bool in_runtime_dir(const char *dir)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	size_t n;
+
+	if (rt == NULL || rt[0] != '/')
+		return false;
+	n = strlen(rt);
+	while (n > 1 && rt[n - 1] == '/')
+		n--;
+	return strncmp(dir, rt, n) == 0 && dir[n] == '/';
+}
+
+/*
+ * The directory of the socket: made 0700 if missing, but its parents only
+ * below $XDG_RUNTIME_DIR (a mistyped --socket must not leave a tree of
+ * directories elsewhere); it must be ours alone.
+ */
 static int prepare_dir(struct lsink_serve *s)
 {
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -54,7 +72,14 @@ static int prepare_dir(struct lsink_serve *s)
 	if (dir[0] == '\0')
 		return lsink_serve_fail(s, "'%s': a socket in / is refused",
 				    lsink_printable(s->socket));
-	r = bgrun_mkdir_p(dir, 0700);
+	if (in_runtime_dir(dir))
+		r = bgrun_mkdir_p(dir, 0700);
+	else
+		r = mkdir(dir, 0700) == 0 || errno == EEXIST ? 0 : -errno;
+	if (r == -ENOENT)
+		return lsink_serve_fail(s, "cannot create '%s': its parent "
+				    "directory does not exist",
+				    lsink_printable(dir));
 	if (r < 0 && r != -ENOTDIR)
 		return lsink_serve_fail(s, "cannot create '%s': %s",
 				    lsink_printable(dir), bgrun_strerror(r));

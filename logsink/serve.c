@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* How often the spool is looked at while running. */
@@ -39,6 +41,7 @@ enum {
 	OPT_FRAME_TIMEOUT,
 	OPT_MAX_PER_PROCESS,
 	OPT_RESERVE,
+	OPT_STOP,
 };
 
 static const struct option options[] = {
@@ -62,6 +65,7 @@ static const struct option options[] = {
 	{ "forward", required_argument, NULL, OPT_FORWARD },
 	{ "forward-host", required_argument, NULL, OPT_FORWARD_HOST },
 	{ "forward-batch", required_argument, NULL, OPT_FORWARD_BATCH },
+	{ "stop", no_argument, NULL, OPT_STOP },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -72,8 +76,10 @@ static const char help_text[] =
 	"\n"
 	"      --socket=PATH        where to listen (default: $BGRUN_SOCKET, else\n"
 	"                           $XDG_RUNTIME_DIR/bgrun/sink.sock, else\n"
-	"                           /tmp/bgrun-$UID/sink.sock); its directory is\n"
-	"                           made 0700 and must be yours alone\n"
+	"                           /tmp/bgrun-$UID/sink.sock); its directory\n"
+	"                           must be yours alone (mode 0700): it is made\n"
+	"                           if missing, with its parents only below\n"
+	"                           $XDG_RUNTIME_DIR\n"
 	"      --foreground         stay in the foreground (the default)\n"
 	"      --detach             run in the background; return once it listens\n"
 	"      --log=FILE           append messages to FILE instead of stderr\n"
@@ -106,6 +112,8 @@ static const char help_text[] =
 	"                           event (default: the event's own, else this\n"
 	"                           machine's name)\n"
 	"      --forward-batch=N    events per PostgreSQL transaction (default 2000)\n"
+	"      --stop               stop the daemon serving the socket (and the\n"
+	"                           database: --db) and wait until it has exited\n"
 	LSINK_COMMON_HELP
 	"\n"
 	"Started by systemd with socket activation (LISTEN_FDS), it takes its\n"
@@ -132,9 +140,90 @@ static uint64_t parse_ms(const char *arg, const char *name)
 	int64_t ns;
 
 	if (bgrun_parse_duration(arg, &ns) < 0)
-		lsink_usage("--%s: not a duration: '%s'", name,
-			    lsink_printable(arg));
+		lsink_usage("invalid duration '%s' for --%s: "
+			    BGRUN_DURATION_EXPECTED, lsink_printable(arg), name);
 	return (uint64_t)(ns / 1000000);
+}
+
+/* How long --stop waits for the daemon to commit what it has and exit. */
+#define STOP_WAIT_MS 60000
+
+/*
+ * `serve --stop`: the daemon says who it is (its HELLO, on a connection
+ * checked as every client's), is sent SIGTERM, and is waited for: its
+ * lock on SOCKET.lock goes when it exits.
+ */
+static int stop_daemon(const char *db, const char *socket)
+{
+	struct bgrun_sink_opts so = BGRUN_SINK_OPTS_INIT;
+	struct bgrun_sink_daemon_status st;
+	struct bgrun_sink *sink = NULL;
+	char *lock = NULL;
+	const char *path;
+	int r, fd = -1, status = LSINK_EXIT_FAILURE;
+
+	so.mode = BGRUN_SINK_DAEMON;
+	so.db = db;
+	so.socket = socket;
+	r = bgrun_sink_new(&sink);
+	if (r >= 0)
+		r = bgrun_sink_open(sink, &so);
+	if (r < 0) {
+		lsink_msg("%s", sink != NULL ? bgrun_sink_errmsg(sink)
+					     : bgrun_strerror(r));
+		goto out;
+	}
+	path = socket;
+	if (path == NULL && bgrun_sink_default_socket(&lock) >= 0)
+		path = lock;
+	r = bgrun_sink_daemon_status(sink, &st);
+	if (r == -ENOENT || r == -ECONNREFUSED) {
+		(void)printf("no daemon is serving '%s'\n",
+			     lsink_printable(path != NULL ? path : "?"));
+		status = EXIT_SUCCESS;
+		goto out;
+	}
+	if (r < 0 || st.pid <= 0) {
+		lsink_msg("%s", r < 0 ? bgrun_sink_errmsg(sink)
+				      : "the daemon did not say its pid");
+		goto out;
+	}
+	path = path != NULL ? path : "?";
+	free(lock);
+	lock = NULL;
+	if (asprintf(&lock, "%s.lock", path) < 0) {
+		lock = NULL;
+		lsink_msg("out of memory");
+		goto out;
+	}
+	fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (kill((pid_t)st.pid, SIGTERM) < 0) {
+		lsink_msg("cannot stop the daemon (pid %lld): %s",
+			  (long long)st.pid, strerror(errno));
+		goto out;
+	}
+	/* Wait, with a deadline: a daemon draining a full queue takes a while. */
+	for (int waited = 0; fd >= 0; waited += 10) {
+		if (flock(fd, LOCK_SH | LOCK_NB) == 0)
+			break;
+		if (waited >= STOP_WAIT_MS) {
+			lsink_msg("the daemon (pid %lld) did not exit within %d s",
+				  (long long)st.pid, STOP_WAIT_MS / 1000);
+			goto out;
+		}
+		(void)nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	}
+	(void)printf("stopped the daemon (pid %lld) serving '%s'\n",
+		     (long long)st.pid, lsink_printable(path));
+	status = EXIT_SUCCESS;
+out:
+	if (fd >= 0)
+		(void)close(fd);
+	free(lock);
+	bgrun_sink_close(sink);
+	if (lsink_flush_stdout() != 0)
+		status = LSINK_EXIT_FAILURE;
+	return status;
 }
 
 /* ---- the loop ---- */
@@ -352,8 +441,14 @@ static int open_store(struct lsink_serve *s)
 	if (r < 0)
 		return lsink_serve_fail(s, "%s", bgrun_strerror(r));
 	r = bgrun_store_open(s->store, s->db, 0);
-	if (r < 0)
-		return lsink_serve_fail(s, "%s", bgrun_store_errmsg(s->store));
+	if (r < 0) {
+		char why[1024];
+
+		/* In the words of every other verb. */
+		lsink_open_error_text(why, sizeof(why), s->db, r,
+				      bgrun_store_errmsg(s->store));
+		return lsink_serve_fail(s, "%s", why);
+	}
 	/* Clients check that we write the database they mean. */
 	s->db_real = realpath(s->db, NULL);
 	if (stat(s->db, &st) < 0)
@@ -362,7 +457,8 @@ static int open_store(struct lsink_serve *s)
 	s->srv.hello = (struct bgrun_wire_hello){
 		BGRUN_WIRE_VERSION, BGRUN_WIRE_MAX_FRAME, getpid(),
 		s->db_real != NULL ? s->db_real : s->db, (int64_t)st.st_dev,
-		(int64_t)st.st_ino,
+		(int64_t)st.st_ino, bgrun_clock_ns(BGRUN_CLOCK_REALTIME),
+		BGRUN_NULL, BGRUN_NULL,
 	};
 	return 0;
 }
@@ -381,6 +477,7 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 	};
 	int opt, r, status = LSINK_EXIT_FAILURE;
 	const char *v;
+	bool stop = false;
 
 	/* The configuration file's [serve] keys, under the options. */
 	if (lsink_config != NULL) {
@@ -468,6 +565,9 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 		case OPT_FORWARD_BATCH:
 			s.fwd.batch_max = parse_count(optarg, "forward-batch");
 			break;
+		case OPT_STOP:
+			stop = true;
+			break;
 		default:
 			lsink_usage_hint();
 		}
@@ -480,6 +580,11 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 	else if (s.srv.lim.reserve >= s.srv.lim.max_conns)
 		lsink_usage("--reserve=%zu: less than --max-connections=%zu, please",
 			    s.srv.lim.reserve, s.srv.lim.max_conns);
+	if (stop) {
+		r = stop_daemon(s.db, s.socket);
+		free(s.socket);
+		return r;
+	}
 	if (s.detach) {
 		free(s.socket);
 		return detach(argc, argv, db);

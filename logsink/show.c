@@ -10,10 +10,12 @@
 
 static const char help_text[] =
 	"Usage: logsink show [OPTION]... ID\n"
-	"Show everything recorded about event ID (or the only event whose id\n"
-	"starts or ends with ID: 'logsink query' shows the end of each id),\n"
-	"one 'field: value' per line; '-' marks what is not\n"
-	"known. The command's arguments come one per line (argv[0]: ...) with\n"
+	"Show everything recorded about event ID, one 'field: value' per line;\n"
+	"'-' marks what is not known. ID is the event's id, or any part of it\n"
+	"that no other event's id contains: the ID column of 'logsink query'\n"
+	"(the id's last 8 characters) as shown, a few of its characters, or any\n"
+	"other piece of the id. When several events' ids contain ID, they are\n"
+	"listed (exit 1). The command's arguments come one per line (argv[0]: ...) with\n"
 	"control characters and bytes that are not UTF-8 written as \\xNN, \\n,\n"
 	"\\t, and a backslash as \\\\.\n"
 	"\n"
@@ -139,6 +141,65 @@ static int print_fields(const struct bgrun_event_row *row)
 	return 0;
 }
 
+/* One candidate of an ambiguous id, on stderr. */
+static int print_candidate(void *data, const struct bgrun_event_row *row)
+{
+	int64_t *left = data;
+	char time[64];
+
+	if ((*left)-- <= 0)
+		return 0;
+	lsink_fmt_time(time, sizeof(time), row->time_ns, 0);
+	(void)fprintf(stderr, "logsink:   %s  %s  %s  ", bgrun_event_short_id(row->ev.id),
+		      row->ev.id, time);
+	lsink_put_cell(stderr, lsink_event_what(&row->ev), 60);
+	(void)fputc('\n', stderr);
+	return 0;
+}
+
+/* How many events' ids contain part (a count callback). */
+static int count_row(void *data, const struct bgrun_event_row *row)
+{
+	(void)row;
+	++*(int64_t *)data;
+	return 0;
+}
+
+void lsink_id_error(const char *db, struct bgrun_store *store, const char *id,
+		    int error)
+{
+	struct bgrun_query q = BGRUN_QUERY_INIT;
+	int64_t n = 0, left = LSINK_CANDIDATES;
+
+	switch (error) {
+	case -ENOENT:
+		lsink_msg("no event '%s'", lsink_printable(id));
+		return;
+	case -EINVAL:
+		lsink_msg("'%s' is not an event id", lsink_printable(id));
+		return;
+	case -EEXIST:
+		break;
+	default:
+		if (store != NULL) /* else said already */
+			lsink_store_error(store, error, "cannot read the log");
+		return;
+	}
+	q.id_part = id;
+	if (lsink_db_is_pg(db))
+		(void)lsink_pg_query(db, &q, count_row, &n);
+	else
+		(void)bgrun_store_query(store, &q, count_row, &n);
+	lsink_msg("event id '%s' is ambiguous: %lld events' ids contain it:",
+		  lsink_printable(id), (long long)n);
+	if (lsink_db_is_pg(db))
+		(void)lsink_pg_query(db, &q, print_candidate, &left);
+	else
+		(void)bgrun_store_query(store, &q, print_candidate, &left);
+	if (n > LSINK_CANDIDATES)
+		lsink_msg("  and %lld more", (long long)(n - LSINK_CANDIDATES));
+}
+
 static int print_event(void *data, const struct bgrun_event_row *row)
 {
 	const bool *json = data;
@@ -181,23 +242,15 @@ int lsink_show_main(int argc, char **argv, const char *db)
 
 	if (lsink_db_is_pg(db))
 		r = lsink_pg_get(db, id, print_event, &json);
-	else if (lsink_open(db, true, &store) < 0)
+	else if (lsink_open(db, LSINK_OPEN_READONLY | LSINK_OPEN_MISSING_OK,
+			    &store) < 0)
 		return LSINK_EXIT_FAILURE;
-	else
+	else if (store != NULL)
 		r = bgrun_store_get(store, id, print_event, &json);
-	if (r == -ENOENT) {
-		lsink_msg("no event '%s'", lsink_printable(id));
-		status = LSINK_EXIT_FAILURE;
-	} else if (r == -EEXIST) {
-		lsink_msg("event id '%s' is ambiguous: several events start "
-			  "or end with it", lsink_printable(id));
-		status = LSINK_EXIT_FAILURE;
-	} else if (r == -EINVAL) {
-		lsink_msg("'%s' is not an event id", lsink_printable(id));
-		status = LSINK_EXIT_FAILURE;
-	} else if (r < 0) {
-		if (store != NULL) /* else said already */
-			lsink_store_error(store, r, "cannot read the log");
+	else
+		r = -ENOENT; /* no log yet */
+	if (r < 0) {
+		lsink_id_error(db, store, id, r);
 		status = LSINK_EXIT_FAILURE;
 	}
 	if (lsink_flush_stdout() != 0)

@@ -573,9 +573,32 @@ void case_fleet_two_hosts(void)
 		/* 61 runs each; failures: exit codes 1..60 but 0, 51, and 99. */
 		ASSERT(strstr(out, "host-a,61,") != NULL);
 		ASSERT(strstr(out, "host-b,61,") != NULL);
+		/* A local log groups by host too (all its own, mostly). */
 		ASSERT_EQ(run_logsink((const char *const[]){
-				      "stats", "--by=host", "--db",
-				      d[0].db, NULL }, &out), 2);
+				      "stats", "--by=host", "--csv", "--db",
+				      d[0].db, NULL }, &out), 0);
+		ASSERT(strncmp(out, "host,runs,", 10) == 0);
+		/* The other keys, in PostgreSQL's words. */
+		ASSERT_EQ(run_logsink((const char *const[]){
+				      "stats", "--db", pg->conninfo, "--by=day",
+				      "--csv", NULL }, &out), 0);
+		ASSERT(strncmp(out, "day,runs,", 9) == 0);
+		ASSERT_EQ(run_logsink((const char *const[]){
+				      "stats", "--db", pg->conninfo, "--by=argv0",
+				      "--sort=count", "--limit=1", "--csv", NULL },
+				      &out), 0);
+		ASSERT(strncmp(out, "argv0,runs,", 11) == 0);
+		/* show: any part of an id, as with a local log. */
+		{
+			char part[7];
+
+			memcpy(part, running_id[1] + strlen(running_id[1]) - 7, 6);
+			part[6] = '\0';
+			ASSERT_EQ(run_logsink((const char *const[]){
+					      "show", "--db", pg->conninfo,
+					      part, NULL }, &out), 0);
+			ASSERT(strstr(out, running_id[1]) != NULL);
+		}
 		/* show: by the end of an id, as with a local log. */
 		ASSERT_EQ(run_logsink((const char *const[]){
 				      "show", "--db", pg->conninfo,

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -388,11 +389,75 @@ void case_daemon_socket_rules(void)
 	ASSERT_EQ(t_daemon_refused(db, sock, NULL, msg, sizeof(msg)), 1);
 	ASSERT(strstr(msg, "already listens") != NULL);
 
-	/* A new directory is made 0700. */
-	t_daemon_start(&d2, db, t_path(dir, "new/deeper/sink.sock"), NULL);
-	ASSERT(stat(t_path(dir, "new/deeper"), &st) == 0 &&
+	/*
+	 * A new directory is made 0700; its parents only below
+	 * $XDG_RUNTIME_DIR: a mistyped path leaves no tree behind.
+	 */
+	ASSERT_EQ(t_daemon_refused(db, t_path(dir, "new/deeper/sink.sock"),
+				   NULL, msg, sizeof(msg)), 1);
+	ASSERT(strstr(msg, "its parent directory does not exist") != NULL);
+	ASSERT(stat(t_path(dir, "new"), &st) < 0 && errno == ENOENT);
+	t_daemon_start(&d2, db, t_path(dir, "new/sink.sock"), NULL);
+	ASSERT(stat(t_path(dir, "new"), &st) == 0 &&
 	       (st.st_mode & 0777) == 0700);
 	ASSERT_EQ(t_daemon_stop(&d2, SIGINT), 0);
+	if (mkdir(t_path(dir, "rt"), 0700) < 0)
+		FAIL("mkdir: %m");
+	(void)setenv("XDG_RUNTIME_DIR", t_path(dir, "rt"), 1);
+	t_daemon_start(&d2, db, t_path(dir, "rt/a/b/sink.sock"), NULL);
+	ASSERT(stat(t_path(dir, "rt/a/b"), &st) == 0 &&
+	       (st.st_mode & 0777) == 0700);
+	ASSERT_EQ(t_daemon_stop(&d2, SIGINT), 0);
+	(void)unsetenv("XDG_RUNTIME_DIR");
+}
+
+void case_daemon_status(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "sink.sock");
+	struct bgrun_sink_opts so = BGRUN_SINK_OPTS_INIT;
+	struct bgrun_sink_daemon_status st;
+	struct bgrun_sink *sink;
+	struct bgrun_event ev;
+	struct t_daemon d;
+	char real[PATH_MAX];
+	int64_t before = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
+
+	so.mode = BGRUN_SINK_DAEMON;
+	so.db = db;
+	so.socket = sock;
+	ASSERT_OK(bgrun_sink_new(&sink));
+	ASSERT_OK(bgrun_sink_open(sink, &so));
+	/* Nobody serves yet: said, and st untouched. */
+	st.pid = 12345;
+	ASSERT_EQ(bgrun_sink_daemon_status(sink, &st), -ENOENT);
+	ASSERT_EQ(st.pid, 12345);
+	t_daemon_start(&d, db, sock, NULL);
+	ASSERT_OK(bgrun_sink_daemon_status(sink, &st));
+	ASSERT_EQ(st.pid, d.pid);
+	ASSERT_EQ(st.events, 0);
+	ASSERT_EQ(st.queued, 0);
+	ASSERT(st.started_ns >= before - 1000000000 &&
+	       st.started_ns <= bgrun_clock_ns(BGRUN_CLOCK_REALTIME));
+	ASSERT(realpath(db, real) != NULL);
+	ASSERT_STR_EQ(st.db, real);
+	for (int i = 0; i < 3; i++) {
+		bgrun_event_init(&ev, "exthook", "test");
+		ASSERT_EQ(bgrun_sink_put(sink, &ev), BGRUN_SINK_VIA_DAEMON);
+	}
+	/* Acked means committed: counted by the time the put returned. */
+	ASSERT_OK(bgrun_sink_daemon_status(sink, &st));
+	ASSERT_EQ(st.events, 3);
+	ASSERT_EQ(st.queued, 0);
+	bgrun_sink_close(sink);
+	/* Another database's sink: the daemon is not its. */
+	so.db = t_path(dir, "other.db");
+	ASSERT_OK(bgrun_sink_new(&sink));
+	ASSERT_OK(bgrun_sink_open(sink, &so));
+	ASSERT(close(open(so.db, O_CREAT | O_WRONLY | O_CLOEXEC, 0600)) == 0);
+	ASSERT_EQ(bgrun_sink_daemon_status(sink, &st), -EXDEV);
+	bgrun_sink_close(sink);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
 }
 
 void case_daemon_limits(void)

@@ -340,7 +340,16 @@ void case_get_prefix(void)
 	/* Its end, as logsink query shows it; its start is its time. */
 	t_get(s, prefix, &rows);
 	ASSERT_STR_EQ(rows.ev[0].id, uuid.id);
+	/* Any part of it: the start of the short id, the middle of the id. */
+	prefix[4] = '\0';
+	t_get(s, prefix, &rows);
+	ASSERT_STR_EQ(rows.ev[0].id, uuid.id);
+	memcpy(prefix, uuid.id + 19, 4);
+	t_get(s, prefix, &rows);
+	ASSERT_STR_EQ(rows.ev[0].id, uuid.id);
 	t_get(s, "-2", &rows);
+	ASSERT_STR_EQ(rows.ev[0].id, "abc-2");
+	t_get(s, "bc-2", &rows);
 	ASSERT_STR_EQ(rows.ev[0].id, "abc-2");
 	t_get(s, "abz", &rows);
 	ASSERT_STR_EQ(rows.ev[0].id, "abz");

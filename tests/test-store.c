@@ -333,7 +333,7 @@ void case_open_not_ours(void)
 	for (unsigned flags = 0; flags <= BGRUN_STORE_READONLY; flags++) {
 		msg = t_open_error(db, flags, -EBADMSG);
 		ASSERT(strstr(msg, db) != NULL);
-		ASSERT(strstr(msg, "not an SQLite database") != NULL);
+		ASSERT(strstr(msg, "not a bgrun event database (not an SQLite file)") != NULL);
 		free(msg);
 	}
 	back = t_read_file(db);
@@ -348,7 +348,7 @@ void case_open_not_ours(void)
 	sqlite3_close(raw);
 	for (unsigned flags = 0; flags <= BGRUN_STORE_READONLY; flags++) {
 		msg = t_open_error(db, flags, -EBADMSG);
-		ASSERT(strstr(msg, "not a bgrun event store") != NULL);
+		ASSERT(strstr(msg, "not a bgrun event database (an SQLite database of another program") != NULL);
 		free(msg);
 	}
 	free(db);

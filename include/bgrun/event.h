@@ -170,6 +170,21 @@ BGRUN_EXTERN int bgrun_argv_display(const char *const *argv, char **ret_display)
  */
 BGRUN_EXTERN bool bgrun_event_id_valid(const char *id, size_t n);
 
+/*
+ * IDS FOR PEOPLE. An event's short id, what tables show, is the last
+ * BGRUN_EVENT_SHORT_ID characters of its id (all of a shorter id): the
+ * random end of a UUID v7, whose start is its time and is shared by the
+ * events of the same minute. Wherever an event id is typed (logsink show,
+ * bgrun's verbs), the full id names its event, and so does any part of
+ * it that no other event's id contains: the short id as shown, a few of
+ * its characters, or any other piece of the id. A part that several ids
+ * contain is ambiguous, and the programs list those events.
+ */
+#define BGRUN_EVENT_SHORT_ID 8
+
+/* The short id of id (borrowed): a pointer into it. */
+BGRUN_EXTERN const char *bgrun_event_short_id(const char *id);
+
 #ifdef __cplusplus
 }
 #endif

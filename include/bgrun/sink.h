@@ -168,6 +168,27 @@ BGRUN_EXTERN int bgrun_sink_put_batch(struct bgrun_sink *sink,
 BGRUN_EXTERN int bgrun_sink_put_daemon(struct bgrun_sink *sink,
 				       const struct bgrun_event *ev);
 
+/* What the daemon says of itself (bgrun_sink_daemon_status). */
+struct bgrun_sink_daemon_status {
+	int64_t pid;
+	int64_t started_ns; /* when it started (realtime); BGRUN_NULL: not said */
+	int64_t events;     /* events it committed since; BGRUN_NULL: not said */
+	int64_t queued;     /* events waiting for its writer; BGRUN_NULL: not said */
+	char db[4097];      /* the database it writes ("" if not said) */
+};
+
+/*
+ * Asks the daemon of sink's socket how it is, on a connection of its
+ * own (never starting one, whatever the mode): the daemon answers a
+ * HELLO with its pid, start time, committed events and queue depth
+ * (docs/protocol.md). The same checks as for a put apply (the socket's
+ * directory, the daemon's uid, the database it writes: -EXDEV when it is
+ * not sink's). -ENOENT or -ECONNREFUSED: no daemon serves the socket.
+ * *ret_status is untouched on failure; bgrun_sink_errmsg() explains.
+ */
+BGRUN_EXTERN int bgrun_sink_daemon_status(struct bgrun_sink *sink,
+					  struct bgrun_sink_daemon_status *ret_status);
+
 /* Whether the last failed put left its (valid) events in the spool. */
 BGRUN_EXTERN bool bgrun_sink_spooled(const struct bgrun_sink *sink);
 

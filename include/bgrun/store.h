@@ -181,6 +181,7 @@ struct bgrun_query {
 	const char *event;
 	int64_t limit;        /* at most this many rows; 0: all */
 	const char *host;     /* the event's host */
+	const char *id_part;  /* ids containing this (bgrun/event.h IDS FOR PEOPLE) */
 };
 
 #define BGRUN_QUERY_INIT { .since_ns = BGRUN_NULL, .until_ns = BGRUN_NULL }
@@ -222,17 +223,22 @@ BGRUN_EXTERN int bgrun_store_query(struct bgrun_store *store,
 		      bgrun_store_row_cb cb, void *data);
 
 /*
- * Calls cb once for the event whose id is id_or_prefix or, failing that,
- * the only one whose id starts or ends with it (the end of a UUID v7 is
- * its random part). -ENOENT: none; -EEXIST: it matches several events;
- * -EINVAL: not a possible part of an id.
+ * Calls cb once for the event whose id is id_or_part or, failing that,
+ * the only one whose id contains it (see IDS FOR PEOPLE in
+ * bgrun/event.h). -ENOENT: none; -EEXIST: several ids contain it (query
+ * with id_part to list them); -EINVAL: not a possible part of an id.
+ * bgrun_store_errmsg() then says so, in the words logsink uses.
  */
-BGRUN_EXTERN int bgrun_store_get(struct bgrun_store *store, const char *id_or_prefix,
+BGRUN_EXTERN int bgrun_store_get(struct bgrun_store *store, const char *id_or_part,
 		    bgrun_store_row_cb cb, void *data);
 
 /* Per-command statistics (durations in ns, BGRUN_NULL if none known). */
 struct bgrun_stats_row {
-	const char *display; /* the command (NULL: events without one) */
+	/*
+	 * The group's key: the command (bgrun_store_stats), or what
+	 * bgrun_store_stats_by groups by; NULL for events without one.
+	 */
+	const char *display;
 	int64_t runs;        /* finished runs (not running) */
 	int64_t failures;    /* finished with a result other than success */
 	int64_t p50_ns;      /* median duration (nearest rank) */
@@ -252,11 +258,61 @@ BGRUN_EXTERN int bgrun_store_stats(struct bgrun_store *store,
 		      const struct bgrun_query *query,
 		      bgrun_store_stats_cb cb, void *data);
 
+/* What bgrun_store_stats_by groups events by. */
+enum bgrun_stats_key {
+	BGRUN_STATS_COMMAND = 0, /* the command as shown (display) */
+	BGRUN_STATS_ARGV0,       /* the program, argv[0] as given */
+	BGRUN_STATS_TAG,
+	BGRUN_STATS_HOST,
+	BGRUN_STATS_DAY,         /* the local day it started, "2026-12-01" */
+};
+#define BGRUN_STATS_N_KEYS 5
+
+/* bgrun_store_stats() with rows per key instead of per command, in key order. */
+BGRUN_EXTERN int bgrun_store_stats_by(struct bgrun_store *store,
+				      const struct bgrun_query *query,
+				      enum bgrun_stats_key key,
+				      bgrun_store_stats_cb cb, void *data);
+
+/* What bgrun_store_prune_with deletes. Plain data: start from BGRUN_PRUNE_INIT. */
+struct bgrun_prune {
+	/* Events whose time is before this go; BGRUN_NULL: of any age. */
+	int64_t older_than_ns;
+	/*
+	 * But the newest `keep` finished events of each command (of each
+	 * event name, for events without a command) stay; 0: none is kept
+	 * for that reason.
+	 */
+	int64_t keep;
+	/* Count what would go, and change nothing. */
+	bool dry_run;
+};
+
+#define BGRUN_PRUNE_INIT { .older_than_ns = BGRUN_NULL }
+
+struct bgrun_prune_result {
+	int64_t deleted;     /* events deleted (dry run: that would be) */
+	/*
+	 * How much smaller the database file is; for a dry run, what the
+	 * deleted rows' pages hold, about what a prune would give back.
+	 */
+	int64_t freed_bytes;
+};
+
 /*
- * Marks lost rows (as bgrun_store_mark_lost), then deletes every event
- * whose time is before older_than_ns, except rows still running, in one
- * transaction. *ret_deleted (optional) gets the number deleted.
+ * Marks lost rows (as bgrun_store_mark_lost), then deletes the events
+ * that how chooses, never a running one, in one transaction, then gives
+ * the freed pages back to the file system (incremental vacuum; a file
+ * made before stores had auto_vacuum is rebuilt once, by VACUUM) and
+ * checkpoints the WAL, so that the file is smaller when this returns.
+ * -EINVAL if how sets neither an age nor a number to keep. *ret_result
+ * (optional) says how many went and how many bytes were freed.
  */
+BGRUN_EXTERN int bgrun_store_prune_with(struct bgrun_store *store,
+					const struct bgrun_prune *how,
+					struct bgrun_prune_result *ret_result);
+
+/* bgrun_store_prune_with() by age alone: *ret_deleted (optional). */
 BGRUN_EXTERN int bgrun_store_prune(struct bgrun_store *store, int64_t older_than_ns,
 		      int64_t *ret_deleted);
 

@@ -11,14 +11,48 @@ extern "C" {
 #endif
 
 /*
- * Parses a duration: a decimal number with an optional unit, ns, us, ms,
- * s (the default), m, h or d ("1.5s", "250ms", "10m", "3d"). -EINVAL for
- * anything else, including negative values; -ERANGE past about 292 years.
- * A command-line convenience (bgrun's --timeout and --kill-after,
- * logsink's --since and --older-than), not part of the primitive: no
- * other call of the library takes such text.
+ * Parses a duration: one or more terms, each a decimal number and a unit
+ * (spaces between them allowed): ns, us, ms, s, m (minutes), h, d, w,
+ * or their words (sec, second(s), min, minute(s), hour(s), day(s),
+ * week(s)...): "1.5s", "250ms", "1h30m", "2 hours", "1w". A lone number
+ * without a unit is seconds ("10"). -EINVAL for anything else, including
+ * negative values; -ERANGE past about 292 years. A command-line
+ * convenience (bgrun's --timeout and --kill-after, logsink's times and
+ * ages), not part of the primitive: no other call of the library takes
+ * such text.
  */
 BGRUN_EXTERN int bgrun_parse_duration(const char *text, int64_t *ret_ns);
+
+/* bgrun_parse_duration_flags(): a lone number ("10") is refused, -EDOM. */
+#define BGRUN_DURATION_UNIT 0x1u
+
+/* bgrun_parse_duration() with flags (0 or BGRUN_DURATION_UNIT). */
+BGRUN_EXTERN int bgrun_parse_duration_flags(const char *text, unsigned flags,
+					    int64_t *ret_ns);
+
+/*
+ * The wording of a bad duration, the same in every program:
+ * "invalid duration '%s' for --%s: " BGRUN_DURATION_EXPECTED.
+ */
+#define BGRUN_DURATION_EXPECTED "expected a number and a unit (90s, 10m, 1h30m, 2d)"
+
+/*
+ * Parses a point in time as people type it (journalctl, atuin), into ns
+ * since the epoch; now_ns is "now". Local time (TZ) unless an offset is
+ * given. Accepted:
+ *   now, today, yesterday, tomorrow   (the day words: local midnight,
+ *                                      or with a time: "yesterday 18:00")
+ *   a duration ago: 10m, 1h30m, 1w, "2 hours ago", -2h; +1h is ahead
+ *   @1764583200, @1764583200.5        seconds since the epoch (UTC)
+ *   2026-12-01, 20261201              a local day's start
+ *   2026-12-01 10:00, 2026-12-01T10:00:00, 20261201T10:00:00.5,
+ *   2026-12-01T10:00Z, ...+01:00      with a time of day (and an offset)
+ * A number without a unit is never seconds: eight digits are a date
+ * (YYYYMMDD), other numbers are -EDOM. -EINVAL for anything else (an
+ * impossible date included), -ERANGE out of range.
+ */
+BGRUN_EXTERN int bgrun_parse_time(const char *text, int64_t now_ns,
+				  int64_t *ret_ns);
 
 /* Which clock bgrun_clock_ns reads. */
 enum bgrun_clock {

@@ -65,6 +65,9 @@ enum {
 	BGRUN_WIRE_T_DB_PATH = 70,  /* HELLO: str, the daemon's database */
 	BGRUN_WIRE_T_DB_DEV = 71,   /* HELLO: int, its st_dev */
 	BGRUN_WIRE_T_DB_INO = 72,   /* HELLO: int, its st_ino */
+	BGRUN_WIRE_T_STARTED = 73,  /* HELLO: int, the daemon's start (ns, realtime) */
+	BGRUN_WIRE_T_EVENTS = 74,   /* HELLO: int, events it committed so far */
+	BGRUN_WIRE_T_QUEUED = 75,   /* HELLO: int, events waiting for its writer */
 };
 
 /*
@@ -112,6 +115,8 @@ struct bgrun_wire_hello {
 	int64_t pid;
 	const char *db_path; /* NULL: not said */
 	int64_t db_dev, db_ino;
+	/* The daemon's state when it answered (its status); BGRUN_NULL: not said. */
+	int64_t started_ns, events, queued;
 };
 BGRUN_EXTERN int bgrun_wire_put_hello(struct bgrun_wire_buf *b, uint32_t seq,
 			  const struct bgrun_wire_hello *h);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* public.c: libbgrun's small public calls: error and stage names, durations, clocks, whole writes, mkdir -p, default paths (include/bgrun/util.h). */
+/* public.c: libbgrun's small public calls: error and stage names, clocks, whole writes, mkdir -p, default paths (include/bgrun/util.h). */
 
 #include "bgrun.h"
 #include "common/common.h"
@@ -42,39 +42,6 @@ const char *bgrun_stage_name(enum bgrun_stage stage)
 		return "exec";
 	}
 	return "unknown";
-}
-
-int bgrun_parse_duration(const char *text, int64_t *ret_ns)
-{
-	static const struct {
-		const char *name;
-		double ns;
-	} units[] = {
-		{ "ns", 1 },	     { "us", 1e3 },	 { "ms", 1e6 },
-		{ "s", 1e9 },	     { "", 1e9 },	 { "m", 60e9 },
-		{ "min", 60e9 },     { "h", 3600e9 },	 { "d", 86400e9 },
-	};
-	char *end;
-	double v;
-
-	if (text == NULL)
-		return -EINVAL;
-	errno = 0;
-	v = strtod(text, &end);
-	/* Plain decimals only: strtod would also take "1e3" and "0x10". */
-	if (errno != 0 || end == text ||
-	    end != text + strspn(text, "0123456789.") || !isfinite(v))
-		return -EINVAL;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(end, units[i].name) == 0) {
-			v *= units[i].ns;
-			if (v >= 9.2e18)
-				return -ERANGE;
-			*ret_ns = (int64_t)llround(v);
-			return 0;
-		}
-	}
-	return -EINVAL;
 }
 
 /* In libbgrun: programs that never open the store use it. */

@@ -51,7 +51,7 @@ static int field_kind(unsigned type, unsigned tag)
 		if (tag == BGRUN_WIRE_T_DB_PATH)
 			return BGRUN_WIRE_STR;
 		return tag >= BGRUN_WIRE_T_VERSION &&
-				       tag <= BGRUN_WIRE_T_DB_INO
+				       tag <= BGRUN_WIRE_T_QUEUED
 			       ? BGRUN_WIRE_INT
 			       : -1;
 	}
@@ -279,6 +279,9 @@ static void store_field(struct bgrun_wire_msg *m, struct arena *a,
 		case BGRUN_WIRE_T_DB_PATH: m->hello.db_path = s; break;
 		case BGRUN_WIRE_T_DB_DEV: m->hello.db_dev = v; break;
 		case BGRUN_WIRE_T_DB_INO: m->hello.db_ino = v; break;
+		case BGRUN_WIRE_T_STARTED: m->hello.started_ns = v; break;
+		case BGRUN_WIRE_T_EVENTS: m->hello.events = v; break;
+		case BGRUN_WIRE_T_QUEUED: m->hello.queued = v; break;
 		}
 		break;
 	}
@@ -319,7 +322,9 @@ int bgrun_wire_decode(const uint8_t *frame, size_t size,
 	bgrun_wire_event_clear(&m.ev);
 	m.hello = (struct bgrun_wire_hello){ BGRUN_NULL, BGRUN_NULL,
 					      BGRUN_NULL, NULL,
-					      BGRUN_NULL, BGRUN_NULL };
+					      BGRUN_NULL, BGRUN_NULL,
+					      BGRUN_NULL, BGRUN_NULL,
+					      BGRUN_NULL };
 	m.status = m.code = BGRUN_NULL;
 	if (mem > 0) {
 		m.mem = malloc(mem);

@@ -56,6 +56,13 @@ bool bgrun_event_id_valid(const char *id, size_t n)
 	return bgrun__wire_valid_id((const uint8_t *)id, n);
 }
 
+const char *bgrun_event_short_id(const char *id)
+{
+	size_t n = strlen(id);
+
+	return n > BGRUN_EVENT_SHORT_ID ? id + n - BGRUN_EVENT_SHORT_ID : id;
+}
+
 bool bgrun__wire_valid_id(const uint8_t *s, size_t n)
 {
 	if (n == 0 || n > BGRUN_EVENT_ID_MAX)
@@ -317,14 +324,18 @@ int bgrun_wire_put_hello(struct bgrun_wire_buf *b, uint32_t seq,
 			  const struct bgrun_wire_hello *h)
 {
 	const int64_t ints[] = { h->version, h->max_frame, h->pid, h->db_dev,
-				 h->db_ino };
+				 h->db_ino, h->started_ns, h->events,
+				 h->queued };
 	const uint16_t tags[] = { BGRUN_WIRE_T_VERSION,
 				  BGRUN_WIRE_T_MAX_FRAME, BGRUN_WIRE_T_PID,
-				  BGRUN_WIRE_T_DB_DEV, BGRUN_WIRE_T_DB_INO };
+				  BGRUN_WIRE_T_DB_DEV, BGRUN_WIRE_T_DB_INO,
+				  BGRUN_WIRE_T_STARTED, BGRUN_WIRE_T_EVENTS,
+				  BGRUN_WIRE_T_QUEUED };
+	const size_t n_ints = sizeof(ints) / sizeof(ints[0]);
 	struct frame f = { .size = BGRUN_WIRE_HEADER - BGRUN_WIRE_LEN_SIZE };
 	int r;
 
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < n_ints; i++)
 		if (ints[i] != BGRUN_NULL)
 			f.size += 14;
 	if (h->db_path != NULL) {
@@ -338,7 +349,7 @@ int bgrun_wire_put_hello(struct bgrun_wire_buf *b, uint32_t seq,
 	if (r < 0)
 		return r;
 	begin(&f, b, BGRUN_WIRE_HELLO, seq);
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < n_ints; i++)
 		if (ints[i] != BGRUN_NULL)
 			field_int(&f, tags[i], ints[i]);
 	if (h->db_path != NULL)

@@ -203,16 +203,32 @@ static int on_hello(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 			m->hello.db_path != NULL ? m->hello.db_path
 						 : "another database",
 			sink->db);
+	if (ctx != NULL) {
+		struct bgrun_sink_daemon_status *status = ctx;
+
+		status->pid = m->hello.pid;
+		status->started_ns = m->hello.started_ns;
+		status->events = m->hello.events;
+		status->queued = m->hello.queued;
+		(void)snprintf(status->db, sizeof(status->db), "%s",
+			       m->hello.db_path != NULL ? m->hello.db_path : "");
+	}
 	return 1;
 }
 
-/* Connects to the daemon and checks who it is: 0, or -errno. */
-static int connect_daemon(struct bgrun_sink *sink)
+/*
+ * Connects to the daemon and checks who it is: 0, or -errno. status
+ * (optional) gets what its HELLO says of it.
+ */
+static int connect_daemon(struct bgrun_sink *sink,
+			  struct bgrun_sink_daemon_status *status)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct bgrun_wire_hello hello = {
 		.version = BGRUN_WIRE_VERSION, .max_frame = BGRUN_WIRE_MAX_FRAME,
 		.pid = getpid(), .db_dev = BGRUN_NULL, .db_ino = BGRUN_NULL,
+		.started_ns = BGRUN_NULL, .events = BGRUN_NULL,
+		.queued = BGRUN_NULL,
 	};
 	socklen_t len = sizeof(struct ucred);
 	struct ucred cred;
@@ -275,7 +291,7 @@ static int connect_daemon(struct bgrun_sink *sink)
 		r = pump(sink, sink->timeout_ms < HELLO_TIMEOUT_MS
 				       ? sink->timeout_ms
 				       : HELLO_TIMEOUT_MS,
-			 on_hello, NULL);
+			 on_hello, status);
 	if (r < 0)
 		bgrun__sink_disconnect(sink);
 	return r < 0 ? r : 0;
@@ -438,12 +454,36 @@ int bgrun__sink_connect_daemon(struct bgrun_sink *sink)
 
 	if (sink->fd >= 0)
 		return 0;
-	r = connect_daemon(sink);
+	r = connect_daemon(sink, NULL);
 	if ((r == -ENOENT || r == -ECONNREFUSED) &&
 	    sink->mode == BGRUN_SINK_AUTO && !sink->started &&
 	    start_daemon(sink) >= 0)
-		r = connect_daemon(sink);
+		r = connect_daemon(sink, NULL);
 	return r;
+}
+
+int bgrun_sink_daemon_status(struct bgrun_sink *sink,
+			     struct bgrun_sink_daemon_status *ret_status)
+{
+	struct bgrun_sink_daemon_status st = {
+		.pid = BGRUN_NULL, .started_ns = BGRUN_NULL,
+		.events = BGRUN_NULL, .queued = BGRUN_NULL,
+	};
+	int r;
+
+	if (sink == NULL || ret_status == NULL)
+		return -EINVAL;
+	r = bgrun__sink_enter(sink);
+	if (r < 0)
+		return r;
+	/* A HELLO is the daemon's state when it is sent: a new connection. */
+	bgrun__sink_disconnect(sink);
+	r = connect_daemon(sink, &st);
+	bgrun__sink_disconnect(sink);
+	if (r < 0)
+		return r;
+	*ret_status = st;
+	return 0;
 }
 
 int bgrun__sink_via_daemon(struct bgrun_sink *sink, struct bgrun__sink_batch *b)
@@ -523,8 +563,9 @@ int bgrun__sink_init(struct bgrun_sink *sink,
 		return bgrun__sink_fail(sink, r, "invalid sink mode %d",
 					(int)opts->mode);
 	if (r < 0)
-		return bgrun__sink_fail(sink, r, "BGRUN_SINK must be auto, "
-					"embedded or daemon");
+		return bgrun__sink_fail(sink, r, "invalid BGRUN_SINK '%.64s': "
+					"expected auto, embedded or daemon",
+					getenv("BGRUN_SINK"));
 	if (opts->db != NULL)
 		sink->db = strdup(opts->db);
 	else if (bgrun_store_default_path(&sink->db) == -ENOMEM)

@@ -109,8 +109,9 @@ enum bgrun__stmt_id {
 #define BGRUN__ARGV_CHUNK 16
 
 /* The query filters, one bit each (store-query.c). */
-#define BGRUN__N_FILTERS 12
-#define BGRUN__N_FILTER_STMTS (2u << BGRUN__N_FILTERS) /* x query|stats */
+#define BGRUN__N_FILTERS 13
+/* x rows and each stats key */
+#define BGRUN__N_FILTER_STMTS ((unsigned)BGRUN__N_READS << BGRUN__N_FILTERS)
 
 struct bgrun_store {
 	sqlite3 *db;
@@ -149,6 +150,9 @@ int bgrun__store_enter(struct bgrun_store *store);
 int bgrun__store_begin(struct bgrun_store *store);
 /* Commits (r >= 0) or rolls back, releases the lock; returns r or error. */
 int bgrun__store_end(struct bgrun_store *store, int r);
+/* The write lock alone, for what cannot run in a transaction (VACUUM). */
+int bgrun__store_lock(struct bgrun_store *store);
+void bgrun__store_unlock(struct bgrun_store *store);
 
 /* store-schema.c */
 /*
@@ -164,7 +168,9 @@ int bgrun__store_identify(struct bgrun_store *store, int64_t *ret_version);
 int bgrun__store_setup(struct bgrun_store *store, int64_t version);
 
 /* store-query.c: the reads behind queries and statistics. */
-enum { BGRUN__READ_ROWS, BGRUN__READ_STATS };
+/* Rows, or statistics by each enum bgrun_stats_key (READ_STATS + key). */
+enum { BGRUN__READ_ROWS, BGRUN__READ_STATS,
+       BGRUN__N_READS = BGRUN__READ_STATS + BGRUN_STATS_N_KEYS };
 /* The kept statement for this kind of read and these filters, bound. */
 int bgrun__store_filter_stmt(struct bgrun_store *store, unsigned kind,
 			     const struct bgrun_query *q,

@@ -28,6 +28,7 @@ enum {
 	F_SOURCE,
 	F_EVENT,
 	F_HOST,
+	F_ID,
 };
 
 static const char *const filter_sql[BGRUN__N_FILTERS] = {
@@ -49,16 +50,22 @@ static const char *const filter_sql[BGRUN__N_FILTERS] = {
 	[F_SOURCE] = " AND source = :source",
 	[F_EVENT] = " AND event = :event",
 	[F_HOST] = " AND host = :host",
+	[F_ID] = " AND instr(id, :id) > 0",
 };
 
-static const char *const kind_head[] = {
+#define STATS_HEAD(key) \
+	"SELECT " key ", result, boot_id, supervisor_pid, supervisor_start, " \
+	"duration_ns FROM events WHERE 1"
+static const char *const kind_head[BGRUN__N_READS] = {
 	[BGRUN__READ_ROWS] = BGRUN__SQL_ROW " WHERE 1",
-	[BGRUN__READ_STATS] = "SELECT display, result, boot_id, supervisor_pid, "
-		       "supervisor_start, duration_ns FROM events WHERE 1",
-};
-static const char *const kind_tail[] = {
-	[BGRUN__READ_ROWS] = " ORDER BY time_ns DESC, rowid DESC",
-	[BGRUN__READ_STATS] = " ORDER BY display, duration_ns",
+	[BGRUN__READ_STATS + BGRUN_STATS_COMMAND] = STATS_HEAD("display"),
+	[BGRUN__READ_STATS + BGRUN_STATS_ARGV0] =
+		STATS_HEAD("json_extract(argv, '$[0]')"),
+	[BGRUN__READ_STATS + BGRUN_STATS_TAG] = STATS_HEAD("tag"),
+	[BGRUN__READ_STATS + BGRUN_STATS_HOST] = STATS_HEAD("host"),
+	/* SQLite's localtime is the C library's: TZ, as logsink shows times. */
+	[BGRUN__READ_STATS + BGRUN_STATS_DAY] =
+		STATS_HEAD("date(time_ns / 1000000000, 'unixepoch', 'localtime')"),
 };
 
 static unsigned filter_mask(const struct bgrun_query *q)
@@ -90,6 +97,8 @@ static unsigned filter_mask(const struct bgrun_query *q)
 		mask |= 1u << F_EVENT;
 	if (q->host != NULL)
 		mask |= 1u << F_HOST;
+	if (q->id_part != NULL)
+		mask |= 1u << F_ID;
 	return mask;
 }
 
@@ -134,7 +143,9 @@ int bgrun__store_filter_stmt(struct bgrun_store *store, unsigned kind,
 							 sizeof(sql) - used,
 							 "%s", filter_sql[f]);
 		used += (size_t)snprintf(sql + used, sizeof(sql) - used, "%s",
-					 kind_tail[kind]);
+					 kind == BGRUN__READ_ROWS
+						 ? " ORDER BY time_ns DESC, rowid DESC"
+						 : " ORDER BY 1, duration_ns");
 		assert(used < sizeof(sql));
 		r = bgrun__store_prepare(store, sql, &store->filter_stmts[slot]);
 		if (r < 0)
@@ -158,6 +169,8 @@ int bgrun__store_filter_stmt(struct bgrun_store *store, unsigned kind,
 		rc = bind_named_text(stmt, ":event", q->event);
 	if (rc == SQLITE_OK)
 		rc = bind_named_text(stmt, ":host", q->host);
+	if (rc == SQLITE_OK)
+		rc = bind_named_text(stmt, ":id", q->id_part);
 	if (rc != SQLITE_OK) {
 		(void)sqlite3_clear_bindings(stmt);
 		return bgrun__store_fail(store, rc, "binding a query");
@@ -427,40 +440,30 @@ static int get_exact(struct bgrun_store *store, const char *id,
 	return r;
 }
 
-int bgrun_store_get(struct bgrun_store *store, const char *id_or_prefix,
+int bgrun_store_get(struct bgrun_store *store, const char *id_or_part,
 		    bgrun_store_row_cb cb, void *data)
 {
-	char pattern[BGRUN_EVENT_ID_MAX + 2], suffix[BGRUN_EVENT_ID_MAX + 2];
 	char id[BGRUN_EVENT_ID_MAX + 1];
 	sqlite3_stmt *stmt;
 	int r, rc, matches = 0;
-	size_t n;
 	bool found;
 
-	if (store == NULL || id_or_prefix == NULL || cb == NULL)
+	if (store == NULL || id_or_part == NULL || cb == NULL)
 		return -EINVAL;
 	r = bgrun__store_enter(store);
 	if (r < 0)
 		return r;
-	n = strlen(id_or_prefix);
-	/* Only id characters: none of them means anything to GLOB. */
-	if (n == 0 || n > BGRUN_EVENT_ID_MAX ||
-	    strspn(id_or_prefix, "abcdefghijklmnopqrstuvwxyz"
-				 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n)
+	if (!bgrun_event_id_valid(id_or_part, strlen(id_or_part)))
 		return bgrun__store_failf(store, -EINVAL,
 					  "'%.64s' is not an event id",
-					  id_or_prefix);
-	r = get_exact(store, id_or_prefix, cb, data, &found);
+					  id_or_part);
+	r = get_exact(store, id_or_part, cb, data, &found);
 	if (r != 0 || found)
 		return r;
-	(void)snprintf(pattern, sizeof(pattern), "%s*", id_or_prefix);
-	(void)snprintf(suffix, sizeof(suffix), "*%s", id_or_prefix);
 	r = bgrun__store_stmt(store, BGRUN__STMT_GET_PREFIX, &stmt);
 	if (r < 0)
 		return r;
-	rc = sqlite3_bind_text(stmt, 1, pattern, -1, SQLITE_STATIC);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_text(stmt, 2, suffix, -1, SQLITE_STATIC);
+	rc = sqlite3_bind_text(stmt, 1, id_or_part, -1, SQLITE_STATIC);
 	while (rc == SQLITE_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		if (matches++ == 0)
 			(void)snprintf(id, sizeof(id), "%s",
@@ -474,15 +477,15 @@ int bgrun_store_get(struct bgrun_store *store, const char *id_or_prefix,
 	if (r < 0)
 		return r;
 	if (matches == 0)
-		return bgrun__store_failf(store, -ENOENT, "no event %s",
-					  id_or_prefix);
+		return bgrun__store_failf(store, -ENOENT, "no event '%s'",
+					  id_or_part);
 	if (matches > 1)
 		return bgrun__store_failf(store, -EEXIST,
-					  "event id part %s is ambiguous",
-					  id_or_prefix);
+					  "event id '%s' is ambiguous: several "
+					  "events' ids contain it", id_or_part);
 	r = get_exact(store, id, cb, data, &found);
 	if (r == 0 && !found) /* deleted meanwhile */
-		return bgrun__store_failf(store, -ENOENT, "no event %s",
-					  id_or_prefix);
+		return bgrun__store_failf(store, -ENOENT, "no event '%s'",
+					  id_or_part);
 	return r;
 }

@@ -107,7 +107,8 @@ static int query_int(struct bgrun_store *store, const char *sql,
 		return 0;
 	if ((rc & 0xff) == SQLITE_NOTADB)
 		return bgrun__store_failf(store, -EBADMSG,
-					  "%s: not an SQLite database",
+					  "'%s': not a bgrun event database "
+					  "(not an SQLite file)",
 					  store->path);
 	return bgrun__store_failf(store, bgrun__sqlite_errno(store->db, rc),
 				  "%s: %s", store->path,
@@ -133,8 +134,9 @@ int bgrun__store_identify(struct bgrun_store *store, int64_t *ret_version)
 	}
 	if (app != BGRUN__STORE_APP_ID)
 		return bgrun__store_failf(store, -EBADMSG,
-					  "%s: not a bgrun event store (an SQLite "
-					  "database with application_id 0x%08llx)",
+					  "'%s': not a bgrun event database (an "
+					  "SQLite database of another program: "
+					  "application_id 0x%08llx)",
 					  store->path,
 					  (unsigned long long)(uint32_t)app);
 	if (version > BGRUN__STORE_VERSION)
@@ -214,9 +216,19 @@ static int ensure_wal(struct bgrun_store *store)
 
 int bgrun__store_setup(struct bgrun_store *store, int64_t version)
 {
-	int r;
+	int r = 0;
 
-	r = ensure_wal(store);
+	/*
+	 * Pruned pages can go back to the file system (bgrun_store_prune_with)
+	 * only in a file made with auto_vacuum: a setting of its creation,
+	 * before the first table (and before WAL mode writes page 1). Older
+	 * files are converted by their first prune.
+	 */
+	if (version == 0)
+		r = exec_sql(store, "PRAGMA auto_vacuum = INCREMENTAL",
+			     "setting auto_vacuum");
+	if (r >= 0)
+		r = ensure_wal(store);
 	if (r >= 0)
 		r = migrate(store, version);
 	if (r >= 0)

@@ -48,18 +48,27 @@ int bgrun_store_stats(struct bgrun_store *store,
 		      const struct bgrun_query *query,
 		      bgrun_store_stats_cb cb, void *data)
 {
+	return bgrun_store_stats_by(store, query, BGRUN_STATS_COMMAND, cb, data);
+}
+
+int bgrun_store_stats_by(struct bgrun_store *store,
+			 const struct bgrun_query *query,
+			 enum bgrun_stats_key key,
+			 bgrun_store_stats_cb cb, void *data)
+{
 	struct stats_group g = { 0 };
 	bool started = false;
 	sqlite3_stmt *stmt;
 	int r, rc;
 
-	if (store == NULL || query == NULL || cb == NULL)
+	if (store == NULL || query == NULL || cb == NULL ||
+	    (unsigned)key >= BGRUN_STATS_N_KEYS)
 		return -EINVAL;
 	r = bgrun__store_enter(store);
 	if (r < 0)
 		return r;
-	r = bgrun__store_filter_stmt(store, BGRUN__READ_STATS, query,
-				     &stmt);
+	r = bgrun__store_filter_stmt(store, BGRUN__READ_STATS + (unsigned)key,
+				     query, &stmt);
 	if (r < 0)
 		return r;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {

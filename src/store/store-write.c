@@ -633,37 +633,3 @@ int bgrun_store_mark_lost(struct bgrun_store *store, int64_t *ret_count)
 		*ret_count = count;
 	return r < 0 ? r : 0;
 }
-
-int bgrun_store_prune(struct bgrun_store *store, int64_t older_than_ns,
-		      int64_t *ret_deleted)
-{
-	int64_t deleted = 0;
-	sqlite3_stmt *stmt;
-	int r, rc;
-
-	if (store == NULL || older_than_ns == BGRUN_NULL)
-		return -EINVAL;
-	r = bgrun__store_enter(store);
-	if (r < 0)
-		return r;
-	r = bgrun__store_begin(store);
-	if (r < 0)
-		return r;
-	r = bgrun__store_mark_lost_locked(store, NULL);
-	if (r >= 0)
-		r = bgrun__store_stmt(store, BGRUN__STMT_PRUNE, &stmt);
-	if (r >= 0) {
-		rc = sqlite3_bind_int64(stmt, 1, older_than_ns);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_step(stmt);
-		if (rc == SQLITE_DONE)
-			deleted = sqlite3_changes(store->db);
-		else
-			r = bgrun__store_fail(store, rc, "pruning");
-		(void)sqlite3_reset(stmt);
-	}
-	r = bgrun__store_end(store, r);
-	if (r >= 0 && ret_deleted != NULL)
-		*ret_deleted = deleted;
-	return r < 0 ? r : 0;
-}

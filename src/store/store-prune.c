@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* store-prune.c: deleting old events and giving their space back to the file system. */
+
+#include "store-internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Rows past the age bound, running ones never (their end is still to come). */
+static const char prune_sql[] =
+	"DELETE FROM events WHERE time_ns < ?1 AND result IS NOT 'running'";
+/*
+ * With a number to keep: the newest rows of each command (events without
+ * one: of each event name) are spared, counting finished rows only.
+ */
+static const char prune_keep_sql[] =
+	"DELETE FROM events WHERE rowid IN ("
+	"SELECT rowid FROM (SELECT rowid, time_ns, row_number() OVER ("
+	"PARTITION BY event, display ORDER BY time_ns DESC, rowid DESC) AS newer "
+	"FROM events WHERE result IS NOT 'running') "
+	"WHERE newer > ?2 AND time_ns < ?1)";
+
+/* A PRAGMA's integer value. */
+static int pragma_int(struct bgrun_store *store, const char *sql,
+		      int64_t *ret_value)
+{
+	sqlite3_stmt *stmt = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(store->db, sql, -1, &stmt, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+		*ret_value = sqlite3_column_int64(stmt, 0);
+	(void)sqlite3_finalize(stmt);
+	if (rc != SQLITE_ROW)
+		return bgrun__store_fail(store, rc, sql);
+	return 0;
+}
+
+/* The bytes the database's pages take (its file, once checkpointed). */
+static int db_bytes(struct bgrun_store *store, int64_t *ret_bytes)
+{
+	int64_t pages = 0, size = 0;
+	int r;
+
+	r = pragma_int(store, "PRAGMA page_count", &pages);
+	if (r >= 0)
+		r = pragma_int(store, "PRAGMA page_size", &size);
+	if (r >= 0)
+		*ret_bytes = pages * size;
+	return r;
+}
+
+static int exec(struct bgrun_store *store, const char *sql)
+{
+	int rc = sqlite3_exec(store->db, sql, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : bgrun__store_fail(store, rc, sql);
+}
+
+/* Deletes what how says, in the transaction the caller holds. */
+static int delete_rows(struct bgrun_store *store, const struct bgrun_prune *how,
+		       int64_t *ret_deleted)
+{
+	sqlite3_stmt *stmt = NULL;
+	int64_t before = how->older_than_ns != BGRUN_NULL ? how->older_than_ns
+							 : INT64_MAX;
+	int r, rc;
+
+	r = bgrun__store_mark_lost_locked(store, NULL);
+	if (r < 0)
+		return r;
+	rc = sqlite3_prepare_v2(store->db, how->keep > 0 ? prune_keep_sql
+							 : prune_sql,
+				-1, &stmt, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(stmt, 1, before);
+	if (rc == SQLITE_OK && how->keep > 0)
+		rc = sqlite3_bind_int64(stmt, 2, how->keep);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(stmt);
+	if (rc == SQLITE_DONE)
+		*ret_deleted = sqlite3_changes(store->db);
+	(void)sqlite3_finalize(stmt);
+	return rc == SQLITE_DONE ? 0 : bgrun__store_fail(store, rc, "pruning");
+}
+
+/*
+ * A file made before auto_vacuum was set (store-schema.c) is rebuilt once
+ * with it, which frees its pages too: VACUUM runs outside a transaction,
+ * under the write lock like every write.
+ */
+static int convert(struct bgrun_store *store)
+{
+	int r;
+
+	r = bgrun__store_lock(store);
+	if (r < 0)
+		return r;
+	r = exec(store, "PRAGMA auto_vacuum = INCREMENTAL");
+	if (r >= 0)
+		r = exec(store, "VACUUM");
+	bgrun__store_unlock(store);
+	return r;
+}
+
+int bgrun_store_prune_with(struct bgrun_store *store,
+			   const struct bgrun_prune *how,
+			   struct bgrun_prune_result *ret_result)
+{
+	struct bgrun_prune_result res = { 0 };
+	int64_t before = 0, after = 0, mode = 0, free_pages = 0, page = 0;
+	int r;
+
+	if (store == NULL || how == NULL || how->keep < 0 ||
+	    (how->older_than_ns == BGRUN_NULL && how->keep == 0))
+		return -EINVAL;
+	r = bgrun__store_enter(store);
+	if (r < 0)
+		return r;
+	r = bgrun__store_begin(store);
+	if (r < 0)
+		return r;
+	r = db_bytes(store, &before);
+	if (r >= 0)
+		r = pragma_int(store, "PRAGMA auto_vacuum", &mode);
+	if (r >= 0)
+		r = delete_rows(store, how, &res.deleted);
+	if (r >= 0 && how->dry_run) {
+		/* What the deletion left free: about what pruning gives back. */
+		r = pragma_int(store, "PRAGMA freelist_count", &free_pages);
+		if (r >= 0)
+			r = pragma_int(store, "PRAGMA page_size", &page);
+		res.freed_bytes = free_pages * page;
+		/* Nothing of it stays: the same end as an error's. */
+		(void)bgrun__store_end(store, r >= 0 ? -ECANCELED : r);
+		goto out;
+	}
+	/* mode 2: incremental; it may run inside the transaction. */
+	if (r >= 0 && mode == 2)
+		r = exec(store, "PRAGMA incremental_vacuum");
+	r = bgrun__store_end(store, r);
+	if (r >= 0 && mode != 2 && res.deleted > 0)
+		r = convert(store);
+	/*
+	 * The file shrinks when the WAL is checkpointed into it; do that now
+	 * rather than when the last connection closes (a daemon may keep one).
+	 */
+	if (r >= 0 && bgrun__store_lock(store) >= 0) {
+		(void)sqlite3_wal_checkpoint_v2(store->db, NULL,
+						SQLITE_CHECKPOINT_TRUNCATE,
+						NULL, NULL);
+		bgrun__store_unlock(store);
+	}
+	if (r >= 0)
+		r = db_bytes(store, &after);
+	res.freed_bytes = before > after ? before - after : 0;
+out:
+	if (r < 0)
+		return r;
+	if (ret_result != NULL)
+		*ret_result = res;
+	return 0;
+}
+
+int bgrun_store_prune(struct bgrun_store *store, int64_t older_than_ns,
+		      int64_t *ret_deleted)
+{
+	struct bgrun_prune how = BGRUN_PRUNE_INIT;
+	struct bgrun_prune_result res;
+	int r;
+
+	if (older_than_ns == BGRUN_NULL)
+		return -EINVAL;
+	how.older_than_ns = older_than_ns;
+	r = bgrun_store_prune_with(store, &how, &res);
+	if (r >= 0 && ret_deleted != NULL)
+		*ret_deleted = res.deleted;
+	return r;
+}
