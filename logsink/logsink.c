@@ -56,6 +56,10 @@ static const char usage_tail[] =
 	"no log exists yet (nothing was recorded) they answer as for an empty\n"
 	"log; so do prune and mark-lost. A --db that names no file is an error.\n"
 	"\n"
+	"\n"
+	"BGRUN_NOW, if set, is a TIME used as now (for tests: see 'logsink query\n"
+	"--help' for TIME).\n"
+	"\n"
 	"Exit status: 0 done, 1 failure (an unreadable log, no such event),\n"
 	"2 usage error.\n";
 

@@ -240,7 +240,10 @@ int lsink_show_main(int argc, char **argv, const char *db)
 		lsink_usage("extra operand '%s'",
 			    lsink_printable(argv[optind + 1]));
 
-	if (lsink_db_is_pg(db))
+	/* Judged before the log is: no log yet is "no event", not a bad id. */
+	if (!bgrun_event_id_valid(id, strlen(id)))
+		r = -EINVAL;
+	else if (lsink_db_is_pg(db))
 		r = lsink_pg_get(db, id, print_event, &json);
 	else if (lsink_open(db, LSINK_OPEN_READONLY | LSINK_OPEN_MISSING_OK,
 			    &store) < 0)

@@ -164,7 +164,7 @@ static int64_t sort_value(const struct bgrun_stats_row *r)
 	return v == BGRUN_NULL ? INT64_MIN : v;
 }
 
-/* The most first; ties (and SORT_KEY) in the store's order, kept by index. */
+/* The most first; ties in the store's order (no key first, then by bytes). */
 static int compare(const void *a, const void *b)
 {
 	const struct bgrun_stats_row *x = a, *y = b;
@@ -172,7 +172,9 @@ static int compare(const void *a, const void *b)
 
 	if (vx != vy)
 		return vx > vy ? -1 : 1;
-	return x < y ? -1 : x > y;
+	if (x->display == NULL || y->display == NULL)
+		return (x->display != NULL) - (y->display != NULL);
+	return strcmp(x->display, y->display);
 }
 
 static int bind_int(sqlite3_stmt *stmt, int i, int64_t v)

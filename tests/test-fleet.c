@@ -590,10 +590,10 @@ void case_fleet_two_hosts(void)
 		ASSERT(strncmp(out, "argv0,runs,", 11) == 0);
 		/* show: any part of an id, as with a local log. */
 		{
-			char part[7];
+			char part[9];
 
-			memcpy(part, running_id[1] + strlen(running_id[1]) - 7, 6);
-			part[6] = '\0';
+			memcpy(part, running_id[1] + strlen(running_id[1]) - 9, 8);
+			part[8] = '\0';
 			ASSERT_EQ(run_logsink((const char *const[]){
 					      "show", "--db", pg->conninfo,
 					      part, NULL }, &out), 0);

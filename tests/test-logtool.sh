@@ -70,6 +70,11 @@ eq "no log yet: nothing on stderr" "$ERR" ""
 lsink stats --csv
 eq "no log yet: stats, the CSV header only" "$RC:$OUT" \
 	"0:command,runs,failures,p50_ms,p95_ms,max_ms"$'\r'
+lsink show abc
+expect_error "no log yet: show" 1 "logsink: no event 'abc'"
+lsink show 'no/such'
+expect_error "no log yet: show, not an id all the same" 1 \
+	"logsink: 'no/such' is not an event id"
 check "no log yet: nothing created" test ! -e "$BGRUN_DB"
 # A database nothing was written to yet reads as empty too.
 : >"$TMP/empty.db"
@@ -239,10 +244,10 @@ n=0
 while read -r short <&3 && read -r id <&4; do
 	n=$((n + 1))
 	eq "id $n: the column's text as shown" "$(idof "$short")" "$id"
-	eq "id $n: a prefix of the column's text" "$(idof "${short:0:6}")" "$id"
-	eq "id $n: a piece of the column's text" "$(idof "${short:1:6}")" "$id"
+	eq "id $n: a prefix of the column's text" "$(idof "${short:0:7}")" "$id"
+	eq "id $n: a piece of the column's text" "$(idof "${short:1:7}")" "$id"
 	eq "id $n: the full id" "$(idof "$id")" "$id"
-	eq "id $n: query --id" "$("$LS" query --json --id "${short:0:6}" | wc -l)" 1
+	eq "id $n: query --id" "$("$LS" query --json --id "${short:0:7}" | wc -l)" 1
 done 3<"$TMP/shown" 4<"$TMP/ids"
 eq "five ids tried" "$n" 5
 # Every UUID v7 has "-7" at the same place: all five contain it.

@@ -319,8 +319,8 @@ void case_query_filters(void)
 
 void case_get_prefix(void)
 {
-	/* Not ids that a UUID could end with (hex digits only). */
-	static const char *const ids[] = { "abc-1", "abc-2", "abz", "x" };
+	/* Not ids a UUID could hold a part of: letters past hex digits. */
+	static const char *const ids[] = { "pqr-1", "pqr-2", "pqz", "x" };
 	char *db = t_path(t_tmpdir(), "events.db");
 	struct t_rows rows = { 0 };
 	struct bgrun_store *s;
@@ -347,29 +347,31 @@ void case_get_prefix(void)
 	memcpy(prefix, uuid.id + 19, 4);
 	t_get(s, prefix, &rows);
 	ASSERT_STR_EQ(rows.ev[0].id, uuid.id);
-	t_get(s, "-2", &rows);
-	ASSERT_STR_EQ(rows.ev[0].id, "abc-2");
-	t_get(s, "bc-2", &rows);
-	ASSERT_STR_EQ(rows.ev[0].id, "abc-2");
-	t_get(s, "abz", &rows);
-	ASSERT_STR_EQ(rows.ev[0].id, "abz");
-	t_get(s, "abc-2", &rows);
-	ASSERT_STR_EQ(rows.ev[0].id, "abc-2");
+	t_get(s, "r-2", &rows);
+	ASSERT_STR_EQ(rows.ev[0].id, "pqr-2");
+	t_get(s, "qr-2", &rows);
+	ASSERT_STR_EQ(rows.ev[0].id, "pqr-2");
+	t_get(s, "pqz", &rows);
+	ASSERT_STR_EQ(rows.ev[0].id, "pqz");
+	t_get(s, "pqr-2", &rows);
+	ASSERT_STR_EQ(rows.ev[0].id, "pqr-2");
 	t_rows_free(&rows);
-	ASSERT_EQ(bgrun_store_get(s, "abc", t_collect, &rows), -EEXIST);
+	ASSERT_EQ(bgrun_store_get(s, "pqr", t_collect, &rows), -EEXIST);
 	ASSERT(strstr(bgrun_store_errmsg(s), "ambiguous") != NULL);
-	ASSERT_EQ(bgrun_store_get(s, "ab", t_collect, &rows), -EEXIST);
+	ASSERT_EQ(bgrun_store_get(s, "pq", t_collect, &rows), -EEXIST);
+	/* Both pqr-1 and pqr-2 hold "r-" (and no UUID does). */
+	ASSERT_EQ(bgrun_store_get(s, "r-", t_collect, &rows), -EEXIST);
 	ASSERT_EQ(bgrun_store_get(s, "zz", t_collect, &rows), -ENOENT);
 	ASSERT_EQ(bgrun_store_get(s, "a*", t_collect, &rows), -EINVAL);
 	ASSERT_EQ(bgrun_store_get(s, "a?", t_collect, &rows), -EINVAL);
 	ASSERT_EQ(bgrun_store_get(s, "", t_collect, &rows), -EINVAL);
 	ASSERT_EQ(rows.n, 0);
-	/* An exact id wins over longer ids it is a prefix of. */
+	/* An exact id wins over longer ids that contain it. */
 	bgrun_event_init(&ev, "exthook", "clone-hook");
-	strcpy(ev.id, "ab");
+	strcpy(ev.id, "pq");
 	ASSERT_EQ(bgrun_store_put(s, &ev), 1);
-	t_get(s, "ab", &rows);
-	ASSERT_STR_EQ(rows.ev[0].id, "ab");
+	t_get(s, "pq", &rows);
+	ASSERT_STR_EQ(rows.ev[0].id, "pq");
 	t_rows_free(&rows);
 	bgrun_store_close(s);
 	free(db);
