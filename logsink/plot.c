@@ -52,6 +52,8 @@ static const char *event_key(const struct bgrun_event_row *row,
 		    strftime(day, size, "%Y-%m-%d", &tm) == 0)
 			return NULL;
 		return day;
+	case BGRUN_STATS_N_KEYS:
+		break;
 	}
 	return NULL;
 }

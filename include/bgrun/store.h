@@ -265,8 +265,8 @@ enum bgrun_stats_key {
 	BGRUN_STATS_TAG,
 	BGRUN_STATS_HOST,
 	BGRUN_STATS_DAY,         /* the local day it started, "2026-12-01" */
+	BGRUN_STATS_N_KEYS       /* how many there are (not a key) */
 };
-#define BGRUN_STATS_N_KEYS 5
 
 /* bgrun_store_stats() with rows per key instead of per command, in key order. */
 BGRUN_EXTERN int bgrun_store_stats_by(struct bgrun_store *store,
