@@ -460,7 +460,7 @@ int bgrun_store_get(struct bgrun_store *store, const char *id_or_part,
 	r = get_exact(store, id_or_part, cb, data, &found);
 	if (r != 0 || found)
 		return r;
-	r = bgrun__store_stmt(store, BGRUN__STMT_GET_PREFIX, &stmt);
+	r = bgrun__store_stmt(store, BGRUN__STMT_GET_PART, &stmt);
 	if (r < 0)
 		return r;
 	rc = sqlite3_bind_text(stmt, 1, id_or_part, -1, SQLITE_STATIC);

@@ -62,7 +62,7 @@ static const char *const stmt_sql[BGRUN__N_STMTS] = {
 	[BGRUN__STMT_JSON_LOST] = "SELECT json_set(?1, '$.result', 'lost')",
 	[BGRUN__STMT_GET_EXACT] = BGRUN__SQL_ROW " WHERE id = ?1",
 	/* Any part of an id (bgrun/event.h IDS FOR PEOPLE): a scan. */
-	[BGRUN__STMT_GET_PREFIX] = "SELECT id FROM events "
+	[BGRUN__STMT_GET_PART] = "SELECT id FROM events "
 				   "WHERE instr(id, ?1) > 0 LIMIT 2",
 	[BGRUN__STMT_RUNNING] =
 		"SELECT id, boot_id, supervisor_pid, supervisor_start "
@@ -70,9 +70,6 @@ static const char *const stmt_sql[BGRUN__N_STMTS] = {
 	[BGRUN__STMT_MARK_LOST] =
 		"UPDATE events SET result = 'lost', changed_seq = ?2 "
 		"WHERE id = ?1 AND result = 'running'",
-	[BGRUN__STMT_PRUNE] =
-		"DELETE FROM events "
-		"WHERE time_ns < ?1 AND result IS NOT 'running'",
 	[BGRUN__STMT_SEQ_GET] =
 		"SELECT value FROM counters WHERE name = 'changed_seq'",
 	[BGRUN__STMT_SEQ_SET] =
