@@ -27,6 +27,7 @@ const char lsink_filter_help[] =
 	"\n"
 	"TIME is one of (local time, as TZ says, unless an offset is given):\n"
 	"  now, today, yesterday      (a day's start; 'yesterday 18:00')\n"
+	"  a time of today            10:00, 10:00:30\n"
 	"  a duration ago             10m, 1h30m, 1w, '2 hours ago', -2h\n"
 	"  @EPOCH                     seconds since 1970 (UTC): @1764583200\n"
 	"  a date                     2026-12-01, 20261201 (its start)\n"

@@ -42,6 +42,7 @@ BGRUN_EXTERN int bgrun_parse_duration_flags(const char *text, unsigned flags,
  * given. Accepted:
  *   now, today, yesterday, tomorrow   (the day words: local midnight,
  *                                      or with a time: "yesterday 18:00")
+ *   10:00, 10:00:30                   a time of today
  *   a duration ago: 10m, 1h30m, 1w, "2 hours ago", -2h; +1h is ahead
  *   @1764583200, @1764583200.5        seconds since the epoch (UTC)
  *   2026-12-01, 20261201              a local day's start

@@ -392,6 +392,13 @@ int bgrun_parse_time(const char *text, int64_t now_ns, int64_t *ret_ns)
 	/* 2026-12-01..., or eight digits: a date, never a number of seconds. */
 	if ((n == 4 && text[4] == '-') || n == 8)
 		return parse_date(text, ret_ns);
+	/* A time of day alone, as journalctl takes it: today's. */
+	if (n == 2 && text[2] == ':') {
+		if (snprintf(rel, sizeof(rel), "today %s", text) >= (int)sizeof(rel))
+			return -EINVAL;
+		r = parse_day_word(rel, now_ns, ret_ns);
+		return r > 0 ? -EINVAL : r;
+	}
 	/* Else a duration: "-2h", "2h", "2h30m", "2 hours ago", "+1d" (ahead). */
 	p = text;
 	if (*p == '-' || *p == '+') {
