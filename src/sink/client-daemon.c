@@ -462,28 +462,16 @@ int bgrun__sink_connect_daemon(struct bgrun_sink *sink)
 	return r;
 }
 
-int bgrun_sink_daemon_status(struct bgrun_sink *sink,
-			     struct bgrun_sink_daemon_status *ret_status)
+int bgrun__sink_daemon_hello(struct bgrun_sink *sink,
+			     struct bgrun_sink_daemon_status *status)
 {
-	struct bgrun_sink_daemon_status st = {
-		.pid = BGRUN_NULL, .started_ns = BGRUN_NULL,
-		.events = BGRUN_NULL, .queued = BGRUN_NULL,
-	};
 	int r;
 
-	if (sink == NULL || ret_status == NULL)
-		return -EINVAL;
-	r = bgrun__sink_enter(sink);
-	if (r < 0)
-		return r;
 	/* A HELLO is the daemon's state when it is sent: a new connection. */
 	bgrun__sink_disconnect(sink);
-	r = connect_daemon(sink, &st);
+	r = connect_daemon(sink, status);
 	bgrun__sink_disconnect(sink);
-	if (r < 0)
-		return r;
-	*ret_status = st;
-	return 0;
+	return r;
 }
 
 int bgrun__sink_via_daemon(struct bgrun_sink *sink, struct bgrun__sink_batch *b)

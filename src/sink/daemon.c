@@ -114,6 +114,27 @@ int bgrun_sink_put_daemon(struct bgrun_sink *sink, const struct bgrun_event *ev)
 	return r < 0 ? r : status;
 }
 
+int bgrun_sink_daemon_status(struct bgrun_sink *sink,
+			     struct bgrun_sink_daemon_status *ret_status)
+{
+	struct bgrun_sink_daemon_status st = {
+		.pid = BGRUN_NULL, .started_ns = BGRUN_NULL,
+		.events = BGRUN_NULL, .queued = BGRUN_NULL,
+	};
+	int r;
+
+	if (sink == NULL || ret_status == NULL)
+		return -EINVAL;
+	r = bgrun__sink_enter(sink);
+	if (r < 0)
+		return r;
+	r = bgrun__sink_daemon_hello(sink, &st);
+	if (r < 0)
+		return r;
+	*ret_status = st;
+	return 0;
+}
+
 bool bgrun_sink_spooled(const struct bgrun_sink *sink)
 {
 	return sink != NULL && sink->spooled;

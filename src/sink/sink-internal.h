@@ -50,6 +50,12 @@ struct bgrun__sink_batch {
 };
 
 /* client-daemon.c */
+/*
+ * Connects to the daemon anew, whatever the mode (never starting one),
+ * fills *status from its HELLO, and disconnects: 0, or -errno.
+ */
+int bgrun__sink_daemon_hello(struct bgrun_sink *sink,
+			     struct bgrun_sink_daemon_status *status);
 /* Records a one-line message as the sink's; returns error. */
 __attribute__((format(printf, 3, 4)))
 int bgrun__sink_fail(struct bgrun_sink *sink, int error, const char *fmt, ...);
