@@ -199,8 +199,12 @@ struct rec_opts {
 /*
  * COMMAND could not be started: a recorder records it (spawn_failed),
  * the same code as for a failure bgrun-start meets. With ensurestart the
- * row is there when we return.
+ * row is there when we return: a recorder killed before it could write
+ * it is replaced, as bgrun-start replaces its own (start.c: struct
+ * recorder), up to the same number of times.
  */
+#define RECORDER_STARTS 4
+
 static void record_failure(const struct rec_opts *ro,
 			   const struct sup_launch *l, int error,
 			   const struct bgrun_failure *failure, int64_t rt,
@@ -224,10 +228,18 @@ static void record_failure(const struct rec_opts *ro,
 	memcpy(&v[2], &ro->v[1], (n_rec - 1) * sizeof(*v));
 	memcpy(&v[n_rec + 1], l->args, n_args * sizeof(*v));
 	opts.argv = v;
-	if (bgrun_spawn(&opts, l->ensurestart ? &child : NULL) > 0 &&
-	    child != NULL)
-		(void)bgrun_child_wait(child, -1, &st);
-	bgrun_child_free(child);
+	for (int i = 0; i < RECORDER_STARTS; i++) {
+		bool killed;
+
+		if (bgrun_spawn(&opts, l->ensurestart ? &child : NULL) <= 0 ||
+		    child == NULL)
+			break;
+		killed = bgrun_child_wait(child, -1, &st) >= 0 && st.signaled;
+		bgrun_child_free(child);
+		child = NULL;
+		if (!killed)
+			break;
+	}
 	free(v);
 }
 

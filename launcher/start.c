@@ -38,7 +38,7 @@
  * caller's process group and only COMMAND itself is signalled.
  *
  * The report goes back on descriptor 3 (starter.h). The recorder reads
- * COMMAND's end on its descriptor 3, one line (see write_end). Exit
+ * COMMAND's end on its descriptor 3, one line (see format_end). Exit
  * status: COMMAND's (128+N for signal N), or the recorder's when COMMAND
  * did not start.
  */
@@ -263,7 +263,8 @@ static void launch(struct start *st)
 		st->pid = -1;
 }
 
-static void write_all(int fd, const char *p, size_t len)
+/* 0, or -1 if the reader is gone (EPIPE: SIGPIPE is ignored) or worse. */
+static int write_all(int fd, const char *p, size_t len)
 {
 	while (len > 0) {
 		ssize_t n = write(fd, p, len);
@@ -271,10 +272,11 @@ static void write_all(int fd, const char *p, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return;
+			return -1;
 		p += n;
 		len -= (size_t)n;
 	}
+	return 0;
 }
 
 /*
@@ -316,18 +318,41 @@ static void null_stdio(void)
 }
 
 /*
- * Starts the recorder with *ret_fd the write end of its descriptor 3.
- * It keeps our signal mask (the signals we forward stay blocked there:
- * they are for COMMAND) and our ignored SIGPIPE.
+ * The recorder (supervise.c), which may be killed like any process: it
+ * holds nothing we cannot give again. While it runs, fd is our end of its
+ * descriptor 3. One that ends before it has taken COMMAND's end from us
+ * (killed while it waits for the log's lock, or while COMMAND runs, or
+ * after it read the end but before it recorded it) is started again, up
+ * to RECORDER_STARTS times in all: each writes the `running` row, then
+ * the finish, and the store keeps one row per id and never takes a
+ * finished row back to running, so a second writing of either changes
+ * nothing. Without that, the exit status we hold would go into a dead
+ * pipe, and the row would stay `running` (then `lost`), or be missing.
  */
-static pid_t start_recorder(struct start *st, int *ret_fd)
+#define RECORDER_STARTS 4
+
+struct recorder {
+	pid_t pid;     /* -1: none runs */
+	int fd;        /* -1: none */
+	unsigned starts;
+};
+
+/*
+ * Starts a recorder, r->fd the write end of its descriptor 3: 0, or -1
+ * (none started; r->pid stays -1). It keeps our signal mask (the signals
+ * we forward stay blocked there: they are for COMMAND) and our ignored
+ * SIGPIPE.
+ */
+static int start_recorder(const struct start *st, struct recorder *r)
 {
 	posix_spawn_file_actions_t fa;
 	char opt[96], **argv;
 	int p[2];
 	pid_t pid = -1;
 
-	*ret_fd = -1;
+	if (r->starts >= RECORDER_STARTS)
+		return -1;
+	r->starts++;
 	argv = calloc(st->n_rec + 2, sizeof(*argv));
 	if (argv == NULL || pipe2(p, O_CLOEXEC) < 0) {
 		free(argv);
@@ -352,12 +377,37 @@ static pid_t start_recorder(struct start *st, int *ret_fd)
 		(void)posix_spawn_file_actions_destroy(&fa);
 	}
 	(void)close(p[0]);
-	if (pid > 0)
-		*ret_fd = p[1];
-	else
-		(void)close(p[1]);
 	free(argv);
-	return pid;
+	if (pid <= 0) {
+		(void)close(p[1]);
+		return -1;
+	}
+	r->pid = pid;
+	r->fd = p[1];
+	return 0;
+}
+
+/* The recorder has ended and is reaped: forget it. */
+static void recorder_gone(struct recorder *r)
+{
+	if (r->fd >= 0)
+		(void)close(r->fd);
+	r->fd = -1;
+	r->pid = -1;
+}
+
+/*
+ * While COMMAND runs: a recorder that has ended is started again at
+ * once, so that the `running` row is there while COMMAND runs.
+ */
+static void check_recorder(const struct start *st, struct recorder *r)
+{
+	int ws;
+
+	if (r->pid <= 0 || waitpid(r->pid, &ws, WNOHANG) != r->pid)
+		return;
+	recorder_gone(r);
+	(void)start_recorder(st, r);
 }
 
 static void arm(int tfd, int64_t ns)
@@ -372,8 +422,8 @@ static void arm(int tfd, int64_t ns)
  * Waits for COMMAND, forwarding signals and enforcing the timeout, and
  * reaps it: 0 with *wstatus and *ru, or -1 (the status is lost).
  */
-static int supervise(const struct start *st, int sfd, bool *timed_out,
-		     int *wstatus, struct rusage *ru)
+static int supervise(const struct start *st, struct recorder *rec, int sfd,
+		     bool *timed_out, int *wstatus, struct rusage *ru)
 {
 	/* For kill(): COMMAND's group when it leads one. */
 	pid_t target = st->setsid || st->setpgroup ? -st->pid : st->pid;
@@ -406,6 +456,8 @@ static int supervise(const struct start *st, int sfd, bool *timed_out,
 		r = wait4(st->pid, wstatus, WNOHANG, ru);
 		if (r == st->pid || (r < 0 && errno != EINTR))
 			break;
+		/* SIGCHLD also says when the recorder ends. */
+		check_recorder(st, rec);
 		if (poll(p, tfd >= 0 ? 2 : 1, -1) < 0)
 			continue; /* EINTR; nothing else can fail here */
 		if ((p[0].revents & POLLIN) &&
@@ -430,13 +482,12 @@ static int supervise(const struct start *st, int sfd, bool *timed_out,
  * "end WSTATUS TIMED_OUT END_REALTIME_NS DURATION_NS UTIME_US STIME_US
  * MAXRSS_KB MINFLT MAJFLT INBLOCK OUBLOCK NVCSW NIVCSW" (supervise.c).
  */
-static void write_end(int fd, const struct start *st, int wstatus,
-		      bool timed_out, const struct rusage *ru)
+static void format_end(char line[static 512], const struct start *st,
+		       int wstatus, bool timed_out, const struct rusage *ru)
 {
-	char line[512];
 	int n;
 
-	n = snprintf(line, sizeof(line),
+	n = snprintf(line, 512,
 		     "end %d %d %lld %lld %lld %lld %ld %ld %ld %ld %ld %ld %ld\n",
 		     wstatus, timed_out ? 1 : 0,
 		     (long long)now_ns(CLOCK_REALTIME),
@@ -446,33 +497,55 @@ static void write_end(int fd, const struct start *st, int wstatus,
 		     ru->ru_maxrss, ru->ru_minflt, ru->ru_majflt,
 		     ru->ru_inblock, ru->ru_oublock, ru->ru_nvcsw,
 		     ru->ru_nivcsw);
-	if (n > 0 && (size_t)n < sizeof(line))
-		write_all(fd, line, (size_t)n);
+	if (n < 0 || n >= 512)
+		line[0] = '\0';
 }
 
-/* The recorder's exit status, or -1. */
-static int wait_recorder(pid_t pid)
+/*
+ * Gives the recorder what it waits for (end: COMMAND's end line, or NULL
+ * when COMMAND did not start: nothing), then waits for it to exit. Done
+ * once one has exited of itself with the whole line read from us; one
+ * killed, or gone before it read it (the write fails: EPIPE), is replaced
+ * (see struct recorder). Returns the exit status of the last one (128+N
+ * for signal N), or -1 if none ran.
+ */
+static int finish_recorder(const struct start *st, struct recorder *r,
+			   const char *end)
 {
-	int ws;
-	pid_t r;
+	int code = -1;
 
-	do
-		r = waitpid(pid, &ws, 0);
-	while (r < 0 && errno == EINTR);
-	if (r != pid)
-		return -1;
-	return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+	for (;;) {
+		bool sent;
+		int ws;
+		pid_t w;
+
+		if (r->pid <= 0 && start_recorder(st, r) < 0)
+			return code;
+		sent = end == NULL || write_all(r->fd, end, strlen(end)) == 0;
+		(void)close(r->fd);
+		r->fd = -1;
+		do
+			w = waitpid(r->pid, &ws, 0);
+		while (w < 0 && errno == EINTR);
+		recorder_gone(r);
+		if (w < 0)
+			return code;
+		code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+		if (WIFEXITED(ws) && sent)
+			return code;
+	}
 }
 
 int main(int argc, char **argv, char **envp)
 {
 	struct start st = { .pid = -1, .rec_envp = envp };
+	struct recorder rec = { .pid = -1, .fd = -1 };
 	struct rusage ru = { 0 };
 	bool timed_out = false;
-	int sfd, fd, wstatus = 0, code;
+	int sfd, wstatus = 0, code;
+	char end[512];
 	size_t len = 0;
 	sigset_t set;
-	pid_t rec;
 
 	/*
 	 * Blocked from the start, so that none is lost: SIGCHLD for the
@@ -499,30 +572,26 @@ int main(int argc, char **argv, char **envp)
 	report(&st);
 	/* bgrun has its answer: what follows is off its clock. */
 	null_stdio();
-	rec = start_recorder(&st, &fd);
+	(void)start_recorder(&st, &rec);
 	if (st.pid <= 0) {
 		/* The recorder says spawn_failed, and gives the exit code. */
-		if (fd >= 0)
-			(void)close(fd);
-		code = rec > 0 ? wait_recorder(rec) : -1;
+		code = finish_recorder(&st, &rec, NULL);
 		if (code < 0)
 			code = 125;
 		goto out;
 	}
 	sfd = signalfd(-1, &set, SFD_CLOEXEC);
-	if (supervise(&st, sfd, &timed_out, &wstatus, &ru) < 0) {
+	if (supervise(&st, &rec, sfd, &timed_out, &wstatus, &ru) < 0) {
+		/* The status is lost: no end line, the row stays running. */
 		code = 125;
+		end[0] = '\0';
 	} else {
-		if (fd >= 0)
-			write_end(fd, &st, wstatus, timed_out, &ru);
+		format_end(end, &st, wstatus, timed_out, &ru);
 		code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus)
 					  : 128 + WTERMSIG(wstatus);
 	}
-	if (fd >= 0)
-		(void)close(fd);
 	/* Done when the finish is recorded (bgrun --wait relies on it). */
-	if (rec > 0)
-		(void)wait_recorder(rec);
+	(void)finish_recorder(&st, &rec, end);
 out:
 	free(st.argv);
 	free(st.envp);

@@ -21,7 +21,9 @@
  * finish, read from descriptor 3 as one line when COMMAND has ended. If
  * that line never comes (bgrun-start was killed), the row stays
  * `running` and queries call it `lost`: its supervisor (bgrun-start, our
- * parent) is gone. With --_failed, or started by bgrun itself for a
+ * parent) is gone. If we are killed instead, bgrun-start starts another
+ * recorder, which writes both rows again (start.c: struct recorder): so
+ * nothing here may depend on being the first. With --_failed, or started by bgrun itself for a
  * launch that failed before anything ran (launch.c), it records
  * `spawn_failed` and exits with the code bgrun would give.
  *
@@ -140,7 +142,7 @@ static void describe(struct sup *s)
 				 : bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
 }
 
-/* Reads bgrun-start's line about COMMAND's end (start.c: write_end). */
+/* Reads bgrun-start's line about COMMAND's end (start.c: format_end). */
 static int read_end(struct bgrun_status *st, bool *timed_out)
 {
 	char line[512];

@@ -188,6 +188,107 @@ lsink show "$ID_LOST"
 check "show lost: now recorded lost" grep -qx 'result: lost' "$TMP/.stdout"
 [ -n "$PID_LOST" ] && kill -KILL "$PID_LOST" 2>/dev/null
 
+# --- a killed recorder: the supervisor starts another, nothing is lost ---
+# The recorder (bgrun-full, bgrun-start's other child) is killed once
+# the `running` row is written, and once before its first write, while
+# it waits for the log's lock (held here). Either way the row ends with
+# the command's true status, duration and rusage, which bgrun-start has.
+# In a log of their own, so that the filters below count as before.
+SAVED_DB=$BGRUN_DB
+export BGRUN_DB=$TMP/recorder.db
+
+# recorder_of SUP: the pid of bgrun-start SUP's recorder, once it runs.
+recorder_of() {
+	local f pid comm state ppid rest
+	for f in /proc/[0-9]*/stat; do
+		read -r pid comm state ppid rest <"$f" 2>/dev/null || continue
+		if [ "$ppid" = "$1" ] && [ "$comm" = "(bgrun-full)" ]; then
+			echo "$pid"
+			return 0
+		fi
+	done
+	return 1
+}
+# wait_recorder_of SUP: recorder_of, polled for (20 s).
+wait_recorder_of() {
+	local end=$((SECONDS + 20))
+	until recorder_of "$1"; do
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.02
+	done
+}
+# finish_ok DESC ID CODE: the row says the command exited with CODE,
+# with a duration and rusage, supervised by the same bgrun-start.
+finish_ok() {
+	check "$1: recorded as failed" wait_result "$2" failed
+	eq "$1: exit_code $3" "$(field "$2" exit_code)" "$3"
+	check "$1: a duration" test "$(field "$2" duration_ns)" -gt 0
+	check "$1: rusage (max_rss_kb)" test "$(field "$2" max_rss_kb)" -gt 0
+	eq "$1: one row" \
+		"$(sqlite3 "$BGRUN_DB" "SELECT count(*) FROM events WHERE id = '$2'")" 1
+}
+
+mkfifo "$TMP/go-run" "$TMP/go-lock"
+launch -- "$RT" helper exit 0 # the log exists, for the lock below
+launch -s -- "read x <'$TMP/go-run'; exit 5"
+ID_REC=$ID
+check "recorder killed while running: running recorded" \
+	wait_result "$ID_REC" running
+SUP=$(supervisor_of "$ID_REC")
+REC=""
+if check "recorder killed while running: supervisor found" test -n "$SUP"; then
+	REC=$(wait_recorder_of "$SUP")
+fi
+if check "recorder killed while running: recorder found" test -n "$REC"; then
+	kill -KILL "$REC"
+fi
+echo go >"$TMP/go-run"
+finish_ok "recorder killed while running" "$ID_REC" 5
+eq "recorder killed while running: same supervisor" \
+	"$(field "$ID_REC" supervisor_pid)" "$SUP"
+
+exec {LOCK}>>"$BGRUN_DB-lock"
+flock -x "$LOCK"
+"$BGRUN" --print-id --print-pid -s -- "read x <'$TMP/go-lock'; exit 6" \
+	>"$TMP/.early" 2>&1 {LOCK}>&-
+ID_REC=$(sed -n 1p "$TMP/.early")
+PID_REC=$(sed -n 2p "$TMP/.early")
+SUP=$(awk '{print $4}' "/proc/$PID_REC/stat" 2>/dev/null)
+REC=""
+if check "recorder killed before its first write: supervisor found" \
+	test -n "$SUP"; then
+	KILL_PIDS+=("$PID_REC")
+	REC=$(wait_recorder_of "$SUP")
+fi
+if check "recorder killed before its first write: recorder found" \
+	test -n "$REC"; then
+	kill -KILL "$REC"
+fi
+eq "recorder killed before its first write: no row yet" \
+	"$(sqlite3 "$BGRUN_DB" "SELECT count(*) FROM events WHERE id = '$ID_REC'")" 0
+exec {LOCK}>&-
+check "recorder killed before its first write: running recorded" \
+	wait_result "$ID_REC" running
+echo go >"$TMP/go-lock"
+finish_ok "recorder killed before its first write" "$ID_REC" 6
+
+# A command that cannot start is recorded by a recorder bgrun starts.
+exec {LOCK}>>"$BGRUN_DB-lock"
+flock -x "$LOCK"
+"$BGRUN" --print-id -- bgrun-no-such-cmd >"$TMP/.nocmd" 2>/dev/null {LOCK}>&- &
+BG=$!
+REC=$(wait_recorder_of "$BG")
+if check "spawn_failed, recorder killed: recorder found" test -n "$REC"; then
+	kill -KILL "$REC"
+fi
+exec {LOCK}>&-
+wait "$BG"
+eq "spawn_failed, recorder killed: bgrun exit 127" "$?" 127
+ID_REC=$(sed -n 1p "$TMP/.nocmd")
+check "spawn_failed, recorder killed: recorded" \
+	wait_result "$ID_REC" spawn_failed
+export BGRUN_DB=$SAVED_DB
+
 # --- signals sent to the supervisor reach the command ---
 launch -- "$RT" helper pause
 ID_TERM=$ID
