@@ -264,6 +264,9 @@ void cli_parse(struct cli *c, int argc, char **argv)
 			c->print_id = true;
 			break;
 		case OPT_DB:
+			/* "" would be a relative nothing: ./.spool and worse. */
+			if (optarg[0] == '\0')
+				usage_error("empty file name for --db");
 			c->db = optarg;
 			break;
 		case 'h':
@@ -367,6 +370,9 @@ int cli_report_failure(const struct cli *c, int error,
 	case BGRUN_STAGE_STDERR:
 		path = failure->stage == BGRUN_STAGE_STDOUT ? c->out_path
 							   : c->err_path;
+		/* The library opens a FIFO without waiting for its reader. */
+		if (error == -ENXIO)
+			why = "a FIFO that no process reads";
 		cli_msg("cannot open '%s' for %s: %s",
 		    cli_printable(path != NULL ? path : "/dev/null"),
 		    failure->stage == BGRUN_STAGE_STDOUT ? "stdout" : "stderr",

@@ -271,6 +271,14 @@ run -i "$TMP/no/in.dat" "$RT" helper report "$R"
 expect_error "-i missing file" 125 \
 	"bgrun: cannot open '$TMP/no/in.dat' for stdin: No such file or directory"
 check "-i missing file: nothing launched" test ! -e "$R"
+# A FIFO no process writes to: opened at once, the command reads EOF.
+# (timeout only turns a hang into a failure; nothing is timed.)
+mkfifo "$TMP/in.fifo"
+R=$TMP/r-in-fifo
+capture timeout 60 "$BGRUN" "${MODE_ARGS[@]}" -w -i "$TMP/in.fifo" \
+	"$RT" helper report "$R"
+eq "-i FIFO without a writer: exit 0, not blocked" "$RC" 0
+eq "-i FIFO without a writer: EOF" "$(key "$R" stdin_len)" 0
 
 # --- -s ---
 run -w -o "$TMP/s.out" -s 'printf "%s|%s|%s" "$0" "$1" "$2"' zero one 'two 2'
@@ -353,6 +361,20 @@ expect_error "-C a file" 125 \
 run -w -o "$TMP/no/out.log" "$RT" helper report "$R"
 eq "unopenable stdout with --wait: exit 125" "$RC" 125
 check "125: nothing launched" test ! -e "$R"
+# A FIFO no process reads: refused at once (timeout: a hang fails).
+mkfifo "$TMP/out.fifo"
+capture timeout 60 "$BGRUN" "${MODE_ARGS[@]}" -o "$TMP/out.fifo" \
+	"$RT" helper report "$R"
+expect_error "-o FIFO without a reader" 125 \
+	"bgrun: cannot open '$TMP/out.fifo' for stdout: a FIFO that no process reads"
+check "-o FIFO without a reader: nothing launched" test ! -e "$R"
+# With a reader (this shell, read-write: it never blocks), it works.
+exec {FIFO_RD}<>"$TMP/out.fifo"
+run -w -o "$TMP/out.fifo" "$RT" helper stdout fifo-line
+eq "-o FIFO with a reader: exit 0" "$RC" 0
+read -r -t 60 LINE <&"$FIFO_RD"
+eq "-o FIFO with a reader: the output" "$LINE" fifo-line
+exec {FIFO_RD}<&-
 
 # --- usage errors: 2 ---
 run --bogus "$RT" helper exit 0
@@ -376,6 +398,9 @@ run -u A=B "$RT" helper exit 0
 expect_usage "-u with =" "bgrun: invalid variable name 'A=B' for --unset"
 run -e '' "$RT" helper exit 0
 expect_usage "-e with an empty file name" "bgrun: empty file name for -e"
+run --db '' "$RT" helper exit 0
+expect_usage "--db with an empty file name" "bgrun: empty file name for --db"
+check "--db '': no spool made" test ! -e .spool
 run --_supervise=0123456789abcdef --_child=1:1:1 "$RT" helper exit 0
 expect_usage "the recorder's options are not bgrun's" \
 	"bgrun: unrecognized option '--_supervise=0123456789abcdef'"

@@ -15,7 +15,9 @@ enum bgrun_stdio_kind {
 	BGRUN_STDIO_NULL = 0, /* /dev/null (the default for all three) */
 	BGRUN_STDIO_INHERIT,  /* the caller's own descriptor 0, 1 or 2 */
 	BGRUN_STDIO_FD,       /* .fd, a descriptor of the caller (borrowed) */
-	BGRUN_STDIO_FILE,     /* .path, opened by the library (stdin: read) */
+	BGRUN_STDIO_FILE,     /* .path, opened by the library (stdin: read);
+				 never waits for a FIFO's other end: -ENXIO
+				 for an output FIFO no process reads */
 	BGRUN_STDIO_BYTES,    /* .bytes/.len, stdin only: fed from memory */
 	BGRUN_STDIO_STDOUT,   /* stderr only: the same open file as stdout */
 };

@@ -169,13 +169,27 @@ static int connect_stdio(const struct bgrun_stdio *s, int target, int low,
 		fd = dup_high(s->fd, low);
 		break;
 	case BGRUN_STDIO_FILE:
+		/*
+		 * O_NONBLOCK, so that a FIFO never blocks the launch: for
+		 * writing one no process reads fails with ENXIO, for reading
+		 * one opens at once (the child reads what writers write, and
+		 * EOF while none has it open). Then cleared: the child's
+		 * descriptor blocks as it would have.
+		 */
 		if (target == 0)
-			fd = open_high(s->path, O_RDONLY, 0, low);
+			fd = open_high(s->path, O_RDONLY | O_NONBLOCK, 0, low);
 		else
 			fd = open_high(s->path,
-				       O_WRONLY | O_CREAT |
+				       O_WRONLY | O_CREAT | O_NONBLOCK |
 					       (s->append ? O_APPEND : O_TRUNC),
 				       0666, low);
+		if (fd >= 0 && fcntl(fd, F_SETFL,
+				     fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+			int e = -errno;
+
+			(void)close(fd);
+			fd = e;
+		}
 		break;
 	case BGRUN_STDIO_BYTES:
 		if (s->len == 0)
