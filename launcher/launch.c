@@ -216,6 +216,7 @@ static void record_failure(const struct rec_opts *ro,
 	size_t n_rec = vec_len(ro->v), n_args = vec_len(l->args);
 	const char **v = calloc(n_rec + n_args + 2, sizeof(*v));
 	char failed[128];
+	int sv[2];
 
 	if (v == NULL)
 		return;
@@ -228,18 +229,40 @@ static void record_failure(const struct rec_opts *ro,
 	memcpy(&v[2], &ro->v[1], (n_rec - 1) * sizeof(*v));
 	memcpy(&v[n_rec + 1], l->args, n_args * sizeof(*v));
 	opts.argv = v;
+	/*
+	 * Its descriptor 3, a socket we made, is the recorder's proof that
+	 * it was started by us (supervise.c: from_chain). It closes it once
+	 * it has looked: without ensurestart we wait for that (EOF), so that
+	 * it still finds us its parent.
+	 */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		free(v);
+		return;
+	}
+	opts.pass_fds = &sv[1];
+	opts.n_pass_fds = 1;
 	for (int i = 0; i < RECORDER_STARTS; i++) {
 		bool killed;
+		char c;
 
-		if (bgrun_spawn(&opts, l->ensurestart ? &child : NULL) <= 0 ||
-		    child == NULL)
+		if (bgrun_spawn(&opts, l->ensurestart ? &child : NULL) <= 0)
 			break;
+		if (child == NULL) {
+			(void)close(sv[1]);
+			sv[1] = -1;
+			while (read(sv[0], &c, 1) < 0 && errno == EINTR)
+				;
+			break;
+		}
 		killed = bgrun_child_wait(child, -1, &st) >= 0 && st.signaled;
 		bgrun_child_free(child);
 		child = NULL;
 		if (!killed)
 			break;
 	}
+	if (sv[1] >= 0)
+		(void)close(sv[1]);
+	(void)close(sv[0]);
 	free(v);
 }
 

@@ -58,6 +58,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -338,7 +339,7 @@ struct recorder {
 };
 
 /*
- * Starts a recorder, r->fd the write end of its descriptor 3: 0, or -1
+ * Starts a recorder, r->fd our end of its descriptor 3: 0, or -1
  * (none started; r->pid stays -1). It keeps our signal mask (the signals
  * we forward stay blocked there: they are for COMMAND) and our ignored
  * SIGPIPE.
@@ -354,7 +355,13 @@ static int start_recorder(const struct start *st, struct recorder *r)
 		return -1;
 	r->starts++;
 	argv = calloc(st->n_rec + 2, sizeof(*argv));
-	if (argv == NULL || pipe2(p, O_CLOEXEC) < 0) {
+	/*
+	 * A socket, not a pipe: the recorder takes its descriptor 3, made by
+	 * its parent (SO_PEERCRED), as the proof that it was started by us,
+	 * not from a command line (supervise.c: from_chain).
+	 */
+	if (argv == NULL ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0) {
 		free(argv);
 		return -1;
 	}

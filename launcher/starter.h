@@ -36,7 +36,9 @@
  *                     MONOTONIC_NS (or, when COMMAND could not be
  *                     executed, --_failed=ERRNO:STAGE:REALTIME_NS:
  *                     MONOTONIC_NS) after REC[0], and starts it with its
- *                     own environment, which is bgrun's.
+ *                     own environment, which is bgrun's, and one end of
+ *                     a socket pair it made as its descriptor 3 (the
+ *                     recorder's proof of where it comes from).
  *
  * 2. bgrun-start answers with one line, STARTER_REPORT_OK " PID\n" or
  *    STARTER_REPORT_ERROR " ERRNO STAGE\n" (STAGE a value of enum

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,7 +38,9 @@
  * The recorder's own options, which come first on its command line
  * (launch.c writes them, start.c adds --_child or --_failed), each as
  * --_NAME=VALUE. Only bgrun-full's recorder parses them: `bgrun` does
- * not know them, so they cannot be given from its command line.
+ * not know them, so they cannot be given from its command line, and
+ * bgrun-full takes them only with the descriptor 3 the chain gives it
+ * (from_chain).
  */
 struct rec {
 	const char *id;     /* --_supervise: the event id bgrun chose */
@@ -227,6 +230,31 @@ static bool is_opt(const char *arg, const char *name, const char **ret_value)
 }
 
 /*
+ * Whether we were started by the supervisor chain, the only source of
+ * our options: descriptor 3 is a Unix socket made by our parent (by
+ * bgrun-start, or by bgrun for a launch that failed: SO_PEERCRED names
+ * the process that made the pair), which no command line can give, so
+ * that running bgrun-full by hand cannot write a forged row. A maker
+ * that is gone (our parent, killed since it started us: we are an
+ * orphan) is accepted too, so that its launch is still recorded (and
+ * then reported lost).
+ */
+static bool from_chain(void)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	int domain;
+	socklen_t dlen = sizeof(domain);
+
+	if (getsockopt(END_FD, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) < 0 ||
+	    domain != AF_UNIX ||
+	    getsockopt(END_FD, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 ||
+	    len != sizeof(cr) || cr.pid <= 0 || cr.uid != geteuid())
+		return false;
+	return cr.pid == getppid() || (kill(cr.pid, 0) < 0 && errno == ESRCH);
+}
+
+/*
  * Parses the recorder's own options, argv[1] on: the index of the first
  * argument that is not one of them, or -1 if one is malformed or
  * --_supervise or the start (--_child or --_failed) is missing.
@@ -266,7 +294,7 @@ int supervise_main(int argc, char **argv)
 	struct cli c;
 
 	k = parse_rec(&rec, argc, argv);
-	if (k < 0) {
+	if (k < 0 || !from_chain()) {
 		(void)fputs("bgrun-full: internal to bgrun, run by its supervisor (see supervise.c)\n",
 			    stderr);
 		return EXIT_CANCELED;
@@ -277,6 +305,9 @@ int supervise_main(int argc, char **argv)
 	s.c = &c;
 	failure = (struct bgrun_failure){ .stage = rec.failed_stage,
 					  .error = -rec.failed_error };
+	/* Only a launch's end comes on it; bgrun may wait for its close. */
+	if (rec.child_pid <= 0)
+		(void)close(END_FD);
 
 	/* bgrun-start is gone if nobody reads: not a reason to die. */
 	(void)signal(SIGPIPE, SIG_IGN);
