@@ -95,10 +95,14 @@ static int prepare_dir(struct lsink_serve *s)
 		return lsink_serve_fail(
 			s,
 			"'%s' must be a directory of yours with "
-			"mode 0700 (it is %s, mode %04o, owner uid %u)",
+			"mode 0700 (it is %s, mode %04o, owner uid %u): "
+			"%s, or set BGRUN_SOCKET or XDG_RUNTIME_DIR elsewhere",
 			lsink_printable(dir),
 			S_ISDIR(st.st_mode) ? "a directory" : "not a directory",
-			(unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+			(unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
+			st.st_uid == geteuid() && S_ISDIR(st.st_mode)
+				? "chmod 0700 it"
+				: "have it removed");
 	return 0;
 }
 

@@ -348,6 +348,29 @@ void case_daemon_socket_rules(void)
 	ASSERT_EQ(bgrun_sink_default_socket(&path), -ENAMETOOLONG);
 	(void)unsetenv("BGRUN_SOCKET");
 
+	/*
+	 * Without $XDG_RUNTIME_DIR: root's socket is in /run, where no one
+	 * else can make its directory first; another user's in /tmp.
+	 */
+	{
+		const char *xdg = getenv("XDG_RUNTIME_DIR");
+		char *saved = xdg != NULL ? strdup(xdg) : NULL, want[64];
+
+		(void)unsetenv("XDG_RUNTIME_DIR");
+		if (getuid() == 0)
+			(void)snprintf(want, sizeof(want), "/run/bgrun/sink.sock");
+		else
+			(void)snprintf(want, sizeof(want), "/tmp/bgrun-%u/sink.sock",
+				       (unsigned)getuid());
+		ASSERT_OK(bgrun_sink_default_socket(&path));
+		if (strcmp(path, want) != 0)
+			FAIL("default socket %s, want %s", path, want);
+		free(path);
+		if (saved != NULL)
+			(void)setenv("XDG_RUNTIME_DIR", saved, 1);
+		free(saved);
+	}
+
 	/* A stale socket (nobody listens) is replaced. */
 	if (mkdir(t_path(dir, "s"), 0700) < 0)
 		FAIL("mkdir: %m");
@@ -385,6 +408,8 @@ void case_daemon_socket_rules(void)
 	ASSERT_EQ(t_daemon_refused(db, t_path(dir, "open/sink.sock"), NULL, msg,
 				   sizeof(msg)), 1);
 	ASSERT(strstr(msg, "0700") != NULL);
+	/* And it says what to do. */
+	ASSERT(strstr(msg, ": chmod 0700 it, or set BGRUN_SOCKET or XDG_RUNTIME_DIR elsewhere") != NULL);
 	bind_only(sock, true);
 	ASSERT_EQ(t_daemon_refused(db, sock, NULL, msg, sizeof(msg)), 1);
 	ASSERT(strstr(msg, "already listens") != NULL);

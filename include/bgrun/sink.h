@@ -32,7 +32,8 @@ extern "C" {
  * store what the spool holds (bgrun_sink_replay).
  *
  * The daemon's socket is $BGRUN_SOCKET, else
- * $XDG_RUNTIME_DIR/bgrun/sink.sock, else /tmp/bgrun-UID/sink.sock. A
+ * $XDG_RUNTIME_DIR/bgrun/sink.sock, else /tmp/bgrun-UID/sink.sock
+ * (for root /run/bgrun/sink.sock: no other user can make it first). A
  * daemon is used only if the directory holding its socket belongs to
  * the user alone (bgrun_sink_check_dir), the process listening runs
  * as the user or as root (its kernel credentials are checked), and it

@@ -23,6 +23,12 @@ int bgrun_sink_default_socket(char **ret_path)
 		r = asprintf(&path, "%s", env);
 	else if (xdg != NULL && xdg[0] == '/')
 		r = asprintf(&path, "%s/bgrun/sink.sock", xdg);
+	else if (getuid() == 0)
+		/*
+		 * Anyone may make /tmp/bgrun-0 first, and the daemon then
+		 * (rightly) refuses it; in /run only root makes directories.
+		 */
+		r = asprintf(&path, "/run/bgrun/sink.sock");
 	else
 		r = asprintf(&path, "/tmp/bgrun-%u/sink.sock",
 			     (unsigned)getuid());
