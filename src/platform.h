@@ -166,7 +166,9 @@ void bgrun__reaper_atfork(enum bgrun__fork_phase phase); /* spawn/reap.c */
  * watcher (POSIX: a thread of its own that waits on process descriptors,
  * and polls children without one) and calls
  * bgrun__reaper_ready(data) when the child watched with data may have
- * ended; a spurious call is harmless (the reaper reaps with nohang).
+ * ended, a child that had ended before it was added included (at once,
+ * or at the platform's next poll); a spurious call is harmless (the
+ * reaper reaps with nohang).
  *
  * THREAD SAFETY: the reaper calls add and remove with its lock held, and
  * bgrun__reaper_ready takes that lock, so the platform calls it holding

@@ -55,14 +55,13 @@ void bgrun__reaper_ready(void *data)
 
 void bgrun__reaper_adopt(struct bgrun__proc *proc)
 {
-	struct bgrun_status st;
 	struct entry *e;
 
-	/* Already over? Then there is nothing to watch. */
-	if (bgrun__platform_reap(proc, true, &st) != 0) {
-		bgrun__platform_close(proc);
-		return;
-	}
+	/*
+	 * Not reaped here even if it is already over: the watch reports a
+	 * child that has ended as soon as it is added (platform.h), and a
+	 * launch adopts its child on the caller's clock.
+	 */
 	e = malloc(sizeof(*e));
 	if (e != NULL)
 		e->proc = *proc;

@@ -30,7 +30,9 @@
  * Everything that can fail in a way the caller wants to hear about (opening
  * files, the working directory, finding the program) is done here, in the
  * parent, before spawning; the file actions left for the child are dup2,
- * fchdir and closefrom, which cannot fail on valid descriptors.
+ * fchdir and closefrom, which cannot fail on valid descriptors, and the
+ * opening of /dev/null. A program given by its path is left to execve
+ * when nothing is opened before it (check_first).
  */
 
 #define DEFAULT_PATH "/bin:/usr/bin"
@@ -242,7 +244,7 @@ static int check_program(int cwd_fd, const char *path)
  * on to the next entry, any other error stops the search.
  */
 static int find_program(const char *file, char **envp, int cwd_fd,
-			char *buf, size_t size, const char **ret_path)
+			bool check, char *buf, size_t size, const char **ret_path)
 {
 	const char *path, *p, *end;
 	bool eacces = false;
@@ -252,7 +254,7 @@ static int find_program(const char *file, char **envp, int cwd_fd,
 	if (flen == 0)
 		return -ENOENT;
 	if (strchr(file, '/') != NULL) {
-		r = check_program(cwd_fd, file);
+		r = check ? check_program(cwd_fd, file) : 0;
 		if (r < 0)
 			return r;
 		*ret_path = file;
@@ -344,7 +346,13 @@ static int add_fd_actions(posix_spawn_file_actions_t *fa,
 	for (int i = 0; i < 3 && r == 0; i++) {
 		if (w->fd[i] >= 0)
 			r = posix_spawn_file_actions_adddup2(fa, w->fd[i], i);
-		else if (s[i]->kind == BGRUN_STDIO_STDOUT)
+		else if (s[i]->kind == BGRUN_STDIO_STDOUT ||
+			 (i == 2 && w->fd[1] < 0))
+			/*
+			 * stderr joins stdout; or both are /dev/null, and one
+			 * open in the child does for both (as `>/dev/null
+			 * 2>&1`): a dup2 costs far less than a path lookup.
+			 */
 			r = posix_spawn_file_actions_adddup2(fa, 1, 2);
 		else
 			r = posix_spawn_file_actions_addopen(
@@ -370,9 +378,54 @@ static int add_fd_actions(posix_spawn_file_actions_t *fa,
 #define CHDIR_SCRIPT_SH "cd -- \"$1\" || exit 126; p=$3; shift 3; exec \"$p\" \"$@\""
 #endif
 
+#if HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDCLOSEFROM_NP
+/*
+ * The file actions of a launch with its stdio on /dev/null, no descriptor
+ * passed and no working directory, the usual background launch, are
+ * always the same: they are built once. Each action glibc adds checks
+ * its descriptor against RLIMIT_NOFILE, a system call, and allocates.
+ * THREAD SAFETY: built under pthread_once, then only read (posix_spawn
+ * takes its actions const); a forked child inherits them built.
+ */
+static pthread_once_t null_fa_once = PTHREAD_ONCE_INIT;
+static posix_spawn_file_actions_t null_fa;
+static bool null_fa_ready;
+
+static void null_fa_init(void)
+{
+	static const struct bgrun__req req; /* every stdio kind NULL */
+	const struct wiring w = { .low = 3, .fd = { -1, -1, -1 }, .cwd_fd = -1 };
+
+	if (posix_spawn_file_actions_init(&null_fa) != 0)
+		return;
+	if (add_fd_actions(&null_fa, &req, &w) < 0) {
+		(void)posix_spawn_file_actions_destroy(&null_fa);
+		return;
+	}
+	null_fa_ready = true;
+}
+#endif
+
+/* The shared actions for w, if it is the all-/dev/null case; else NULL. */
+static const posix_spawn_file_actions_t *shared_actions(const struct wiring *w)
+{
+#if HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDCLOSEFROM_NP
+	if (w->cwd_fd >= 0 || w->n_pass > 0 || w->low != 3 || w->fd[0] >= 0 ||
+	    w->fd[1] >= 0 || w->fd[2] >= 0)
+		return NULL;
+	(void)pthread_once(&null_fa_once, null_fa_init);
+	return null_fa_ready ? &null_fa : NULL;
+#else
+	/* Without closefrom, the list of what to close changes every time. */
+	(void)w;
+	return NULL;
+#endif
+}
+
 static int do_spawn(const struct bgrun__req *req, const struct wiring *w,
 		    const char *path, pid_t *ret_pid)
 {
+	const posix_spawn_file_actions_t *shared = shared_actions(w);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t set;
@@ -416,7 +469,7 @@ static int do_spawn(const struct bgrun__req *req, const struct wiring *w,
 		}
 #endif
 	}
-	if (r == 0)
+	if (r == 0 && shared == NULL)
 		r = add_fd_actions(&fa, req, w);
 	/*
 	 * The child starts with an empty mask and every signal at its
@@ -437,7 +490,8 @@ static int do_spawn(const struct bgrun__req *req, const struct wiring *w,
 							      ? POSIX_SPAWN_SETPGROUP
 							      : 0));
 	if (r == 0)
-		r = -posix_spawn(ret_pid, path, &fa, &attr, argv, req->envp);
+		r = -posix_spawn(ret_pid, path, shared != NULL ? shared : &fa,
+				 &attr, argv, req->envp);
 	if (argv != req->argv)
 		free(argv);
 	(void)posix_spawnattr_destroy(&attr);
@@ -468,12 +522,35 @@ static int fail(struct bgrun_failure *failure, enum bgrun_stage stage, int r)
 }
 
 /*
+ * Whether a program given by its path must be checked before the launch,
+ * rather than left to execve: when the launch opens a file by name (an
+ * output file is created or truncated, so a program that cannot run must
+ * be found out before the damage; and its error comes first, whatever the
+ * files), and when a shell changes directory for the child (the shell
+ * would turn execve's error into an exit status).
+ */
+static bool check_first(const struct bgrun__req *req)
+{
+#if !HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDFCHDIR_NP && \
+	!HAVE_POSIX_SPAWN_FILE_ACTIONS_ADDCHDIR_NP
+	if (req->cwd != NULL)
+		return true;
+#endif
+	return req->in.kind == BGRUN_STDIO_FILE ||
+	       req->out.kind == BGRUN_STDIO_FILE ||
+	       req->err.kind == BGRUN_STDIO_FILE;
+}
+
+/*
  * What every launch checks before touching the caller's files: the
  * working directory (opened into w->cwd_fd) and the program (*ret_path,
- * in buf or req->file).
+ * in buf or req->file). A path with a slash is checked only when `check`:
+ * otherwise execve reports the same errors (ENOENT, EACCES for a
+ * directory or a file without execute permission, ENOTDIR, ELOOP...), at
+ * the same stage, for two system calls less on the caller's clock.
  */
-static int resolve(const struct bgrun__req *req, struct wiring *w, char *buf,
-		   size_t size, const char **ret_path,
+static int resolve(const struct bgrun__req *req, struct wiring *w, bool check,
+		   char *buf, size_t size, const char **ret_path,
 		   struct bgrun_failure *failure)
 {
 	int r;
@@ -487,8 +564,8 @@ static int resolve(const struct bgrun__req *req, struct wiring *w, char *buf,
 			return fail(failure, BGRUN_STAGE_CWD, -errno);
 	}
 	r = find_program(req->file, req->envp,
-			 w->cwd_fd >= 0 ? w->cwd_fd : AT_FDCWD, buf, size,
-			 ret_path);
+			 w->cwd_fd >= 0 ? w->cwd_fd : AT_FDCWD, check, buf,
+			 size, ret_path);
 	return r < 0 ? fail(failure, BGRUN_STAGE_EXEC, r) : 0;
 }
 
@@ -500,7 +577,7 @@ int bgrun__platform_resolve(const struct bgrun__req *req, char **ret_path,
 	const char *path = NULL;
 	int r;
 
-	r = resolve(req, &w, buf, sizeof(buf), &path, failure);
+	r = resolve(req, &w, true, buf, sizeof(buf), &path, failure);
 	wiring_close(&w);
 	if (r < 0)
 		return r;
@@ -527,7 +604,8 @@ int bgrun__platform_spawn(const struct bgrun__req *req,
 	const char *path = NULL;
 	int r;
 
-	r = resolve(req, &w, buf, sizeof(buf), &path, failure);
+	r = resolve(req, &w, check_first(req), buf, sizeof(buf), &path,
+		    failure);
 	if (r < 0)
 		goto out;
 	for (int i = 0; i < 3; i++) {
