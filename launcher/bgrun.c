@@ -68,9 +68,10 @@ static int launch_direct(const struct cli *c)
 	opts.failure = &failure;
 	/*
 	 * Without ensurestart bgrun still needs the outcome before it exits,
-	 * so it keeps a handle and asks for it.
+	 * so it asks the handle for it. Detached, the handle is disowned: we
+	 * exit at once, and init reaps COMMAND.
 	 */
-	r = bgrun_spawn(&opts, c->wait || !c->ensurestart ? &child : NULL);
+	r = bgrun_spawn(&opts, &child);
 	if (r >= 0 && !c->ensurestart)
 		r = bgrun_child_started(child, &failure);
 	if (r < 0) {
@@ -86,7 +87,7 @@ static int launch_direct(const struct cli *c)
 			status = code;
 	}
 out:
-	bgrun_child_free(child);
+	bgrun_child_disown(child);
 	return status;
 }
 
@@ -120,8 +121,8 @@ static int launch_supervised(const struct cli *c, char **argv)
 	/* The event id is chosen here, so --print-id needs no round trip. */
 	bgrun_event_new_id(id);
 	cli_spawn_opts(c, &cmd);
-	switch (launch_supervisor(id, &l, c->wait ? &child : NULL, &report_fd,
-				  &error, &failure)) {
+	switch (launch_supervisor(id, &l, &child, &report_fd, &error,
+				  &failure)) {
 	case SUP_STARTED:
 		break;
 	case SUP_CMD_FAILED:
@@ -159,9 +160,11 @@ out:
 	/*
 	 * The pipe stays open until we exit: bgrun-start waits for its end
 	 * to close before it loads the recorder, which would otherwise take
-	 * a CPU from our exit.
+	 * a CPU from our exit. The supervisor is disowned: we exit now, and
+	 * init reaps it; the library's reaper would only be a thread for our
+	 * exit to wait for.
 	 */
-	bgrun_child_free(child);
+	bgrun_child_disown(child);
 	return status;
 }
 

@@ -373,3 +373,57 @@ void test_reap_after_fork(void)
 	test_wait_reaped();
 	ASSERT(!is_child(pid));
 }
+
+static void note_pid(void *data, bgrun_pid_t pid_or_error,
+		     const struct bgrun_failure *failure)
+{
+	(void)failure;
+	*(pid_t *)data = pid_or_error;
+}
+
+/* Reaps pid ourselves: its exit code, or -1 if it is not ours to reap. */
+static int reap_own(pid_t pid)
+{
+	int wstatus;
+	pid_t w;
+
+	do
+		w = waitpid(pid, &wstatus, 0);
+	while (w < 0 && errno == EINTR);
+	if (w != pid || !WIFEXITED(wstatus))
+		return -1;
+	return WEXITSTATUS(wstatus);
+}
+
+/*
+ * A disowned child is left to the caller: the library's reaper never
+ * takes it (so the caller's own waitpid gets its status), whether it was
+ * launched already or still queued when its handle was disowned.
+ */
+void test_reap_disowned(void)
+{
+	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	const char *argv[] = { test_self(), "helper", "exit", "7", NULL };
+	struct bgrun_child *child;
+	pid_t pid = 0;
+
+	for (int ensure = 0; ensure < 2; ensure++) {
+		pid = launch(&child, ensure, "exit", "7");
+		bgrun_child_disown(child);
+		ASSERT_EQ(bgrun__test_control(BGRUN__TEST_REAPER_PENDING), 0);
+		ASSERT_EQ(reap_own(pid), 7);
+	}
+	/* Disowned while queued: the spawner launches it and lets it be. */
+	opts.argv = argv;
+	opts.ensurestart = false;
+	opts.on_start = note_pid;
+	opts.on_start_data = &pid;
+	pid = 0;
+	ASSERT_OK(bgrun_spawn(&opts, &child));
+	bgrun_child_disown(child);
+	bgrun_spawn_flush();
+	ASSERT_INT(pid, >, 0);
+	ASSERT_EQ(bgrun__test_control(BGRUN__TEST_REAPER_PENDING), 0);
+	ASSERT_EQ(reap_own(pid), 7);
+	bgrun_child_disown(NULL);
+}

@@ -264,6 +264,18 @@ BGRUN_EXTERN int bgrun_child_kill(struct bgrun_child *child, int sig);
 BGRUN_EXTERN void bgrun_child_free(struct bgrun_child *child);
 
 /*
+ * Releases the handle without handing the child to the library: it stays
+ * the caller's child, for the caller to reap (waitpid on its pid) or, once
+ * the caller has exited, for init or the nearest subreaper. For a program
+ * that exits right after its launches (a command-line launcher): it is
+ * spared the library's reaper, a thread that would start for children it
+ * could never reap, and that the process's exit would have to wait for.
+ * A launch still queued (ensurestart off) is disowned once it happens.
+ * Accepts NULL.
+ */
+BGRUN_EXTERN void bgrun_child_disown(struct bgrun_child *child);
+
+/*
  * Waits until every launch queued with ensurestart off has been performed
  * and its callback has returned. A program that exits right after queueing
  * launches calls this first, or they may never happen.

@@ -15,10 +15,10 @@ enum child_state {
 };
 
 /*
- * THREAD SAFETY: lock guards state, proc, error and released, because the
- * spawner thread completes a queued launch while the caller may be waiting
- * on the handle or freeing it. refs counts the caller's handle plus a
- * queued launch that still points at the child.
+ * THREAD SAFETY: lock guards state, proc, error, released and disowned,
+ * because the spawner thread completes a queued launch while the caller
+ * may be waiting on the handle or freeing it. refs counts the caller's
+ * handle plus a queued launch that still points at the child.
  */
 struct bgrun_child {
 	pthread_mutex_t lock;
@@ -26,6 +26,7 @@ struct bgrun_child {
 	int refs;
 	enum child_state state;
 	bool released;
+	bool disowned; /* released without handing the child to the reaper */
 	struct bgrun__proc proc;
 	int error;
 	struct bgrun_failure failure;
@@ -76,16 +77,19 @@ void bgrun__child_set_started(struct bgrun_child *c,
 			      const struct bgrun__proc *proc)
 {
 	struct bgrun__proc orphan = *proc;
-	bool released;
+	bool released, disowned;
 
 	pthread_mutex_lock(&c->lock);
 	released = c->released;
+	disowned = c->disowned;
 	if (!released)
 		c->proc = *proc;
 	c->state = CHILD_RUNNING;
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
-	if (released)
+	if (disowned)
+		bgrun__platform_close(&orphan);
+	else if (released)
 		bgrun__reaper_adopt(&orphan);
 }
 
@@ -216,20 +220,33 @@ int bgrun_child_kill(struct bgrun_child *c, int sig)
 	return r;
 }
 
-void bgrun_child_free(struct bgrun_child *c)
+static void release(struct bgrun_child *c, bool disown)
 {
 	struct bgrun__proc orphan = BGRUN__PROC_INIT;
-	bool adopt;
+	bool running;
 
 	if (c == NULL)
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->released = true;
-	adopt = c->state == CHILD_RUNNING;
-	if (adopt)
+	c->disowned = disown;
+	running = c->state == CHILD_RUNNING;
+	if (running)
 		orphan = c->proc;
 	pthread_mutex_unlock(&c->lock);
-	if (adopt)
+	if (running && disown)
+		bgrun__platform_close(&orphan);
+	else if (running)
 		bgrun__reaper_adopt(&orphan);
 	bgrun__child_unref(c);
+}
+
+void bgrun_child_free(struct bgrun_child *c)
+{
+	release(c, false);
+}
+
+void bgrun_child_disown(struct bgrun_child *c)
+{
+	release(c, true);
 }
