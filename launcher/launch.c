@@ -325,9 +325,19 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	}
 	send_plan(sv[0], &plan, &sent, false);
 	/*
-	 * COMMAND's directory, streams and session; our environment, not
-	 * its (the recorder's is ours; COMMAND's is in the plan).
+	 * COMMAND's directory and streams; our environment, not its (the
+	 * recorder's is ours; COMMAND's is in the plan). Detached, a process
+	 * group of its own, not a session: COMMAND gets the new session (the
+	 * plan says so), and the supervisor, out of our group, is out of
+	 * reach of the terminal's signals as well. A setsid() in the child is
+	 * on our clock: it moves the child to a new scheduler autogroup,
+	 * which on a loaded machine often waits a whole round of the other
+	 * groups for a CPU; one is enough.
 	 */
+	if (opts.detach) {
+		opts.detach = false;
+		opts.new_pgroup = true;
+	}
 	argv[0] = starter;
 	argv[1] = NULL;
 	opts.argv = argv;
