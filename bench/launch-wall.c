@@ -8,7 +8,8 @@
  * supervisor then writes the log in the background. Between two logged
  * runs the benchmark waits, untimed, until the previous run's finish is in
  * the log, so that supervisors do not pile up and every run starts from
- * the same state. `setsid -f true` (util-linux: fork, setsid, exec) is the
+ * the same state, and it waits for every process a run left behind (it
+ * is their subreaper). `setsid -f true` (util-linux: fork, setsid, exec) is the
  * baseline a user would otherwise type; `bgrun --version` is the floor,
  * bgrun's own process start and exit. The mechanisms take turns, one run
  * each per round, so that the machine's load falls on all of them alike.
@@ -23,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,6 +76,19 @@ static int wait_logged(const char *db, int64_t want)
 	return -ETIMEDOUT;
 }
 
+/*
+ * Waits (untimed) until every process the last run left behind has
+ * ended: `setsid -f`'s child, a supervisor and its recorder. We are their
+ * subreaper, so they are ours to wait for; without this, the run after
+ * `setsid -f true` would share the CPUs with its `true`, and a mechanism's
+ * place in the round would show in its times.
+ */
+static void settle(void)
+{
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+}
+
 /* One run: spawn, wait for exit; returns the wall time in ms or < 0. */
 static double run_once(const struct mech *m)
 {
@@ -99,9 +115,10 @@ static double run_once(const struct mech *m)
 static void usage(FILE *f)
 {
 	(void)fprintf(f,
-		"usage: launch-wall [--runs N] [--csv FILE] [--bgrun PATH]\n"
+		"usage: launch-wall [--runs N] [--csv FILE] [--bgrun PATH] [--against PATH]\n"
 		"Times whole `bgrun -- true` processes (logged, --no-log,\n"
-		"--no-ensurestart) against `setsid -f true`, in one run.\n");
+		"--no-ensurestart) against `setsid -f true`, in one run;\n"
+		"--against adds the same rows for another bgrun (a previous build).\n");
 }
 
 int main(int argc, char **argv)
@@ -110,15 +127,17 @@ int main(int argc, char **argv)
 		{ "runs", required_argument, NULL, 'n' },
 		{ "csv", required_argument, NULL, 'c' },
 		{ "bgrun", required_argument, NULL, 'b' },
+		{ "against", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char self[PATH_MAX], bgrun[PATH_MAX + 32], tmpl[] = "/tmp/bgrun-wall-XXXXXX";
 	char db[sizeof(tmpl) + 16];
-	const char *csv = NULL, *bgrun_path = NULL;
+	const char *csv = NULL, *bgrun_path = NULL, *against = NULL;
 	int runs = 200, opt;
 	ssize_t n;
-	double p50[5] = { 0 };
+	double p50[8] = { 0 };
+	double p90_setsid = 1;
 	FILE *out = NULL;
 
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -135,6 +154,9 @@ int main(int argc, char **argv)
 			break;
 		case 'b':
 			bgrun_path = optarg;
+			break;
+		case 'a':
+			against = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -156,8 +178,10 @@ int main(int argc, char **argv)
 			       dirname(self));
 		bgrun_path = bgrun;
 	}
-	if (access(bgrun_path, X_OK) < 0) {
-		(void)fprintf(stderr, "launch-wall: %s: %s\n", bgrun_path,
+	if (access(bgrun_path, X_OK) < 0 ||
+	    (against != NULL && access(against, X_OK) < 0)) {
+		(void)fprintf(stderr, "launch-wall: %s: %s\n",
+			      access(bgrun_path, X_OK) < 0 ? bgrun_path : against,
 			      strerror(errno));
 		return 1;
 	}
@@ -167,6 +191,9 @@ int main(int argc, char **argv)
 	}
 	(void)snprintf(db, sizeof(db), "%s/events.db", tmpl);
 	(void)setenv("BGRUN_DB", db, 1);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		(void)fprintf(stderr, "launch-wall: warning: PR_SET_CHILD_SUBREAPER: "
+			      "%s; runs may overlap\n", strerror(errno));
 
 	const struct mech mechs[] = {
 		{ "setsid -f true", { "setsid", "-f", "true" }, false },
@@ -176,8 +203,14 @@ int main(int argc, char **argv)
 		  { bgrun_path, "--no-ensurestart", "--", "true" }, true },
 		/* The floor: starting and ending the bgrun process alone. */
 		{ "bgrun --version", { bgrun_path, "--version" }, false },
+		/* --against: the same launches by the other bgrun. */
+		{ "against: bgrun --no-log -- true", { against, "--no-log", "--", "true" }, false },
+		{ "against: bgrun -- true", { against, "--", "true" }, true },
+		{ "against: bgrun --no-ensurestart -- true",
+		  { against, "--no-ensurestart", "--", "true" }, true },
 	};
-	const int nmech = (int)(sizeof(mechs) / sizeof(mechs[0]));
+	const int nmech = (int)(sizeof(mechs) / sizeof(mechs[0])) -
+			  (against == NULL ? 3 : 0);
 	double *t = calloc((size_t)(runs * nmech), sizeof(*t));
 	int64_t logged = 0;
 
@@ -211,17 +244,21 @@ int main(int argc, char **argv)
 					      mechs[m].name);
 				return 1;
 			}
+			settle();
 		}
 	}
-	(void)printf("%-32s %6s %9s %9s %9s %8s\n", "mechanism", "runs", "p50 ms",
-		     "p90 ms", "min ms", "x setsid");
+	(void)printf("%-41s %6s %9s %9s %9s %8s %8s\n", "mechanism", "runs",
+		     "p50 ms", "p90 ms", "min ms", "x setsid", "p90 x");
 	for (int m = 0; m < nmech; m++) {
 		double *v = &t[m * runs];
 
 		qsort(v, (size_t)runs, sizeof(*v), cmp_double);
 		p50[m] = v[runs / 2];
-		(void)printf("%-32s %6d %9.3f %9.3f %9.3f %8.2f\n", mechs[m].name,
-			     runs, p50[m], v[runs * 9 / 10], v[0], p50[m] / p50[0]);
+		if (m == 0)
+			p90_setsid = v[runs * 9 / 10];
+		(void)printf("%-41s %6d %9.3f %9.3f %9.3f %8.2f %8.2f\n",
+			     mechs[m].name, runs, p50[m], v[runs * 9 / 10], v[0],
+			     p50[m] / p50[0], v[runs * 9 / 10] / p90_setsid);
 		if (out != NULL)
 			(void)fprintf(out, "%s,%d,%.4f,%.4f,%.4f,%.3f\n",
 				      mechs[m].name, runs, p50[m],

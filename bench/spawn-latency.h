@@ -12,6 +12,7 @@
 enum sl_mech {
 	SL_BGRUN_SPAWN = 0,
 	SL_POSIX_SPAWN,
+	SL_POSIX_SPAWN_SETSID, /* the same, the child in a new session */
 	SL_FORK_EXEC,
 	SL_HG55_DOUBLE_FORK,
 	SL_HG6_SH_BG,      /* hg 6 on a Python that vforks (>= 3.10, Debian 12's 3.11) */
