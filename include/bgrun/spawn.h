@@ -12,7 +12,9 @@ extern "C" {
 
 /* What to connect a child's standard descriptor to. */
 enum bgrun_stdio_kind {
-	BGRUN_STDIO_NULL = 0, /* /dev/null (the default for all three) */
+	BGRUN_STDIO_NULL = 0, /* /dev/null (the default for all three; one
+			       * read-write open, as daemon(3), for those
+			       * that are) */
 	BGRUN_STDIO_INHERIT,  /* the caller's own descriptor 0, 1 or 2 */
 	BGRUN_STDIO_FD,       /* .fd, a descriptor of the caller (borrowed) */
 	BGRUN_STDIO_FILE,     /* .path, opened by the library (stdin: read);

@@ -341,23 +341,26 @@ static int add_fd_actions(posix_spawn_file_actions_t *fa,
 			  const struct bgrun__req *req, const struct wiring *w)
 {
 	const struct bgrun_stdio *s[3] = { &req->in, &req->out, &req->err };
-	int r = 0;
+	int null_fd = -1, r = 0;
 
+	/*
+	 * The streams without a source of ours are /dev/null, opened once in
+	 * the child (read-write, as daemon(3) does) and dup2'd to the others:
+	 * a dup2 costs far less than a path lookup, and the caller waits for
+	 * the child's actions.
+	 */
 	for (int i = 0; i < 3 && r == 0; i++) {
-		if (w->fd[i] >= 0)
+		if (w->fd[i] >= 0) {
 			r = posix_spawn_file_actions_adddup2(fa, w->fd[i], i);
-		else if (s[i]->kind == BGRUN_STDIO_STDOUT ||
-			 (i == 2 && w->fd[1] < 0))
-			/*
-			 * stderr joins stdout; or both are /dev/null, and one
-			 * open in the child does for both (as `>/dev/null
-			 * 2>&1`): a dup2 costs far less than a path lookup.
-			 */
+		} else if (s[i]->kind == BGRUN_STDIO_STDOUT) {
 			r = posix_spawn_file_actions_adddup2(fa, 1, 2);
-		else
-			r = posix_spawn_file_actions_addopen(
-				fa, i, "/dev/null", i == 0 ? O_RDONLY : O_WRONLY,
-				0);
+		} else if (null_fd >= 0) {
+			r = posix_spawn_file_actions_adddup2(fa, null_fd, i);
+		} else {
+			r = posix_spawn_file_actions_addopen(fa, i, "/dev/null",
+							     O_RDWR, 0);
+			null_fd = i;
+		}
 	}
 	for (size_t i = 0; i < w->n_pass && r == 0; i++)
 		r = posix_spawn_file_actions_adddup2(fa, w->pass[i], 3 + (int)i);
