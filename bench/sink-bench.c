@@ -19,6 +19,9 @@
  *   daemon, put         bgrun_sink_put one event at a time (the client API)
  *   embedded, put       bgrun_sink_put with BGRUN_SINK=embedded: each put
  *                       is one transaction of the client's own store
+ *   embedded, put, processes   the same from client processes (forked),
+ *                       as bgrun's recorders and hooks write: no lock of
+ *                       SQLite's shared by the clients
  * Each scenario starts a fresh database (and daemon), writes N events of
  * the shape a bgrun supervisor writes (argv, rusage...), and reports
  * events/s (first send to last ack) and per-event latency p50/p99/max.
@@ -45,7 +48,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,12 +69,14 @@ static int window = 256;
 static int rounds = 3;
 #define MAX_CLIENTS 32
 
-enum kind { PIPELINED, PUT_DAEMON, PUT_EMBEDDED, HOOK_DAEMON, HOOK_EMBEDDED, HOOK_TRUE };
+enum kind { PIPELINED, PUT_DAEMON, PUT_EMBEDDED, PUT_EMBEDDED_PROC, HOOK_DAEMON,
+	    HOOK_EMBEDDED, HOOK_TRUE };
 
 static const char *const kind_names[] = {
 	[PIPELINED] = "daemon, pipelined",
 	[PUT_DAEMON] = "daemon, bgrun_sink_put",
 	[PUT_EMBEDDED] = "embedded, bgrun_sink_put",
+	[PUT_EMBEDDED_PROC] = "embedded, put, processes",
 	[HOOK_DAEMON] = "hook: logsink send, daemon",
 	[HOOK_EMBEDDED] = "hook: logsink send, embedded",
 	[HOOK_TRUE] = "hook floor: /bin/true",
@@ -90,6 +97,21 @@ struct client {
 };
 
 static pthread_barrier_t start_line;
+/*
+ * The start line of client processes (PUT_EMBEDDED_PROC): each says it is
+ * ready on ready_pipe, then reads go_pipe until the parent closes it.
+ */
+static int ready_pipe[2] = { -1, -1 }, go_pipe[2] = { -1, -1 };
+
+static void start_wait(void)
+{
+	char b = 0;
+
+	if (write(ready_pipe[1], &b, 1) != 1)
+		_exit(1);
+	while (read(go_pipe[0], &b, 1) < 0 && errno == EINTR)
+		;
+}
 
 static void die(const char *what)
 {
@@ -247,6 +269,8 @@ static void run_put(struct client *c)
 	int want = c->kind == PUT_DAEMON ? BGRUN_SINK_VIA_DAEMON : BGRUN_SINK_VIA_STORE;
 
 	o.mode = c->kind == PUT_DAEMON ? BGRUN_SINK_DAEMON : BGRUN_SINK_EMBEDDED;
+	if (c->kind == PUT_EMBEDDED_PROC)
+		want = BGRUN_SINK_VIA_STORE;
 	o.db = c->db;
 	o.socket = c->sock;
 	if (bgrun_sink_new(&sink) < 0)
@@ -257,7 +281,10 @@ static void run_put(struct client *c)
 	make_event(&ev, 0);
 	if (bgrun_sink_put(sink, &ev) != want)
 		die(bgrun_sink_errmsg(sink));
-	(void)pthread_barrier_wait(&start_line);
+	if (c->kind == PUT_EMBEDDED_PROC)
+		start_wait();
+	else
+		(void)pthread_barrier_wait(&start_line);
 	c->first_ns = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 	for (int i = 1; i <= c->n; i++) {
 		int64_t t;
@@ -396,15 +423,17 @@ static void report(enum kind kind, int clients, int64_t *lat, size_t n,
 		(void)snprintf(rss, sizeof(rss), "%.1f", (double)rss_kb / 1024);
 	if (per_txn > 0)
 		(void)snprintf(txn, sizeof(txn), "%.1f", per_txn);
-	printf("%-30s %7d %7zu %8.3f %9s %9.1f %9.1f %9.1f %8s %7s\n",
+	printf("%-30s %7d %7zu %8.3f %9s %9.1f %9.1f %9.1f %9.1f %8s %7s\n",
 	       kind_names[kind], clients, n, seconds, rate,
-	       (double)pct(lat, n, 50) / 1e3, (double)pct(lat, n, 99) / 1e3,
+	       (double)pct(lat, n, 50) / 1e3, (double)pct(lat, n, 90) / 1e3,
+	       (double)pct(lat, n, 99) / 1e3,
 	       n ? (double)lat[n - 1] / 1e3 : 0.0, rss, txn);
 	(void)fflush(stdout);
 	if (csv != NULL)
-		fprintf(csv, "\"%s\",%d,%zu,%.6f,%s,%.1f,%.1f,%.1f,%s,%s\n",
+		fprintf(csv, "\"%s\",%d,%zu,%.6f,%s,%.1f,%.1f,%.1f,%.1f,%s,%s\n",
 			kind_names[kind], clients, n, seconds,
 			seconds > 0 ? rate : "", (double)pct(lat, n, 50) / 1e3,
+			(double)pct(lat, n, 90) / 1e3,
 			(double)pct(lat, n, 99) / 1e3,
 			n ? (double)lat[n - 1] / 1e3 : 0.0, rss_kb >= 0 ? rss : "",
 			per_txn > 0 ? txn : "");
@@ -415,6 +444,61 @@ static void paths(char *db, char *sock)
 	run_no++;
 	(void)snprintf(db, 512, "%s/run%d.db", base_dir, run_no);
 	(void)snprintf(sock, 108, "%s/s%d.sock", base_dir, run_no);
+}
+
+/*
+ * The embedded clients as processes (as bgrun's recorders and hooks are):
+ * each forked, opening its own store, its results in shared memory.
+ */
+static void run_processes(struct client *c, int clients, int events,
+			  const char *db)
+{
+	struct client *shared;
+	pid_t pids[MAX_CLIENTS];
+	char b;
+
+	shared = mmap(NULL, sizeof(*shared) * (size_t)clients,
+		      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED || pipe2(ready_pipe, O_CLOEXEC) < 0 ||
+	    pipe2(go_pipe, O_CLOEXEC) < 0)
+		die("out of memory");
+	for (int i = 0; i < clients; i++) {
+		shared[i] = (struct client){ .kind = PUT_EMBEDDED_PROC, .db = db,
+					     .n = events / clients +
+						  (i < events % clients) };
+		shared[i].lat = mmap(NULL, (size_t)shared[i].n * sizeof(int64_t) + 1,
+				     PROT_READ | PROT_WRITE,
+				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (shared[i].lat == MAP_FAILED)
+			die("out of memory");
+	}
+	(void)fflush(stdout);
+	for (int i = 0; i < clients; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0)
+			die("fork");
+		if (pids[i] == 0) {
+			(void)close(go_pipe[1]);
+			run_put(&shared[i]);
+			_exit(0);
+		}
+	}
+	(void)close(ready_pipe[1]);
+	(void)close(go_pipe[0]);
+	for (int i = 0; i < clients; i++)
+		if (read(ready_pipe[0], &b, 1) != 1)
+			die("a client process failed");
+	(void)close(go_pipe[1]);
+	for (int i = 0; i < clients; i++) {
+		int st;
+
+		if (waitpid(pids[i], &st, 0) < 0 || !WIFEXITED(st) ||
+		    WEXITSTATUS(st) != 0)
+			die("a client process failed");
+	}
+	(void)close(ready_pipe[0]);
+	memcpy(c, shared, sizeof(*shared) * (size_t)clients);
+	(void)munmap(shared, sizeof(*shared) * (size_t)clients);
 }
 
 /* One run of a scenario: fresh database (and daemon), clients, results. */
@@ -435,12 +519,16 @@ static void run_once(enum kind kind, int clients, int events, struct run *r)
 
 	*r = (struct run){ .rss_kb = -1 };
 	paths(db, sock);
-	if (kind != PUT_EMBEDDED)
+	if (kind != PUT_EMBEDDED && kind != PUT_EMBEDDED_PROC)
 		daemon_start(&d, db, sock);
 	r->lat = malloc((size_t)events * sizeof(*r->lat));
 	if (r->lat == NULL ||
 	    pthread_barrier_init(&start_line, NULL, (unsigned)clients) != 0)
 		die("out of memory");
+	if (kind == PUT_EMBEDDED_PROC) {
+		run_processes(c, clients, events, db);
+		goto gather;
+	}
 	for (int i = 0; i < clients; i++) {
 		c[i] = (struct client){ .kind = kind, .db = db, .sock = sock,
 					.n = events / clients + (i < events % clients) };
@@ -449,18 +537,23 @@ static void run_once(enum kind kind, int clients, int events, struct run *r)
 		    pthread_create(&c[i].thread, NULL, client_main, &c[i]) != 0)
 			die("cannot start a client");
 	}
-	for (int i = 0; i < clients; i++) {
+	for (int i = 0; i < clients; i++)
 		(void)pthread_join(c[i].thread, NULL);
+gather:
+	for (int i = 0; i < clients; i++) {
 		memcpy(r->lat + r->n, c[i].lat, (size_t)c[i].done * sizeof(int64_t));
 		r->n += (size_t)c[i].done;
 		if (c[i].first_ns < first)
 			first = c[i].first_ns;
 		if (c[i].last_ns > last)
 			last = c[i].last_ns;
-		free(c[i].lat);
+		if (kind == PUT_EMBEDDED_PROC)
+			(void)munmap(c[i].lat, (size_t)c[i].n * sizeof(int64_t) + 1);
+		else
+			free(c[i].lat);
 	}
 	(void)pthread_barrier_destroy(&start_line);
-	if (kind != PUT_EMBEDDED) {
+	if (kind != PUT_EMBEDDED && kind != PUT_EMBEDDED_PROC) {
 		r->rss_kb = peak_rss_kb(d.pid);
 		r->per_txn = daemon_stop(&d);
 	}
@@ -546,12 +639,14 @@ static void hooks(enum kind kind, int k)
 	report(kind, 1, lat, (size_t)k, 0, -1, 0);
 	/* CPU time is what the machine's load does not stretch. */
 	qsort(cpu, (size_t)k, sizeof(*cpu), cmp64);
-	printf("%-30s %7s %7s %8s %9s %9.1f %9.1f %9.1f\n", "  its CPU (user+sys)",
+	printf("%-30s %7s %7s %8s %9s %9.1f %9.1f %9.1f %9.1f\n", "  its CPU (user+sys)",
 	       "", "", "", "", (double)pct(cpu, (size_t)k, 50) / 1e3,
+	       (double)pct(cpu, (size_t)k, 90) / 1e3,
 	       (double)pct(cpu, (size_t)k, 99) / 1e3, (double)cpu[k - 1] / 1e3);
 	if (csv != NULL)
-		fprintf(csv, "\"%s (cpu)\",1,%d,,,%.1f,%.1f,%.1f,,\n", kind_names[kind],
+		fprintf(csv, "\"%s (cpu)\",1,%d,,,%.1f,%.1f,%.1f,%.1f,,\n", kind_names[kind],
 			k, (double)pct(cpu, (size_t)k, 50) / 1e3,
+			(double)pct(cpu, (size_t)k, 90) / 1e3,
 			(double)pct(cpu, (size_t)k, 99) / 1e3, (double)cpu[k - 1] / 1e3);
 	free(lat);
 	free(cpu);
@@ -588,7 +683,8 @@ static bool wanted(const char *only, enum kind kind)
 int main(int argc, char **argv)
 {
 	static const int client_counts[] = { 1, 8, 32 };
-	static const enum kind kinds[] = { PIPELINED, PUT_DAEMON, PUT_EMBEDDED };
+	static const enum kind kinds[] = { PIPELINED, PUT_DAEMON, PUT_EMBEDDED,
+					   PUT_EMBEDDED_PROC };
 	const char *csv_path = NULL, *dir = NULL, *only = NULL;
 	int only_clients = 0;
 	int events = 40000, nhooks = 300;
@@ -642,17 +738,17 @@ int main(int argc, char **argv)
 		if (csv == NULL)
 			die("cannot write the CSV file");
 		fprintf(csv, "scenario,clients,events,seconds,events_per_s,"
-			"p50_us,p99_us,max_us,daemon_peak_rss_mib,events_per_txn\n");
+			"p50_us,p90_us,p99_us,max_us,daemon_peak_rss_mib,events_per_txn\n");
 	}
 	printf("sink-bench: %d events per scenario, %d in flight per pipelining "
 	       "client, %ld CPUs, load average %s, %s\n", events, window,
 	       sysconf(_SC_NPROCESSORS_ONLN), loadavg(), logsink);
-	printf("%-30s %7s %7s %8s %9s %9s %9s %9s %8s %7s\n", "scenario", "clients",
-	       "events", "seconds", "events/s", "p50 us", "p99 us", "max us",
+	printf("%-30s %7s %7s %8s %9s %9s %9s %9s %9s %8s %7s\n", "scenario", "clients",
+	       "events", "seconds", "events/s", "p50 us", "p90 us", "p99 us", "max us",
 	       "RSS MiB", "ev/txn");
 	(void)fflush(stdout);
 	for (size_t c = 0; c < 3; c++)
-		for (size_t k = 0; k < 3; k++)
+		for (size_t k = 0; k < 4; k++)
 			if (wanted(only, kinds[k]) &&
 			    (only_clients == 0 || only_clients == client_counts[c]))
 				scenario(kinds[k], client_counts[c], events, &max_rss);

@@ -124,6 +124,26 @@ int bgrun__os_std_fd(int i, bgrun_os_fd_t *ret);
  */
 int bgrun__mkdir_p(const char *path, unsigned mode);
 
+/*
+ * filelock.c: a write lock shared by processes through a file (the
+ * store's <db>-lock): flock(2) on fd excludes, a ticket queue in the
+ * file's first page orders the waiters, and every wait is bounded. init
+ * maps the page (without it, on a file system that cannot map, the lock
+ * is flock alone, polled); fd stays the caller's. acquire: 0, -ETIMEDOUT
+ * after timeout_ns, or -errno of flock.
+ */
+struct bgrun__filelock {
+	int fd;
+	void *map;        /* the queue's page, or NULL */
+	uint32_t ticket;  /* ours, while waiting or holding */
+	bool held;
+};
+void bgrun__filelock_init(struct bgrun__filelock *l, int fd);
+int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns);
+void bgrun__filelock_release(struct bgrun__filelock *l);
+/* Releases (if held) and unmaps; fd is left open. */
+void bgrun__filelock_destroy(struct bgrun__filelock *l);
+
 /* The running program's path, not terminated: its length or -errno. */
 ssize_t bgrun__self_path(char *buf, size_t size);
 

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -270,6 +271,58 @@ void case_client_spool_replay(void)
 	ASSERT_EQ(t_wait_files(spool, ".ev", 0, 20000), 0);
 	ASSERT_EQ(t_count_files(spool, ".ev.bad"), 2);
 	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+}
+
+/*
+ * A writer stopped while it holds the log's lock (SIGSTOP of `logsink
+ * prune`, a debugger): the others wait a bounded time ($BGRUN_LOCK_TIMEOUT),
+ * then spool and say so; the next writer after it moved on stores it.
+ */
+void case_client_stopped_writer(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	struct bgrun_event ev[3];
+	struct bgrun_sink *sink;
+	int64_t t0;
+	pid_t pid;
+	int st, fd;
+
+	sink = sink_open(BGRUN_SINK_EMBEDDED, db, sock);
+	ASSERT_EQ(put(sink, &ev[0], 0), BGRUN_SINK_VIA_STORE);
+	bgrun_sink_close(sink);
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		/* As a writer would: the lock file, flock'ed, then stopped. */
+		fd = open(t_path(dir, "ev.db-lock"), O_RDWR | O_CLOEXEC);
+		if (fd < 0 || flock(fd, LOCK_EX) < 0)
+			_exit(1);
+		(void)raise(SIGSTOP);
+		_exit(0);
+	}
+	ASSERT_SYS(waitpid(pid, &st, WUNTRACED));
+	ASSERT(WIFSTOPPED(st));
+	(void)setenv("BGRUN_LOCK_TIMEOUT", "0.2", 1);
+	t0 = t_now_ms();
+	sink = sink_open(BGRUN_SINK_EMBEDDED, db, sock);
+	ASSERT(put(sink, &ev[1], 1) < 0);
+	ASSERT(bgrun_sink_spooled(sink));
+	ASSERT(strstr(bgrun_sink_errmsg(sink), "held the log's lock") != NULL);
+	ASSERT(strstr(bgrun_sink_errmsg(sink), "kept in the spool") != NULL);
+	bgrun_sink_close(sink);
+	/* Not a timing check: a wait without limit would never get here. */
+	ASSERT(t_now_ms() - t0 < 60000);
+	ASSERT_EQ(t_count_files(t_path(dir, "ev.db.spool"), ".ev"), 1);
+	(void)unsetenv("BGRUN_LOCK_TIMEOUT");
+	ASSERT_SYS(kill(pid, SIGKILL));
+	ASSERT_SYS(waitpid(pid, &st, 0));
+	/* The stopped writer gone, the next one stores what was kept. */
+	sink = sink_open(BGRUN_SINK_EMBEDDED, db, sock);
+	ASSERT_EQ(put(sink, &ev[2], 2), BGRUN_SINK_VIA_STORE);
+	bgrun_sink_close(sink);
+	ASSERT(t_db_has(db, ev[1].id) && t_db_has(db, ev[2].id));
+	ASSERT_EQ(t_count_files(t_path(dir, "ev.db.spool"), ".ev"), 0);
 }
 
 void case_client_auto_start(void)

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -319,6 +321,60 @@ void case_open_readonly_dir(void)
 	free(wal);
 	free(shm);
 	free(sub);
+}
+
+/*
+ * A log on read-only media (a snapshot, a backup, a ro mount): no -wal
+ * file, and none can be made. In a mount namespace of a child of ours: a
+ * tmpfs, a log written on it, then the tmpfs remounted read-only.
+ */
+void case_open_readonly_media(void)
+{
+	char *dir = t_tmpdir(), *mnt = t_path(dir, "m"), *db;
+	struct bgrun_query q = BGRUN_QUERY_INIT;
+	struct bgrun_event ev;
+	struct bgrun_store *s;
+	int status, rows = 0;
+	pid_t pid;
+
+	db = t_path(mnt, "events.db");
+	ASSERT_SYS(mkdir(mnt, 0700));
+	pid = fork();
+	ASSERT_SYS(pid);
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("tmpfs", mnt, "tmpfs", 0, "size=4m") < 0)
+			_exit(77);
+		if (bgrun_store_new(&s) < 0 || bgrun_store_open(s, db, 0) < 0)
+			_exit(1);
+		for (int i = 0; i < 3; i++) {
+			bgrun_event_init(&ev, "commandfinish", "bgrun");
+			if (bgrun_store_put(s, &ev) != 1)
+				_exit(1);
+		}
+		bgrun_store_close(s);
+		if (access(t_printf("%s-wal", db), F_OK) == 0 ||
+		    mount(NULL, mnt, NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
+			_exit(1);
+		if (bgrun_store_new(&s) < 0)
+			_exit(1);
+		if (bgrun_store_open(s, db, BGRUN_STORE_READONLY) < 0) {
+			fprintf(stderr, "%s\n", bgrun_store_errmsg(s));
+			_exit(3);
+		}
+		if (bgrun_store_query(s, &q, count_rows, &rows) < 0)
+			_exit(4);
+		bgrun_store_close(s);
+		_exit(rows == 3 ? 0 : 2);
+	}
+	ASSERT_SYS(waitpid(pid, &status, 0));
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+		SKIP("cannot mount a tmpfs in a mount namespace of our own");
+	ASSERT(WIFEXITED(status));
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+	free(db);
+	free(mnt);
 }
 
 void case_open_not_ours(void)

@@ -20,7 +20,11 @@ extern "C" {
  * transactions of all processes are serialised by an advisory lock
  * (flock) on the file <db>-lock beside the database, so concurrent writers
  * wait for each other instead of failing with SQLITE_BUSY (and so that
- * SQLite 3.40's WAL-reset race cannot happen between them).
+ * SQLite 3.40's WAL-reset race cannot happen between them: checkpoints
+ * are taken under the same lock). Waiters are served in the order they
+ * came (a ticket queue in the lock file), and no wait is unbounded: after
+ * $BGRUN_LOCK_TIMEOUT seconds (default 10), for instance behind a writer
+ * that was stopped while it held the lock, a write fails with -ETIMEDOUT.
  *
  * Errors, beyond the usual -ENOMEM, -EIO, -ENOSPC, -EACCES:
  *   -EBADMSG  the file is not a bgrun store: not SQLite at all, corrupt,
@@ -30,6 +34,7 @@ extern "C" {
  *   -EROFS    a write on a store opened BGRUN_STORE_READONLY
  *   -EBUSY    another program (not using the lock) held the database
  *             longer than the busy timeout (10 s)
+ *   -ETIMEDOUT another writer held the lock longer than the lock timeout
  *   -EINVAL   an invalid argument or event
  * After a failure bgrun_store_errmsg() gives a one-line explanation,
  * a failed bgrun_store_open included.

@@ -19,16 +19,23 @@
 #define BGRUN__STORE_VERSION 3
 /* How long SQLite waits for a program that does not take our lock. */
 #define BGRUN__STORE_BUSY_MS 10000
+/* How long a writer waits for our lock ($BGRUN_LOCK_TIMEOUT overrides). */
+#define BGRUN__STORE_LOCK_MS 10000
 /*
- * WAL pages between automatic checkpoints (SQLite's default is 1000). A
- * write dirties about 7 pages (the row and its indexes), and a
- * checkpoint's two fdatasyncs happen under the write lock, stalling every
- * writer: fewer, larger checkpoints let more events through (measured
- * with bench/store-write). While connections stay open the WAL file can
- * grow to about 16 MiB; the last connection to close checkpoints and
- * deletes it.
+ * WAL pages after which the writer that committed checkpoints (see
+ * bgrun__store_checkpoint; SQLite's automatic checkpoint, also at 1000,
+ * is off). A write dirties about 7 pages (the row and its indexes), so
+ * that is every 140 events or so, and the WAL stays near 4 MiB. Every
+ * writer waits while a checkpoint holds the lock, so a checkpoint must
+ * be short rather than rare: measured with bench/sink-bench (8 and 32
+ * writer processes), 1000 pages gave a lower p99 than 4000 (the daemon's
+ * writer, whose transactions are large, measured no gain from 4000 over
+ * 1000 either; see README). The last connection to close checkpoints and
+ * deletes the WAL.
  */
-#define BGRUN__STORE_CHECKPOINT_PAGES 4000
+#define BGRUN__STORE_CHECKPOINT_PAGES 1000
+/* How long that writer waits for the lock to checkpoint. */
+#define BGRUN__STORE_CHECKPOINT_WAIT_MS 200
 /*
  * The page cache of a read-write connection, in KiB (as a negative
  * cache_size; SQLite's default is 2000). A writer touches the right edges
@@ -116,8 +123,11 @@ struct bgrun_store {
 	sqlite3 *db;
 	char *path;
 	int lock_fd;       /* <db>-lock; -1 when read-only */
+	struct bgrun__filelock lock; /* on lock_fd */
+	int64_t lock_timeout_ns;
+	int wal_frames;        /* in the WAL after our last commit */
+	int checkpoint_frames; /* when to checkpoint (INT_MAX: never) */
 	bool readonly;
-	bool locked;       /* lock_fd is flock'ed by us */
 	sqlite3_stmt *stmts[BGRUN__N_STMTS];
 	sqlite3_stmt *argv_stmts[BGRUN__ARGV_CHUNK]; /* made lazily */
 	sqlite3_stmt **filter_stmts; /* BGRUN__N_FILTER_STMTS, made lazily */
@@ -147,11 +157,16 @@ int bgrun__store_failf(struct bgrun_store *store, int error,
 int bgrun__store_enter(struct bgrun_store *store);
 /* Takes the write lock and begins an immediate transaction. */
 int bgrun__store_begin(struct bgrun_store *store);
-/* Commits (r >= 0) or rolls back, releases the lock; returns r or error. */
+/*
+ * Commits (r >= 0) or rolls back, releases the lock, then checkpoints if
+ * the WAL has grown past checkpoint_frames; returns r or error.
+ */
 int bgrun__store_end(struct bgrun_store *store, int r);
 /* The write lock alone, for what cannot run in a transaction (VACUUM). */
 int bgrun__store_lock(struct bgrun_store *store);
 void bgrun__store_unlock(struct bgrun_store *store);
+/* A PASSIVE checkpoint, the WAL flushed first with no lock held. */
+void bgrun__store_checkpoint(struct bgrun_store *store);
 
 /* store-schema.c */
 /*

@@ -235,8 +235,8 @@ int bgrun__store_setup(struct bgrun_store *store, int64_t version)
 		r = exec_sql(store, "PRAGMA synchronous = NORMAL; "
 			     "PRAGMA cache_size = " BGRUN__STORE_CACHE_KIB,
 			     "configuring");
+	/* No automatic checkpoints: see bgrun__store_checkpoint. */
 	if (r >= 0)
-		(void)sqlite3_wal_autocheckpoint(store->db,
-						 BGRUN__STORE_CHECKPOINT_PAGES);
+		(void)sqlite3_wal_autocheckpoint(store->db, 0);
 	return r;
 }
