@@ -120,6 +120,9 @@ static int launch_supervised(const struct cli *c, char **argv)
 
 	/* The event id is chosen here, so --print-id needs no round trip. */
 	bgrun_event_new_id(id);
+	status = cli_check_log(c, id);
+	if (status != EXIT_SUCCESS)
+		return status;
 	cli_spawn_opts(c, &cmd);
 	switch (launch_supervisor(id, &l, &child, &report_fd, &error,
 				  &failure)) {

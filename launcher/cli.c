@@ -24,6 +24,7 @@ enum {
 	OPT_KILL_AFTER,
 	OPT_PRINT_ID,
 	OPT_DB,
+	OPT_STRICT_LOG,
 };
 
 static const struct option longopts[] = {
@@ -47,6 +48,7 @@ static const struct option longopts[] = {
 	{ "kill-after", required_argument, NULL, OPT_KILL_AFTER },
 	{ "print-id", no_argument, NULL, OPT_PRINT_ID },
 	{ "db", required_argument, NULL, OPT_DB },
+	{ "strict-log", no_argument, NULL, OPT_STRICT_LOG },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -77,11 +79,15 @@ static const char usage_text[] =
 	"      --kill-after=DUR  then SIGKILL if still running DUR later\n"
 	"      --print-id        print the event id on stdout\n"
 	"      --db=PATH         the event log database\n"
+	"      --strict-log      do not launch when the log cannot be written\n"
+	"                        (also $BGRUN_STRICT_LOG=1); else bgrun says so\n"
+	"                        and the record waits in DB.spool if it can\n"
 	"  -h, --help            display this help and exit\n"
 	"      --version         output version information and exit\n"
 	"\n"
 	"Exit status: 0 launched (with --wait: the command's status, 128+N for\n"
-	"signal N), 2 usage error, 125 bgrun failed, 126 COMMAND not executable,\n"
+	"signal N), 2 usage error, 125 bgrun failed (or, --strict-log, the log\n"
+	"cannot be written: nothing launched), 126 COMMAND not executable,\n"
 	"127 COMMAND not found.\n";
 
 /*
@@ -269,6 +275,9 @@ void cli_parse(struct cli *c, int argc, char **argv)
 				usage_error("empty file name for --db");
 			c->db = optarg;
 			break;
+		case OPT_STRICT_LOG:
+			c->strict_log = true;
+			break;
 		case 'h':
 			(void)fputs(usage_text, stdout);
 			exit(cli_flush_stdout() < 0 ? EXIT_CANCELED : EXIT_SUCCESS);
@@ -284,8 +293,9 @@ void cli_parse(struct cli *c, int argc, char **argv)
 	if (optind >= argc)
 		usage_error("missing command");
 	c->cmd = &argv[optind];
-	if (!c->log && (c->tag != NULL || c->timeout_ns > 0 || c->print_id))
-		usage_error("--tag, --timeout and --print-id need the log; drop --no-log");
+	if (!c->log && (c->tag != NULL || c->timeout_ns > 0 || c->print_id ||
+			c->strict_log))
+		usage_error("--tag, --timeout, --print-id and --strict-log need the log; drop --no-log");
 	if (c->kill_after_ns > 0 && c->timeout_ns == 0)
 		usage_error("--kill-after needs --timeout");
 	if (c->log && c->print_pid && !c->ensurestart && !c->wait)

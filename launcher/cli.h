@@ -38,7 +38,7 @@ struct cli {
 	size_t n_set, n_unset;
 	bool append, clear_env, shell, wait, ensurestart, print_pid;
 	/* Logging (a supervisor records the command's finish). */
-	bool log, print_id;
+	bool log, print_id, strict_log;
 	const char *tag;
 	const char *db;
 	int64_t timeout_ns;    /* 0: none */
@@ -56,6 +56,13 @@ void cli_spawn_opts(const struct cli *c, struct bgrun_spawn_opts *opts);
 /* Prints one line for a failed launch and returns the exit code. */
 int cli_report_failure(const struct cli *c, int error,
 		       const struct bgrun_failure *failure);
+
+/*
+ * logcheck.c: before a logged launch, one line on stderr if its record
+ * (event id) cannot be written, and where it will be kept; 0 to launch,
+ * or EXIT_CANCELED (said why) for --strict-log or $BGRUN_STRICT_LOG.
+ */
+int cli_check_log(const struct cli *c, const char *id);
 
 /* The exit code for a finished command: its code, or 128+N for signal N. */
 int cli_status_code(const struct bgrun_status *st);

@@ -220,11 +220,27 @@ void lsink_put_cell(FILE *f, const char *s, int max_cols)
 	(void)fputs(utf8 ? "\xe2\x80\xa6" : "...", f);
 }
 
+/*
+ * A control character other than tab, CR and LF (ESC starts a terminal's
+ * escape sequences) is written as \xNN, as in the table, and the field
+ * quoted: a CSV file is looked at with cat and less too. --json keeps
+ * the exact text.
+ */
+static bool csv_control(unsigned char c)
+{
+	return (c < 0x20 && c != '\t' && c != '\r' && c != '\n') || c == 0x7f;
+}
+
 void lsink_put_csv(FILE *f, const char *s)
 {
+	bool plain = true;
+
 	if (s == NULL)
 		return;
-	if (strpbrk(s, ",\"\r\n") == NULL) {
+	for (const char *p = s; *p != '\0' && plain; p++)
+		plain = strchr(",\"\r\n", *p) == NULL &&
+			!csv_control((unsigned char)*p);
+	if (plain) {
 		(void)fputs(s, f);
 		return;
 	}
@@ -232,7 +248,10 @@ void lsink_put_csv(FILE *f, const char *s)
 	for (; *s != '\0'; s++) {
 		if (*s == '"')
 			(void)putc('"', f);
-		(void)putc(*s, f);
+		if (csv_control((unsigned char)*s))
+			(void)fprintf(f, "\\x%02x", (unsigned char)*s);
+		else
+			(void)putc(*s, f);
 	}
 	(void)putc('"', f);
 }

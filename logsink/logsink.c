@@ -27,6 +27,9 @@ static const struct lsink_verb verbs[] = {
 	{ "mark-lost", NULL,
 	  "record as lost the running events whose supervisor vanished",
 	  lsink_mark_lost_main },
+	{ "status", NULL,
+	  "where the log is, whether it can be written, spool and drops",
+	  lsink_status_main },
 	{ "pg-init", NULL,
 	  "create the fleet table in PostgreSQL (done by serve --forward too)",
 	  lsink_pg_init_main },
@@ -173,9 +176,26 @@ int lsink_open(const char *db, unsigned flags, struct bgrun_store **ret_store)
 		goto out;
 	}
 	*ret_store = store;
+	if (readonly)
+		lsink_warn_pending(db);
 out:
 	free(path);
 	return r;
+}
+
+void lsink_warn_pending(const char *db)
+{
+	int64_t waiting = 0, dropped = 0;
+
+	if (bgrun_sink_spool_count(db, &waiting, NULL) == 0 && waiting > 0)
+		lsink_msg("%lld events wait in the spool %s.spool and are not "
+			  "shown (the next writer that works stores them; "
+			  "see 'logsink status')", (long long)waiting,
+			  lsink_printable(db));
+	if (bgrun_sink_dropped_count(NULL, db, &dropped) == 0 && dropped > 0)
+		lsink_msg("%lld events could not be recorded at all since the "
+			  "machine started (see 'logsink status')",
+			  (long long)dropped);
 }
 
 void lsink_store_error(struct bgrun_store *store, int error, const char *what)

@@ -267,6 +267,13 @@ int lsink_show_main(int argc, char **argv, const char *db);
 int lsink_stats_main(int argc, char **argv, const char *db);
 int lsink_prune_main(int argc, char **argv, const char *db);
 int lsink_mark_lost_main(int argc, char **argv, const char *db);
+/* status.c */
+int lsink_status_main(int argc, char **argv, const char *db);
+/*
+ * After a read-only verb opened db (NULL: the default): one line on
+ * stderr if events wait in its spool or were dropped.
+ */
+void lsink_warn_pending(const char *db);
 /* pg-init.c (pg-none.c without libpq). */
 int lsink_pg_init_main(int argc, char **argv, const char *db);
 

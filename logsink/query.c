@@ -23,7 +23,8 @@ static const char help_tail[] =
 	"                     is not UTF-8 as {\"hex\": \"...\"})\n"
 	"      --csv          CSV (RFC 4180) with a header line: id, time (ISO\n"
 	"                     8601), event, source, result, exit_code, signal,\n"
-	"                     duration_ms, tag, cwd, command; CRLF line ends\n"
+	"                     duration_ms, tag, cwd, command; CRLF line ends;\n"
+	"                     control characters but tab, CR and LF as \\xNN\n"
 	LSINK_COMMON_HELP
 	"\n"
 	"With --db postgresql://... (a URI libpq reads) the fleet table that\n"

@@ -578,6 +578,19 @@ sys.exit(0 if data.split(b"\n")[0].endswith(b"\r") and data.endswith(b"\r\n")
          else 1)' "$TMP/all.csv"
 check "csv: the tag with a comma, quotes and a newline is quoted" \
 	grep -qF ',"a,""b""' "$TMP/all.csv"
+# A control character (ESC starts a terminal's escape sequences) is written
+# as \xNN, quoted, as the table writes it; --json keeps the exact text.
+ESC_TAG=$'esc\e[31mred'
+"$BGRUN" --tag "$ESC_TAG" --wait -- true
+"$LS" query --tag "$ESC_TAG" --csv >"$TMP/esc.csv"
+check "csv: no raw control character" py '
+import sys
+sys.exit(1 if b"\x1b" in open(sys.argv[1], "rb").read() else 0)' "$TMP/esc.csv"
+check "csv: a control character as \\xNN, the field quoted" \
+	grep -qF ',"esc\x1b[31mred",' "$TMP/esc.csv"
+eq "csv: --json keeps the exact tag" \
+	"$("$LS" query --tag "$ESC_TAG" --json | py 'import json, sys; print(repr(json.loads(sys.stdin.readline())["tag"]))')" \
+	"'esc\\x1b[31mred'"
 check "csv: ISO 8601 local times" py '
 import csv, sys
 recs = list(csv.DictReader(open(sys.argv[1], newline="", encoding="utf-8")))

@@ -274,6 +274,34 @@ void case_client_spool_replay(void)
 }
 
 /*
+ * A spool that is a symbolic link is refused when writing, as a replay
+ * refuses it (O_NOFOLLOW): what went through it would never be stored.
+ */
+void case_client_spool_symlink(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *elsewhere = t_path(dir, "elsewhere");
+	struct bgrun_event ev;
+	struct bgrun_sink *sink;
+	int fd;
+
+	/* No store can take it (not a database): the spool is the last resort. */
+	fd = open(db, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	ASSERT(fd >= 0 && write(fd, "not a database, not at all", 26) == 26);
+	(void)close(fd);
+	ASSERT_SYS(mkdir(elsewhere, 0700));
+	ASSERT_SYS(symlink(elsewhere, t_path(dir, "ev.db.spool")));
+	sink = sink_open(BGRUN_SINK_EMBEDDED, db, NULL);
+	ASSERT(put(sink, &ev, 0) < 0);
+	ASSERT(!bgrun_sink_spooled(sink));
+	ASSERT(strstr(bgrun_sink_errmsg(sink), "the spool is a symbolic link") !=
+	       NULL);
+	bgrun_sink_close(sink);
+	ASSERT_EQ(t_count_files(elsewhere, ".ev"), 0);
+	ASSERT_EQ(t_count_files(elsewhere, ""), 0);
+}
+
+/*
  * A writer stopped while it holds the log's lock (SIGSTOP of `logsink
  * prune`, a debugger): the others wait a bounded time ($BGRUN_LOCK_TIMEOUT),
  * then spool and say so; the next writer after it moved on stores it.

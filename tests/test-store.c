@@ -479,3 +479,43 @@ int main(int argc, char **argv)
 
 	return t_main(argc, argv, cases, sizeof(cases) / sizeof(cases[0]));
 }
+
+/*
+ * A database path that is a symbolic link is refused for writing, as
+ * SQLite refuses one for the -wal and -shm files: a link to an empty
+ * file would make that file a database. Reading through one is fine.
+ */
+void case_open_symlink(void)
+{
+	char *dir = t_tmpdir(), *target = t_path(dir, "notes.txt");
+	char *db = t_path(dir, "events.db"), *real = t_path(dir, "real.db");
+	struct bgrun_event ev;
+	struct bgrun_store *s;
+	struct stat st;
+	char *msg;
+	int fd;
+
+	fd = open(target, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	ASSERT_SYS(fd);
+	(void)close(fd);
+	ASSERT_SYS(symlink(target, db));
+	msg = t_open_error(db, 0, -ELOOP);
+	ASSERT(strstr(msg, "is a symbolic link") != NULL);
+	free(msg);
+	ASSERT_SYS(stat(target, &st));
+	ASSERT_EQ(st.st_size, 0);
+	ASSERT(access(t_printf("%s-lock", target), F_OK) < 0);
+	/* A link to a real log: read, not written. */
+	ASSERT_OK(t_open(real, 0, &s));
+	bgrun_event_init(&ev, "commandfinish", "bgrun");
+	ASSERT_EQ(bgrun_store_put(s, &ev), 1);
+	bgrun_store_close(s);
+	ASSERT_SYS(unlink(db));
+	ASSERT_SYS(symlink(real, db));
+	ASSERT_OK(t_open(db, BGRUN_STORE_READONLY, &s));
+	bgrun_store_close(s);
+	free(t_open_error(db, 0, -ELOOP));
+	free(real);
+	free(db);
+	free(target);
+}

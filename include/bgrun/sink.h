@@ -209,6 +209,46 @@ BGRUN_EXTERN void bgrun_sink_close(struct bgrun_sink *sink);
 BGRUN_EXTERN int bgrun_sink_spool_dir(const char *db, char **ret_path);
 
 /*
+ * Whether the event log db (borrowed) can be written, judged without
+ * opening it (no SQLite, a few system calls: for a launcher to say so
+ * before it launches): the file, or the nearest directory above it when
+ * it does not exist yet, must be writable, its file system neither
+ * read-only nor full (under 64 KiB free), and a file with bytes in it
+ * must begin as an SQLite database does. 0 if it looks writable; else
+ * -EROFS, -ENOSPC, -EACCES, -EBADMSG (not an SQLite database), -ENOENT
+ * (no path) or another -errno, and why (size bytes, optional) gets one
+ * line saying what. A write may still fail where this passes (a corrupt
+ * page, a lock held too long): the put says so then.
+ */
+BGRUN_EXTERN int bgrun_sink_check_log(const char *db, char *why, size_t size);
+
+/* The same judgement for db's spool (bgrun_sink_spool_dir), made or not. */
+BGRUN_EXTERN int bgrun_sink_check_spool(const char *db, char *why,
+					size_t size);
+
+/*
+ * How many events db's spool holds: waiting to be stored (*.ev) and set
+ * aside (*.ev.bad), each event once however many of its writes are
+ * there; either pointer may be NULL. A missing spool is 0.
+ */
+BGRUN_EXTERN int bgrun_sink_spool_count(const char *db, int64_t *ret_waiting,
+					int64_t *ret_bad);
+
+/*
+ * DROPPED EVENTS. An event that could be neither stored nor spooled (the
+ * disk of the log full, read-only...) is counted, as journald and rsyslog
+ * count what they drop: one line "TIME_NS<TAB>ID<TAB>ERRNO<TAB>DB" is
+ * appended to the file "dropped" in the socket's directory (socket: the
+ * sink's socket path, NULL: bgrun_sink_default_socket), on
+ * $XDG_RUNTIME_DIR when there is one: a tmpfs, which forgets at reboot.
+ * bgrun_sink_dropped_path gives that file (malloc'd); dropped_count how
+ * many of its lines are db's (a missing file is 0).
+ */
+BGRUN_EXTERN int bgrun_sink_dropped_path(const char *socket, char **ret_path);
+BGRUN_EXTERN int bgrun_sink_dropped_count(const char *socket, const char *db,
+					  int64_t *ret_count);
+
+/*
  * Stores the events of db's spool into store (opened on db, read-write),
  * in batches, deleting each file once its event is committed. A file that
  * is not a valid event, or an event the store refuses, is renamed to

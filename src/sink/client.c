@@ -143,10 +143,15 @@ static int deliver(struct bgrun_sink *sink, const struct bgrun_event *evs,
 			r = sink->db != NULL
 				    ? bgrun__spool_write(sink->db, &evs[i])
 				    : -ENOENT;
-			if (r >= 0)
+			if (r >= 0) {
 				sink->spooled = true;
-			else if (spool_error == 0)
-				spool_error = r;
+			} else {
+				if (spool_error == 0)
+					spool_error = r;
+				/* Lost: counted, as journald counts. */
+				(void)bgrun__dropped_note(sink->socket, sink->db,
+							  &evs[i], r);
+			}
 			if (first == 0)
 				first = -EIO;
 		} else if (b.status[i] < 0 && first == 0) {
@@ -158,8 +163,11 @@ static int deliver(struct bgrun_sink *sink, const struct bgrun_event *evs,
 	free(b.status);
 	if (spool_error != 0)
 		return bgrun__sink_fail(
-			sink, first, "%s; and not kept in the spool: %s",
-			why[0] ? why : "not stored", strerror(-spool_error));
+			sink, first, "%s; and not kept in the spool: %s "
+			"(dropped, counted by logsink status)",
+			why[0] ? why : "not stored",
+			spool_error == -ELOOP ? "the spool is a symbolic link"
+					      : strerror(-spool_error));
 	if (sink->spooled)
 		return bgrun__sink_fail(sink, first,
 					"%s; kept in the spool %s.spool",

@@ -104,5 +104,13 @@ int bgrun__sink_connect_daemon(struct bgrun_sink *sink);
  * (0700) are created. -EINVAL for an event that cannot be encoded.
  */
 int bgrun__spool_write(const char *db, const struct bgrun_event *ev);
+/* The file counting dropped events: the directory of socket, "dropped". */
+int bgrun__dropped_path(const char *socket, char **ret_path);
+/*
+ * Notes ev as dropped (error: why it could be neither stored nor
+ * spooled) in that file, one line: see bgrun_sink_dropped_count.
+ */
+int bgrun__dropped_note(const char *socket, const char *db,
+			const struct bgrun_event *ev, int error);
 
 #endif /* BGRUN_SINK_INTERNAL_H */

@@ -32,17 +32,26 @@ int bgrun__spool_write(const char *db, const struct bgrun_event *ev)
 	r = bgrun__mkdir_p(dir, 0700);
 	if (r < 0)
 		goto cleanup;
+	/*
+	 * The spool itself, not what a symbolic link there points to: a
+	 * replay opens it O_NOFOLLOW and would never store what was
+	 * written through one. Refused here too, the event then dropped.
+	 */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		r = errno == ELOOP || errno == ENOTDIR ? -ELOOP : -errno;
+		goto cleanup;
+	}
 	/* Names sort by time; pid and counter make them unique. */
-	if (asprintf(&tmp, "%s/.tmp-%d-%u-%s", dir, (int)getpid(), k, ev->id) <
-		    0 ||
-	    asprintf(&name, "%s/%019lld-%d-%u-%s.ev", dir,
+	if (asprintf(&tmp, ".tmp-%d-%u-%s", (int)getpid(), k, ev->id) < 0 ||
+	    asprintf(&name, "%019lld-%d-%u-%s.ev",
 		     (long long)bgrun__now_ns(CLOCK_REALTIME), (int)getpid(), k,
 		     ev->id) < 0) {
 		r = -ENOMEM;
 		goto cleanup;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		  0600);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
 	if (fd < 0) {
 		r = -errno;
 		goto cleanup;
@@ -53,22 +62,87 @@ int bgrun__spool_write(const char *db, const struct bgrun_event *ev)
 	if (close(fd) < 0 && r >= 0)
 		r = -errno;
 	fd = -1;
-	if (r >= 0 && rename(tmp, name) < 0)
+	if (r >= 0 && renameat(dfd, tmp, dfd, name) < 0)
 		r = -errno;
 	if (r < 0) {
-		(void)unlink(tmp);
+		(void)unlinkat(dfd, tmp, 0);
 		goto cleanup;
 	}
 	/* The rename itself must survive a crash. */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		(void)fsync(dfd);
-		(void)close(dfd);
-	}
+	(void)fsync(dfd);
 cleanup:
+	if (dfd >= 0)
+		(void)close(dfd);
 	bgrun_wire_buf_free(&b);
 	free(dir);
 	free(tmp);
 	free(name);
 	return r < 0 ? r : 0;
+}
+
+int bgrun__dropped_path(const char *socket, char **ret_path)
+{
+	const char *slash = socket != NULL ? strrchr(socket, '/') : NULL;
+	char *path;
+
+	if (slash == NULL)
+		return -ENOENT;
+	if (asprintf(&path, "%.*s/dropped", (int)(slash - socket), socket) < 0)
+		return -ENOMEM;
+	*ret_path = path;
+	return 0;
+}
+
+/*
+ * The line is written with one write(2) on an O_APPEND file, so lines
+ * of concurrent writers never mix. The directory is the socket's (made
+ * 0700 if missing, as the daemon makes it), on $XDG_RUNTIME_DIR when
+ * there is one: a tmpfs, which still takes a line when the disk of the
+ * log is full or read-only, and forgets at reboot as journald's count
+ * does.
+ */
+int bgrun__dropped_note(const char *socket, const char *db,
+			const struct bgrun_event *ev, int error)
+{
+	char *path = NULL, *dir = NULL, *line = NULL;
+	int fd = -1, n, r;
+
+	r = bgrun__dropped_path(socket, &path);
+	if (r < 0)
+		return r;
+	dir = strndup(path, (size_t)(strrchr(path, '/') - path));
+	if (dir == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	(void)bgrun__mkdir_p(dir, 0700);
+	r = bgrun_sink_check_dir(dir);
+	if (r < 0)
+		goto out;
+	/* TIME_NS, id, errno, database: tab-separated, the path last. */
+	n = asprintf(&line, "%lld\t%s\t%d\t%s\n",
+		     (long long)bgrun__now_ns(CLOCK_REALTIME), ev->id, -error,
+		     db != NULL ? db : "");
+	if (n < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* One line per event: a newline in the path would make two. */
+	for (char *p = line; p < line + n - 1; p++)
+		if (*p == '\n')
+			*p = '?';
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
+			      O_NOCTTY, 0600);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = bgrun__fd_write_all(fd, line, (size_t)n);
+out:
+	if (fd >= 0)
+		(void)close(fd);
+	free(line);
+	free(dir);
+	free(path);
+	return r;
 }

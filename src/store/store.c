@@ -406,7 +406,7 @@ static int make_parents(struct bgrun_store *store)
  */
 static int create_file(struct bgrun_store *store, const char *path, int *ret_fd)
 {
-	int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, fd;
+	int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, fd;
 
 	if (ret_fd == NULL)
 		flags |= O_EXCL;
@@ -555,12 +555,23 @@ static int open_readwrite(struct bgrun_store *store)
 {
 	char *lock_path = NULL;
 	bool had_lock;
+	struct stat st;
 	int64_t version;
 	int r;
 
 	r = make_parents(store);
 	if (r < 0)
 		return r;
+	/*
+	 * The rule of the -wal, -shm and -lock files (SQLite opens the first
+	 * two O_NOFOLLOW): no symbolic link, or a link to any file of the
+	 * user's (an empty one, say) would make that file a database.
+	 */
+	if (lstat(store->path, &st) == 0 && S_ISLNK(st.st_mode))
+		return bgrun__store_failf(store, -ELOOP,
+					  "%s is a symbolic link: refused for "
+					  "writing (give the file it points to)",
+					  store->path);
 	r = create_file(store, store->path, NULL);
 	if (r < 0)
 		return r;
@@ -574,7 +585,7 @@ static int open_readwrite(struct bgrun_store *store)
 	}
 	bgrun__filelock_init(&store->lock, store->lock_fd);
 	store->lock_timeout_ns = lock_timeout_ns();
-	r = open_db(store, NULL, SQLITE_OPEN_READWRITE);
+	r = open_db(store, NULL, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW);
 	if (r >= 0)
 		r = lock_file(store);
 	if (r >= 0) {

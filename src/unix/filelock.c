@@ -30,6 +30,7 @@
 #include "common/common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdatomic.h>
@@ -63,10 +64,16 @@ void bgrun__filelock_init(struct bgrun__filelock *l, int fd)
 	void *map;
 
 	*l = (struct bgrun__filelock){ .fd = fd };
-	/* Without the page (a file system that cannot map it): flock only. */
+	/*
+	 * Without the page (a file system that cannot map it, or has no
+	 * room for it): flock only. The page is allocated, not just made
+	 * part of the file: touching a hole of a full file system (a tmpfs)
+	 * is SIGBUS. fallocate keeps what another process wrote there.
+	 */
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return;
-	if (st.st_size < PAGE && ftruncate(fd, PAGE) < 0)
+	if ((st.st_size < PAGE || st.st_blocks * 512 < PAGE) &&
+	    fallocate(fd, 0, 0, PAGE) < 0)
 		return;
 	map = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map != MAP_FAILED)

@@ -1,0 +1,141 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# test-unwritable.sh: a log that cannot be written is said, never silent: full, read-only, corrupt, no daemon, no home.
+#
+# Usage: test-unwritable.sh BGRUN LOGSINK (absolute paths; meson passes them).
+# What bgrun says before it launches (one line: where the record waits, or
+# that it cannot be kept), --strict-log, what logsink status, query and
+# send say, and that the next writer that works stores what waited. The
+# file-system cases run in a mount namespace of their own (root, or
+# skipped): a 2 MB tmpfs filled up, and one remounted read-only.
+
+set -u
+
+BGRUN=${1:?usage: test-unwritable.sh BGRUN LOGSINK}
+LS=${2:?usage: test-unwritable.sh BGRUN LOGSINK}
+# The mounts are this script's alone, and go with it.
+if [ -z "${BGRUN_TEST_NS:-}" ] && [ "$(id -u)" = 0 ] &&
+	unshare -m --propagation private true 2>/dev/null; then
+	BGRUN_TEST_NS=1 exec unshare -m --propagation private "$0" "$@"
+fi
+
+USAGE_PROG=bgrun
+. "$(dirname "$0")/lib.sh"
+TMP=$(pwd -P)
+exec </dev/null
+# Our own socket directory: the dropped count lives there.
+export BGRUN_SOCKET=$TMP/run/sink.sock
+unset BGRUN_SINK BGRUN_STRICT_LOG XDG_STATE_HOME
+mkdir -m 0700 "$TMP/run"
+run() { capture "$BGRUN" "$@"; }
+lsink() { capture "$LS" "$@"; }
+# rows DB: how many events logsink finds.
+rows() { "$LS" --db "$1" query --json 2>/dev/null | wc -l; }
+
+# --- a database that is not one: kept in the spool, stored once repaired ---
+export BGRUN_DB=$TMP/corrupt/events.db
+mkdir "$TMP/corrupt"
+printf 'this is not a database, not at all\n' >"$BGRUN_DB"
+run --wait --print-id -- true
+ID=$OUT
+eq "corrupt: the command still runs" "$RC" 0
+eq "corrupt: one line on stderr" "$ERR_LINES" 1
+check "corrupt: it says why and where the record waits" \
+	eval '[[ $ERR == "bgrun: $BGRUN_DB is not an SQLite database: event $ID cannot be recorded now; it waits in the spool $BGRUN_DB.spool" ]]'
+lsink status
+eq "corrupt: status says something needs looking at" "$RC" 1
+check "corrupt: status: not writable" eval '[[ $OUT == *"writable: no: $BGRUN_DB is not an SQLite database"* ]]'
+check "corrupt: status: one event waiting" eval '[[ $OUT == *"spool:    1 waiting, 0 set aside"* ]]'
+run --strict-log -- touch "$TMP/ran"
+eq "corrupt: --strict-log: exit 125" "$RC" 125
+check "corrupt: --strict-log: the command was not launched" test ! -e "$TMP/ran"
+eq "corrupt: --strict-log: the message" "$ERR" \
+	"bgrun: $BGRUN_DB is not an SQLite database: not launched (--strict-log)"
+BGRUN_STRICT_LOG=1 run -- touch "$TMP/ran"
+eq "corrupt: BGRUN_STRICT_LOG=1: exit 125" "$RC" 125
+check "corrupt: BGRUN_STRICT_LOG=1: not launched" test ! -e "$TMP/ran"
+rm "$BGRUN_DB"
+run --wait -- true
+eq "repaired: no message" "$ERR" ""
+eq "repaired: the next launch stored the one that waited too" "$(rows "$BGRUN_DB")" 2
+check "repaired: the waiting one is there" eval '"$LS" show "$ID" >/dev/null'
+lsink status
+eq "repaired: status: all is well" "$RC" 0
+check "repaired: status: nothing waits" eval '[[ $OUT == *"spool:    0 waiting"* ]]'
+
+# --- BGRUN_SINK=daemon, no daemon: said; query and stats warn ---
+BGRUN_SINK=daemon run --wait -- true
+eq "no daemon: the command still runs" "$RC" 0
+check "no daemon: said, with the spool" \
+	eval '[[ $ERR == "bgrun: no logsink daemon answers on $BGRUN_SOCKET (BGRUN_SINK=daemon): event "*" cannot be recorded now; it waits in the spool $BGRUN_DB.spool" ]]'
+lsink query
+eq "no daemon: query still reads the log" "$RC" 0
+eq "no daemon: query warns of the waiting event" "$ERR" \
+	"logsink: 1 events wait in the spool $BGRUN_DB.spool and are not shown (the next writer that works stores them; see 'logsink status')"
+lsink stats
+check "no daemon: stats warns too" eval '[[ $ERR == *"1 events wait in the spool"* ]]'
+lsink status
+check "no daemon: status: the daemon does not answer" eval '[[ $OUT == *"daemon:   not running ($BGRUN_SOCKET)"* ]]'
+run --wait -- true
+eq "no daemon: the next embedded writer stores it" "$(rows "$BGRUN_DB")" 4
+
+# --- HOME=/ as a user who cannot write there ---
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+	setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$BGRUN"; then
+	capture env -u BGRUN_DB HOME=/ setpriv --reuid=65534 --regid=65534 \
+		--clear-groups "$BGRUN" --wait -- true
+	eq "HOME=/: the command still runs" "$RC" 0
+	check "HOME=/: said in one line: nowhere to keep it" \
+		eval '[[ $ERR == "bgrun: cannot write in /: Permission denied: event "*" cannot be recorded, nor kept in the spool" && $ERR_LINES == 1 ]]'
+else
+	echo "ok - HOME=/ # SKIP needs root, setpriv and a bgrun nobody may run"
+fi
+
+if [ -z "${BGRUN_TEST_NS:-}" ]; then
+	echo "ok - full and read-only file systems # SKIP no mount namespace (not root?)"
+	finish
+fi
+
+# --- a full file system (2 MB tmpfs, the spool on it too): dropped, counted ---
+mkdir "$TMP/full"
+mount -t tmpfs -o size=2m tmpfs "$TMP/full"
+export BGRUN_DB=$TMP/full/events.db
+dd if=/dev/zero of="$TMP/full/fill" bs=64k 2>/dev/null
+run --wait --print-id -- true
+ID=$OUT
+eq "full: the command still runs" "$RC" 0
+eq "full: --print-id prints the id" "${#ID}" 36
+check "full: and says it cannot be recorded nor kept" \
+	eval '[[ $ERR == "bgrun: the file system of $TMP/full is full ("*" KiB free): event $ID cannot be recorded, nor kept in the spool" ]]'
+run --strict-log -- touch "$TMP/ran"
+eq "full: --strict-log: exit 125, nothing launched" "$RC:$(test -e "$TMP/ran"; echo $?)" "125:1"
+lsink send --event full-test
+eq "full: logsink send: not recorded" "$RC" 1
+check "full: logsink send: dropped, said in one line" \
+	eval '[[ $ERR == *"not kept in the spool: No space left on device (dropped, counted by logsink status)" && $ERR_LINES == 1 ]]'
+lsink status
+eq "full: status: exit 1" "$RC" 1
+check "full: status: two events dropped (the launch's and send's)" \
+	eval '[[ $OUT == *"dropped:  2 ($TMP/run/dropped)"* ]]'
+rm "$TMP/full/fill"
+run --wait -- true
+eq "full, freed: recorded again, silently" "$ERR:$(rows "$BGRUN_DB")" ":1"
+
+# --- a read-only file system: said; a populated log is still read ---
+mkdir "$TMP/ro"
+mount -t tmpfs -o size=4m tmpfs "$TMP/ro"
+export BGRUN_DB=$TMP/ro/events.db
+run --wait -- true
+run --wait -- true
+mount -o remount,ro "$TMP/ro"
+run --wait --print-id -- true
+eq "read-only: the command still runs" "$RC" 0
+check "read-only: said in one line" \
+	eval '[[ $ERR == "bgrun: $BGRUN_DB is on a read-only file system: event $OUT cannot be recorded, nor kept in the spool" ]]'
+lsink query
+eq "read-only: query reads the log" "$RC:$OUT_LINES" "0:3"
+lsink status
+check "read-only: status: not writable" eval '[[ $OUT == *"writable: no: $BGRUN_DB is on a read-only file system"* ]]'
+umount "$TMP/ro" "$TMP/full"
+
+finish
