@@ -73,14 +73,17 @@ BGRUN_EXTERN int bgrun_store_new(struct bgrun_store **ret_store);
  * and the database (0600) and its lock file (0600), brings the schema up
  * to date (each migration step in its own transaction) and puts it in WAL
  * mode. A database whose application_id is not ours is refused unless it
- * is empty (application_id 0 and no tables).
+ * is empty (application_id 0 and no tables). A path that is a symbolic
+ * link is refused (-ELOOP), as SQLite refuses one for the -wal and -shm
+ * files: a link to any file (an empty one) would make it a database.
  *
  * BGRUN_STORE_READONLY: opens with SQLITE_OPEN_READONLY and never writes:
  * it creates neither the database nor directories nor the lock file; a
  * missing file (or a database nothing was ever written to) is -ENOENT.
  * (SQLite itself creates the -wal and -shm files beside a WAL database
  * for any reader, when it can. Where it cannot, in a directory the caller
- * may not write, the file is read as immutable if no writer is active.)
+ * may not write or on a read-only file system (a snapshot, a backup), the
+ * file is read as immutable if no writer is active: no -wal file.)
  *
  * On failure the store is left as bgrun_store_new made it (it may be
  * opened again, or closed), and bgrun_store_errmsg(store) is a one-line
