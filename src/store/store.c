@@ -653,7 +653,15 @@ static void release(struct bgrun_store *store)
 		 */
 		if (store->lock_fd >= 0)
 			flush_wal(store);
-		if (store->lock_fd >= 0 && lock_file(store) < 0)
+		/*
+		 * Not the whole lock timeout: a write that timed out has
+		 * already waited it, and without the lock the WAL is only
+		 * left for the next writer to checkpoint.
+		 */
+		if (store->lock_fd >= 0 &&
+		    bgrun__filelock_acquire(&store->lock,
+					    BGRUN__STORE_CHECKPOINT_WAIT_MS *
+						    INT64_C(1000000)) < 0)
 			(void)sqlite3_db_config(store->db,
 						SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
 						1, NULL);
