@@ -264,7 +264,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc)
-		lsink_usage("missing command (query, show, stats, prune, mark-lost)");
+		lsink_usage("missing command (query, show, stats, status, prune, mark-lost)");
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
 		const struct lsink_verb *v = &verbs[i];
 

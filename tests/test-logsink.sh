@@ -723,7 +723,7 @@ expect_usage "unknown option" "logsink query: unrecognized option '--bogus'"
 lsink frobnicate
 expect_usage "unknown command" "logsink: unknown command 'frobnicate'"
 lsink
-expect_usage "no command" "logsink: missing command (query, show, stats, prune, mark-lost)"
+expect_usage "no command" "logsink: missing command (query, show, stats, status, prune, mark-lost)"
 lsink prune
 expect_usage "prune without --older-than" "logsink: prune needs --older-than=AGE or --keep=N"
 lsink prune --older-than soon
