@@ -489,6 +489,7 @@ void case_open_symlink(void)
 {
 	char *dir = t_tmpdir(), *target = t_path(dir, "notes.txt");
 	char *db = t_path(dir, "events.db"), *real = t_path(dir, "real.db");
+	char *lock;
 	struct bgrun_event ev;
 	struct bgrun_store *s;
 	struct stat st;
@@ -504,7 +505,9 @@ void case_open_symlink(void)
 	free(msg);
 	ASSERT_SYS(stat(target, &st));
 	ASSERT_EQ(st.st_size, 0);
-	ASSERT(access(t_printf("%s-lock", target), F_OK) < 0);
+	lock = t_printf("%s-lock", target);
+	ASSERT(access(lock, F_OK) < 0);
+	free(lock);
 	/* A link to a real log: read, not written. */
 	ASSERT_OK(t_open(real, 0, &s));
 	bgrun_event_init(&ev, "commandfinish", "bgrun");

@@ -181,6 +181,8 @@ static int64_t distinct_events(char **names, size_t n)
 {
 	int64_t count = 0;
 
+	if (n == 0)
+		return 0;
 	qsort(names, n, sizeof(*names), cmp_name_id);
 	for (size_t i = 0; i < n; i++)
 		if (i == 0 || cmp_name_id(&names[i], &names[i - 1]) != 0)
@@ -327,7 +329,8 @@ int bgrun_sink_dropped_count(const char *socket, const char *db,
 		(void)snprintf(ids[n_ids++], sizeof(ids[0]), "%.*s",
 			       (int)strcspn(id, "\t"), id);
 	}
-	qsort(ids, n_ids, sizeof(*ids), cmp_id);
+	if (n_ids > 0)
+		qsort(ids, n_ids, sizeof(*ids), cmp_id);
 	for (size_t i = 0; i < n_ids; i++)
 		if (i == 0 || strcmp(ids[i], ids[i - 1]) != 0)
 			count++;
