@@ -18,15 +18,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+/* $BGRUN_STRICT_LOG (or [log] strict): a boolean as Mercurial spells one. */
 static bool strict_env(void)
 {
+	static const char *const yes[] = { "1", "yes", "true", "on" };
 	const char *s = getenv("BGRUN_STRICT_LOG");
 
-	return s != NULL && s[0] != '\0' && strcmp(s, "0") != 0;
+	for (size_t i = 0; s != NULL && i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (strcasecmp(s, yes[i]) == 0)
+			return true;
+	return false;
 }
 
 /* BGRUN_SINK=daemon: whether something accepts on the socket. */

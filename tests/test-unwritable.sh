@@ -26,6 +26,8 @@ exec </dev/null
 # Our own socket directory: the dropped count lives there.
 export BGRUN_SOCKET=$TMP/run/sink.sock
 unset BGRUN_SINK BGRUN_STRICT_LOG XDG_STATE_HOME
+# No configuration file but the one a check writes.
+export BGRUN_CONFIG=
 mkdir -m 0700 "$TMP/run"
 run() { capture "$BGRUN" "$@"; }
 lsink() { capture "$LS" "$@"; }
@@ -54,10 +56,17 @@ eq "corrupt: --strict-log: the message" "$ERR" \
 BGRUN_STRICT_LOG=1 run -- touch "$TMP/ran"
 eq "corrupt: BGRUN_STRICT_LOG=1: exit 125" "$RC" 125
 check "corrupt: BGRUN_STRICT_LOG=1: not launched" test ! -e "$TMP/ran"
+printf '[log]\nstrict = true\n' >"$TMP/strict.conf"
+BGRUN_CONFIG=$TMP/strict.conf run -- touch "$TMP/ran"
+eq "corrupt: [log] strict = true: exit 125, not launched" \
+	"$RC:$(test -e "$TMP/ran"; echo $?)" "125:1"
+BGRUN_STRICT_LOG=no run --wait -- touch "$TMP/ran"
+eq "corrupt: BGRUN_STRICT_LOG=no: launched" "$RC:$(test -e "$TMP/ran"; echo $?)" "0:0"
+rm -f "$TMP/ran"
 rm "$BGRUN_DB"
 run --wait -- true
 eq "repaired: no message" "$ERR" ""
-eq "repaired: the next launch stored the one that waited too" "$(rows "$BGRUN_DB")" 2
+eq "repaired: the next launch stored the two that waited too" "$(rows "$BGRUN_DB")" 3
 check "repaired: the waiting one is there" eval '"$LS" show "$ID" >/dev/null'
 lsink status
 eq "repaired: status: all is well" "$RC" 0
@@ -77,7 +86,7 @@ check "no daemon: stats warns too" eval '[[ $ERR == *"1 events wait in the spool
 lsink status
 check "no daemon: status: the daemon does not answer" eval '[[ $OUT == *"daemon:   not running ($BGRUN_SOCKET)"* ]]'
 run --wait -- true
-eq "no daemon: the next embedded writer stores it" "$(rows "$BGRUN_DB")" 4
+eq "no daemon: the next embedded writer stores it" "$(rows "$BGRUN_DB")" 5
 
 # --- HOME=/ as a user who cannot write there ---
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&

@@ -362,6 +362,7 @@ int bgrun_config_read_user(struct bgrun_config *c)
 		const char *section, *name, *env;
 	} to_env[] = {
 		{ "log", "db", "BGRUN_DB" },
+		{ "log", "strict", "BGRUN_STRICT_LOG" },
 		{ "sink", "mode", "BGRUN_SINK" },
 		{ "sink", "socket", "BGRUN_SOCKET" },
 	};
