@@ -163,3 +163,17 @@ bool lsink_format_option(enum lsink_format *format, int opt)
 	*format = f;
 	return true;
 }
+
+int64_t lsink_limit_arg(const char *arg)
+{
+	char *end;
+	long long n;
+
+	errno = 0;
+	n = strtoll(arg, &end, 10);
+	if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || errno != 0 ||
+	    n <= 0)
+		lsink_usage("invalid limit '%s': expected a positive number",
+			    lsink_printable(arg));
+	return n;
+}

@@ -148,6 +148,9 @@ enum {
 	{ "event", required_argument, NULL, LSINK_OPT_EVENT }, \
 	{ "host", required_argument, NULL, LSINK_OPT_HOST }
 
+/* --limit's argument: a positive number, or a usage error (exit 2). */
+int64_t lsink_limit_arg(const char *arg);
+
 /* The help lines of the filters. */
 extern const char lsink_filter_help[];
 

@@ -155,20 +155,6 @@ static int print_row(void *data, const struct bgrun_event_row *row)
 	return ferror(stdout) ? 1 : 0;
 }
 
-static int64_t limit_arg(const char *arg)
-{
-	char *end;
-	long long n;
-
-	errno = 0;
-	n = strtoll(arg, &end, 10);
-	if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || errno != 0 ||
-	    n <= 0)
-		lsink_usage("invalid limit '%s': expected a positive number",
-			    lsink_printable(arg));
-	return n;
-}
-
 int lsink_query_main(int argc, char **argv, const char *db)
 {
 	struct bgrun_query q = BGRUN_QUERY_INIT;
@@ -183,7 +169,7 @@ int lsink_query_main(int argc, char **argv, const char *db)
 			continue;
 		switch (opt) {
 		case LSINK_OPT_LIMIT:
-			q.limit = limit_arg(optarg);
+			q.limit = lsink_limit_arg(optarg);
 			break;
 		case OPT_ID:
 			if (!bgrun_event_id_valid(optarg, strlen(optarg)))

@@ -277,20 +277,6 @@ static int json_init(struct output *o)
 	return 0;
 }
 
-static int64_t limit_arg(const char *arg)
-{
-	char *end;
-	long long n;
-
-	errno = 0;
-	n = strtoll(arg, &end, 10);
-	if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || errno != 0 ||
-	    n <= 0)
-		lsink_usage("invalid limit '%s': expected a positive number",
-			    lsink_printable(arg));
-	return n;
-}
-
 static void print_header(const struct output *o)
 {
 	const char *name = key_names[o->key];
@@ -356,7 +342,7 @@ int lsink_stats_main(int argc, char **argv, const char *db)
 			break;
 		}
 		case LSINK_OPT_LIMIT:
-			limit = limit_arg(optarg);
+			limit = lsink_limit_arg(optarg);
 			break;
 		case OPT_PLOT:
 			plot = optarg;

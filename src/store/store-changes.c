@@ -120,10 +120,7 @@ int bgrun_store_cursor_set(struct bgrun_store *store, const char *name,
 
 	if (store == NULL || name == NULL || name[0] == '\0' || seq < 0)
 		return -EINVAL;
-	r = bgrun__store_enter(store);
-	if (r < 0)
-		return r;
-	r = bgrun__store_begin(store);
+	r = bgrun__store_enter_write(store);
 	if (r < 0)
 		return r;
 	r = bgrun__store_stmt(store, BGRUN__STMT_CURSOR_SET, &stmt);

@@ -157,6 +157,8 @@ int bgrun__store_failf(struct bgrun_store *store, int error,
 int bgrun__store_enter(struct bgrun_store *store);
 /* Takes the write lock and begins an immediate transaction. */
 int bgrun__store_begin(struct bgrun_store *store);
+/* bgrun__store_enter, then bgrun__store_begin: a public call that writes. */
+int bgrun__store_enter_write(struct bgrun_store *store);
 /*
  * Commits (r >= 0) or rolls back, releases the lock, then checkpoints if
  * the WAL has grown past checkpoint_frames; returns r or error.
@@ -169,6 +171,13 @@ void bgrun__store_unlock(struct bgrun_store *store);
 void bgrun__store_checkpoint(struct bgrun_store *store);
 
 /* store-schema.c */
+/*
+ * The first column of the first row of sql (a PRAGMA, a count), an
+ * integer: 0, or -errno with the store's message (-EBADMSG for a file
+ * that is not an SQLite database).
+ */
+int bgrun__store_query_int(struct bgrun_store *store, const char *sql,
+			   int64_t *ret_value);
 /*
  * What the file holds: *ret_version is our schema version, or 0 for a
  * database still empty. Anything else is -EBADMSG (not ours) or -EPROTO

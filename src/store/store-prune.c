@@ -21,33 +21,15 @@ static const char prune_keep_sql[] =
 	"FROM events WHERE result IS NOT 'running') "
 	"WHERE newer > ?2 AND time_ns < ?1)";
 
-/* A PRAGMA's integer value. */
-static int pragma_int(struct bgrun_store *store, const char *sql,
-		      int64_t *ret_value)
-{
-	sqlite3_stmt *stmt = NULL;
-	int rc;
-
-	rc = sqlite3_prepare_v2(store->db, sql, -1, &stmt, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW)
-		*ret_value = sqlite3_column_int64(stmt, 0);
-	(void)sqlite3_finalize(stmt);
-	if (rc != SQLITE_ROW)
-		return bgrun__store_fail(store, rc, sql);
-	return 0;
-}
-
 /* The bytes the database's pages take (its file, once checkpointed). */
 static int db_bytes(struct bgrun_store *store, int64_t *ret_bytes)
 {
 	int64_t pages = 0, size = 0;
 	int r;
 
-	r = pragma_int(store, "PRAGMA page_count", &pages);
+	r = bgrun__store_query_int(store, "PRAGMA page_count", &pages);
 	if (r >= 0)
-		r = pragma_int(store, "PRAGMA page_size", &size);
+		r = bgrun__store_query_int(store, "PRAGMA page_size", &size);
 	if (r >= 0)
 		*ret_bytes = pages * size;
 	return r;
@@ -117,22 +99,19 @@ int bgrun_store_prune_with(struct bgrun_store *store,
 	if (store == NULL || how == NULL || how->keep < 0 ||
 	    (how->older_than_ns == BGRUN_NULL && how->keep == 0))
 		return -EINVAL;
-	r = bgrun__store_enter(store);
-	if (r < 0)
-		return r;
-	r = bgrun__store_begin(store);
+	r = bgrun__store_enter_write(store);
 	if (r < 0)
 		return r;
 	r = db_bytes(store, &before);
 	if (r >= 0)
-		r = pragma_int(store, "PRAGMA auto_vacuum", &mode);
+		r = bgrun__store_query_int(store, "PRAGMA auto_vacuum", &mode);
 	if (r >= 0)
 		r = delete_rows(store, how, &res.deleted);
 	if (r >= 0 && how->dry_run) {
 		/* What the deletion left free: about what pruning gives back. */
-		r = pragma_int(store, "PRAGMA freelist_count", &free_pages);
+		r = bgrun__store_query_int(store, "PRAGMA freelist_count", &free_pages);
 		if (r >= 0)
-			r = pragma_int(store, "PRAGMA page_size", &page);
+			r = bgrun__store_query_int(store, "PRAGMA page_size", &page);
 		res.freed_bytes = free_pages * page;
 		/* Nothing of it stays: the same end as an error's. */
 		(void)bgrun__store_end(store, r >= 0 ? -ECANCELED : r);

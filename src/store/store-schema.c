@@ -90,9 +90,8 @@ _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
 		       BGRUN__STORE_VERSION,
 	       "one migration step per schema version");
 
-/* The first column of the first row of sql, an integer. */
-static int query_int(struct bgrun_store *store, const char *sql,
-		     int64_t *ret_value)
+int bgrun__store_query_int(struct bgrun_store *store, const char *sql,
+			   int64_t *ret_value)
 {
 	sqlite3_stmt *stmt = NULL;
 	int rc;
@@ -120,11 +119,11 @@ int bgrun__store_identify(struct bgrun_store *store, int64_t *ret_version)
 	int64_t app = 0, version = 0, objects = 0;
 	int r;
 
-	r = query_int(store, "PRAGMA application_id", &app);
+	r = bgrun__store_query_int(store, "PRAGMA application_id", &app);
 	if (r >= 0)
-		r = query_int(store, "PRAGMA user_version", &version);
+		r = bgrun__store_query_int(store, "PRAGMA user_version", &version);
 	if (r >= 0)
-		r = query_int(store, "SELECT count(*) FROM sqlite_schema",
+		r = bgrun__store_query_int(store, "SELECT count(*) FROM sqlite_schema",
 			      &objects);
 	if (r < 0)
 		return r;

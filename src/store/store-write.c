@@ -621,10 +621,7 @@ int bgrun_store_mark_lost(struct bgrun_store *store, int64_t *ret_count)
 
 	if (store == NULL)
 		return -EINVAL;
-	r = bgrun__store_enter(store);
-	if (r < 0)
-		return r;
-	r = bgrun__store_begin(store);
+	r = bgrun__store_enter_write(store);
 	if (r < 0)
 		return r;
 	r = bgrun__store_mark_lost_locked(store, &count);

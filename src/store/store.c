@@ -627,6 +627,13 @@ int bgrun__store_enter(struct bgrun_store *store)
 	return 0;
 }
 
+int bgrun__store_enter_write(struct bgrun_store *store)
+{
+	int r = bgrun__store_enter(store);
+
+	return r < 0 ? r : bgrun__store_begin(store);
+}
+
 /*
  * Back to what bgrun_store_new made: after a failed open (the caller
  * keeps the message: closing may write its own), and before the store
