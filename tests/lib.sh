@@ -122,6 +122,28 @@ wait_for() {
 	done
 }
 
+# need_executable FILE...: each must be executable, else the test is broken (exit 1).
+need_executable() {
+	local f
+	for f in "$@"; do
+		if [ ! -x "$f" ]; then
+			echo "# not executable: $f"
+			exit 1
+		fi
+	done
+}
+
+# need_program PROG...: each must be on PATH, else the test is skipped (exit 77).
+need_program() {
+	local p
+	for p in "$@"; do
+		if ! command -v "$p" >/dev/null; then
+			echo "# skipped: $p is not installed (scripts/setup.sh installs it)"
+			exit 77
+		fi
+	done
+}
+
 # finish: the summary line and the exit status.
 finish() {
 	if [ "$FAILED" -ne 0 ]; then

@@ -14,24 +14,14 @@ set -u
 BGRUN=${1:?usage: test-logsink.sh BGRUN LOGSINK RUN_TESTS}
 LS=${2:?usage: test-logsink.sh BGRUN LOGSINK RUN_TESTS}
 RT=${3:?usage: test-logsink.sh BGRUN LOGSINK RUN_TESTS}
-for f in "$BGRUN" "$LS" "$RT"; do
-	if [ ! -x "$f" ]; then
-		echo "# not executable: $f"
-		exit 1
-	fi
-done
-for p in python3 sqlite3; do
-	if ! command -v "$p" >/dev/null; then
-		echo "# skipped: $p is not installed (scripts/setup.sh installs it)"
-		exit 77
-	fi
-done
+USAGE_PROG=logsink
+. "$(dirname "$0")/lib.sh"
+need_executable "$BGRUN" "$LS" "$RT"
+need_program python3 sqlite3
 
 # The interpreter itself: a version manager's shim may take a second a start.
 PY=$(python3 -c 'import sys; print(sys.executable)') || exit 1
 
-USAGE_PROG=logsink
-. "$(dirname "$0")/lib.sh"
 TMP=$(pwd -P) # as bgrun records directories: resolved
 export BGRUN_DB=$TMP/events.db
 # A fixed local time zone that is not UTC (a POSIX rule: no tzdata needed),

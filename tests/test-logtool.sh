@@ -13,22 +13,12 @@ set -u
 BGRUN=${1:?usage: test-logtool.sh BGRUN LOGSINK RUN_TESTS}
 LS=${2:?usage: test-logtool.sh BGRUN LOGSINK RUN_TESTS}
 RT=${3:?usage: test-logtool.sh BGRUN LOGSINK RUN_TESTS}
-for f in "$BGRUN" "$LS" "$RT"; do
-	if [ ! -x "$f" ]; then
-		echo "# not executable: $f"
-		exit 1
-	fi
-done
-for p in python3 sqlite3; do
-	if ! command -v "$p" >/dev/null; then
-		echo "# skipped: $p is not installed (scripts/setup.sh installs it)"
-		exit 77
-	fi
-done
-PY=$(python3 -c 'import sys; print(sys.executable)') || exit 1
-
 USAGE_PROG=logsink
 . "$(dirname "$0")/lib.sh"
+need_executable "$BGRUN" "$LS" "$RT"
+need_program python3 sqlite3
+PY=$(python3 -c 'import sys; print(sys.executable)') || exit 1
+
 TMP=$(pwd -P)
 export BGRUN_DB=$TMP/events.db
 export BGRUN_SINK=embedded
