@@ -466,6 +466,20 @@ void bgrun_clone_close(struct bgrun_clone *c)
 	free(c);
 }
 
+/* What a job leaves when it ends: r, its message kept in c. */
+static int job_end(struct bgrun_clone *c, struct job *j, int r)
+{
+	if (j->parent_fd >= 0)
+		(void)close(j->parent_fd);
+	free(j->parent);
+	free(j->base);
+	if (r < 0)
+		(void)snprintf(c->errmsg, sizeof(c->errmsg), "%s",
+			       j->msg != NULL ? j->msg : bgrun_strerror(r));
+	free(j->msg);
+	return r;
+}
+
 int bgrun_clone(struct bgrun_clone *c, const struct bgrun_clone_opts *opts,
 		struct bgrun_clone_result *ret_result)
 {
@@ -557,17 +571,10 @@ out:
 	/* The lock goes last: the temporary is gone or is dest by now. */
 	if (j.owner_fd >= 0)
 		(void)close(j.owner_fd);
-	if (j.parent_fd >= 0)
-		(void)close(j.parent_fd);
 	if (j.bundle_fd >= 0)
 		(void)close(j.bundle_fd);
 	bgrun__bundle_close(&j.b);
-	free(j.parent);
-	free(j.base);
-	if (r < 0)
-		(void)snprintf(c->errmsg, sizeof(c->errmsg), "%s",
-			       j.msg != NULL ? j.msg : bgrun_strerror(r));
-	free(j.msg);
+	r = job_end(c, &j, r);
 	return r < 0 ? r : 0;
 }
 
@@ -600,15 +607,7 @@ int bgrun_clone_cleanup(struct bgrun_clone *c, const char *dest,
 	if (r < 0)
 		(void)job_fail(&j, r, "%s: %s", dir, strerror(-r));
 out:
-	if (j.parent_fd >= 0)
-		(void)close(j.parent_fd);
-	free(j.parent);
-	free(j.base);
-	if (r < 0)
-		(void)snprintf(c->errmsg, sizeof(c->errmsg), "%s",
-			       j.msg != NULL ? j.msg : bgrun_strerror(r));
-	free(j.msg);
-	return r;
+	return job_end(c, &j, r);
 }
 
 int (*bgrun__clone_close_fn)(int fd);
