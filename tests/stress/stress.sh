@@ -267,6 +267,10 @@ head -c 4096 /dev/urandom | dd of="$W/corrupt.db" bs=1 seek=100 conv=notrunc 2>/
 disk_case "corrupt database" "$W/corrupt.db"
 check "corrupt: the command still runs" test "$DRC" = 0
 finding 1 "corrupt: the user is told the event was not recorded" test -n "$DERR"
+st=$("$L" --db "$W/corrupt.db" status 2>&1 | grep '^spool:')
+figure "disk: corrupt database: logsink status says: '$st'"
+check "corrupt: logsink status shows the event waiting in the spool" \
+	test -n "$(printf '%s' "$st" | grep -E 'spool: +[1-9][0-9]* waiting')"
 BGRUN_DB=$W/held.db "$B" --wait -- true
 # flock -o: the lock is flock's own (its sleep does not inherit it); it
 # holds it once it has started its command.
@@ -277,10 +281,16 @@ PIDS+=("$holder")
 end=$((SECONDS + 10))
 until [ -n "$(pgrep -P "$holder")" ] || [ $SECONDS -ge $end ]; do sleep 0.02; done
 kill -STOP "$holder"
-disk_case "lock held by a stopped writer" "$W/held.db" 10
+# The lock's bound made short ($BGRUN_LOCK_TIMEOUT, default 10 s): a
+# logged launch writes twice (start, finish), each waiting at most that.
+BGRUN_LOCK_TIMEOUT=2 disk_case "lock held by a stopped writer (lock timeout 2 s)" "$W/held.db" 30
+finding 3 "stopped writer: bgrun --wait returns (bounded wait)" test "$DRC" != 124
+st=$("$L" --db "$W/held.db" status 2>&1 | grep '^spool:')
+figure "disk: stopped writer: logsink status says: '$st'"
+check "stopped writer: logsink status shows the event waiting in the spool" \
+	test -n "$(printf '%s' "$st" | grep -E 'spool: +[1-9][0-9]* waiting')"
 pkill -KILL -P "$holder" 2>/dev/null
 kill -KILL "$holder" 2>/dev/null
-finding 3 "stopped writer: bgrun --wait returns (bounded wait)" test "$DRC" != 124
 
 section "bad inputs"
 # Frames: random and mutated frames, each on a connection of its own, to a
