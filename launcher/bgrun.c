@@ -18,14 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/*
- * The logged mode (the supervisor, bgrun-full) and `bgrun clone`; the
- * Windows build has neither yet (-DBGRUN_CLI_LOG=0).
- */
-#ifndef BGRUN_CLI_LOG
-#define BGRUN_CLI_LOG 1
-#endif
-
 /* Waits for a child of ours and turns its status into our exit code. */
 static int wait_child(const char *what, struct bgrun_child *child)
 {

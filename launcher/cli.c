@@ -167,6 +167,7 @@ int cli_flush_stdout(void)
  * gone: a wrong value is said now, before anything is launched. (Opening
  * a sink connects nothing: it reads the environment and copies paths.)
  */
+#if BGRUN_CLI_LOG
 static void check_sink(void)
 {
 	struct bgrun_sink *sink = NULL;
@@ -180,6 +181,7 @@ static void check_sink(void)
 	}
 	bgrun_sink_close(sink);
 }
+#endif
 
 void cli_parse(struct cli *c, int argc, char **argv)
 {
@@ -301,8 +303,10 @@ void cli_parse(struct cli *c, int argc, char **argv)
 		usage_error("--kill-after needs --timeout");
 	if (c->log && c->print_pid && !c->ensurestart && !c->wait)
 		usage_error("--print-pid needs the command started; drop --no-ensurestart");
+#if BGRUN_CLI_LOG
 	if (c->log)
 		check_sink();
+#endif
 }
 
 void cli_free(struct cli *c)

@@ -10,6 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * The logged mode (the supervisor, bgrun-full, the sink) and `bgrun
+ * clone`; the Windows build has neither yet (-DBGRUN_CLI_LOG=0).
+ */
+#ifndef BGRUN_CLI_LOG
+#define BGRUN_CLI_LOG 1
+#endif
+
 /* The length of a NULL-terminated vector (0 for a NULL one). */
 static inline size_t vec_len(const char *const *v)
 {

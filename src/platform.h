@@ -8,6 +8,7 @@
 #include "common/common.h"
 
 #include <sys/types.h>
+#include <time.h>
 
 /* The platform's private types: struct bgrun__os_proc, struct bgrun__watch. */
 #if defined(_WIN32)
@@ -95,6 +96,13 @@ int64_t bgrun__proc_starttime(int64_t pid);
 /* Whether a `running` row with these fields has lost its supervisor. */
 bool bgrun__supervisor_gone(const char *boot_id, int64_t supervisor_pid,
 			    int64_t supervisor_start);
+/*
+ * The C library's calendar conversions under one name (timegm and
+ * localtime_r, or the Windows C runtime's _mkgmtime and localtime_s):
+ * bgrun__timegm gives (time_t)-1 on failure, bgrun__localtime NULL.
+ */
+time_t bgrun__timegm(struct tm *tm);
+struct tm *bgrun__localtime(const time_t *t, struct tm *ret_tm);
 
 /*
  * Moves a descriptor of the library's own (consumed, even on error) to

@@ -3,6 +3,7 @@
 
 #include "bgrun.h"
 #include "common/common.h"
+#include "platform.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -265,7 +266,7 @@ static int tm_to_ns(struct tm *tm, int64_t frac_ns, bool zoned, long offset,
 	time_t secs;
 
 	if (zoned) {
-		secs = timegm(tm) - offset;
+		secs = bgrun__timegm(tm) - offset;
 	} else {
 		/* Local time; the C library knows whether DST applies. */
 		tm->tm_isdst = -1;
@@ -330,7 +331,7 @@ static int parse_day_word(const char *text, int64_t now_ns, int64_t *ret_ns)
 		if (strncasecmp(text, words[i].word, n) != 0 ||
 		    (text[n] != '\0' && text[n] != ' '))
 			continue;
-		if (localtime_r(&now, &tm) == NULL)
+		if (bgrun__localtime(&now, &tm) == NULL)
 			return -ERANGE;
 		tm.tm_mday += words[i].days; /* mktime normalises */
 		tm.tm_hour = tm.tm_min = tm.tm_sec = 0;

@@ -220,3 +220,13 @@ ssize_t bgrun__self_path(char *buf, size_t size)
 
 	return n < 0 ? -errno : n;
 }
+
+time_t bgrun__timegm(struct tm *tm)
+{
+	return timegm(tm);
+}
+
+struct tm *bgrun__localtime(const time_t *t, struct tm *ret_tm)
+{
+	return localtime_r(t, ret_tm);
+}

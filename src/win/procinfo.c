@@ -6,6 +6,7 @@
 #include <bcrypt.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* Windows has no boot id: unknown (NULL), as the events allow. */
 const char *bgrun__boot_id(void)
@@ -96,4 +97,14 @@ const char *bgrun__user_name(int64_t uid)
 {
 	(void)uid;
 	return NULL;
+}
+
+time_t bgrun__timegm(struct tm *tm)
+{
+	return _mkgmtime(tm);
+}
+
+struct tm *bgrun__localtime(const time_t *t, struct tm *ret_tm)
+{
+	return localtime_s(ret_tm, t) == 0 ? ret_tm : NULL;
 }
