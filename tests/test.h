@@ -67,20 +67,7 @@ void t_rmtree(const char *dir);
 #define FAIL(...) t_fail(__FILE__, __LINE__, __VA_ARGS__)
 #define SKIP(...) t_skip(__FILE__, __LINE__, __VA_ARGS__)
 
-#define ASSERT(cond) \
-	do { \
-		if (!(cond)) \
-			FAIL("assertion failed: %s", #cond); \
-	} while (0)
-
-/* Compares two integers with op, printing both values on failure. */
-#define ASSERT_INT(a, op, b) \
-	do { \
-		long long a_ = (long long)(a), b_ = (long long)(b); \
-		if (!(a_ op b_)) \
-			FAIL("%s %s %s (%lld vs %lld)", #a, #op, #b, a_, b_); \
-	} while (0)
-#define ASSERT_EQ(a, b) ASSERT_INT(a, ==, b)
+#include "t-assert.h"
 
 /* Two equal strings, neither NULL. */
 #define ASSERT_STR_EQ(a, b) \

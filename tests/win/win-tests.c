@@ -43,17 +43,7 @@ t_exit(int code, int line, const char *fmt, ...)
 
 #define FAIL(...) t_exit(1, __LINE__, __VA_ARGS__)
 #define SKIP(...) t_exit(77, __LINE__, __VA_ARGS__)
-#define ASSERT(c) \
-	do { \
-		if (!(c)) \
-			FAIL("assertion failed: %s", #c); \
-	} while (0)
-#define ASSERT_INT(a, op, b) \
-	do { \
-		long long a_ = (long long)(a), b_ = (long long)(b); \
-		if (!(a_ op b_)) \
-			FAIL("%s %s %s (%lld vs %lld)", #a, #op, #b, a_, b_); \
-	} while (0)
+#include "../t-assert.h"
 #define ASSERT_STR(a, b) \
 	do { \
 		const char *a_ = (a), *b_ = (b); \
