@@ -50,6 +50,9 @@ enum bgrun__test_op {
 	 * fields.h): its member, its column and the column's declaration;
 	 * -ENOENT past the last. */
 	BGRUN__TEST_EVENT_FIELD,
+	/* (): Windows only: the last Windows error code the library met
+	 * that has no errno of its own (reported as EIO), or 0. */
+	BGRUN__TEST_WIN_LAST_UNMAPPED,
 };
 
 enum {

@@ -8,6 +8,7 @@
  */
 #include "bgrun/test-control.h"
 #include "spawn/spawn-internal.h"
+#include "win.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -17,6 +18,8 @@ int bgrun__test_control(int op, ...)
 	switch (op) {
 	case BGRUN__TEST_REAPER_PENDING:
 		return bgrun__reaper_pending();
+	case BGRUN__TEST_WIN_LAST_UNMAPPED:
+		return (int)bgrun__win_last_unmapped;
 	case BGRUN__TEST_SPOOL_WRITE:
 	case BGRUN__TEST_CLONE_CLOSE_FN:
 	case BGRUN__TEST_STORE_PATH:

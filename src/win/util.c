@@ -89,6 +89,8 @@ int bgrun__win_utf8(const WCHAR *s, int n, char **ret)
 	return 0;
 }
 
+volatile LONG bgrun__win_last_unmapped;
+
 int bgrun__win_errno(DWORD error)
 {
 	switch (error) {
@@ -144,6 +146,8 @@ int bgrun__win_errno(DWORD error)
 	case ERROR_WAIT_NO_CHILDREN:
 		return -ECHILD;
 	default:
+		(void)InterlockedExchange(&bgrun__win_last_unmapped,
+					  (LONG)error);
 		return -EIO;
 	}
 }

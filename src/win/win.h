@@ -32,6 +32,8 @@ int bgrun__win_utf16(const char *s, WCHAR **ret);
 int bgrun__win_utf8(const WCHAR *s, int n, char **ret);
 /* A Windows error code as -errno. */
 int bgrun__win_errno(DWORD error);
+/* The last error bgrun__win_errno had no errno for (tests read it). */
+extern volatile LONG bgrun__win_last_unmapped;
 /* 100 ns FILETIME units since 1601 -> ns since 1970. */
 int64_t bgrun__win_filetime_unix_ns(const FILETIME *ft);
 
