@@ -173,26 +173,33 @@ ninja -C "$builddir" >"$cache/ninja.log" 2>&1 || { cat "$cache/ninja.log" >&2; e
 # live as long as any program runs: a keeper program started first, with
 # its output in a file, lives for the whole run, so that they are
 # started by it, never by a test whose output meson reads through pipes.
-export WINEPREFIX=${WINEPREFIX:-$cache/wineprefix}
+#
+# The prefix, its wineserver and this run's files are the build
+# directory's own (not the shared cache's): two checkouts testing at the
+# same time must not share a wineserver, as the first to finish stops it
+# (`wineserver -k`) under the other's tests.
+run=$(cd "$builddir" && pwd)/wine
+mkdir -p "$run"
+export WINEPREFIX=${WINEPREFIX:-$run/prefix}
 export WINEDEBUG=-all WINEDLLOVERRIDES='mscoree,mshtml=' DISPLAY=
 unset WAYLAND_DISPLAY
 if [ ! -f "$WINEPREFIX/system.reg" ]; then
-	wineboot -i >"$cache/wineboot.log" 2>&1 </dev/null || true
+	wineboot -i >"$run/wineboot.log" 2>&1 </dev/null || true
 	wineserver -w
 fi
 # (-p fails when a server for this prefix runs already: that one is used.)
-wineserver -p >"$cache/wineserver.log" 2>&1 </dev/null || true
+wineserver -p >"$run/wineserver.log" 2>&1 </dev/null || true
 trap 'wineserver -k >/dev/null 2>&1 || true' EXIT
-rm -f "$cache/keeper.pid"
-wine "$builddir/tests/win/win-helper.exe" tree "$cache/keeper.pid" >"$cache/keeper.log" 2>&1 </dev/null &
+rm -f "$run/keeper.pid"
+wine "$builddir/tests/win/win-helper.exe" tree "$run/keeper.pid" >"$run/keeper.log" 2>&1 </dev/null &
 for _ in $(seq 600); do
-	[ -s "$cache/keeper.pid" ] && break
+	[ -s "$run/keeper.pid" ] && break
 	sleep 0.1
 done
 rc=0
 meson test -C "$builddir" --print-errorlogs --num-processes 2 \
-	>"$cache/meson-test.log" 2>&1 </dev/null || rc=$?
+	>"$run/meson-test.log" 2>&1 </dev/null || rc=$?
 # The skipped cases' reasons (meson keeps them in its log only).
 grep -h ': skipped: ' "$builddir/meson-logs/testlog.txt" 2>/dev/null || true
-cat "$cache/meson-test.log"
+cat "$run/meson-test.log"
 exit $rc
