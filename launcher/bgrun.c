@@ -175,11 +175,13 @@ static int run_clone(char **argv)
 	cli_msg("cannot run %s: %s", cli_printable(full), strerror(errno));
 	return EXIT_CANCELED;
 }
+#endif
 
 /*
  * The user's configuration file, before anything else: its [log] and
- * [sink] keys become the environment the chain reads (bgrun/config.h).
- * A broken file is a usage error, said once, before anything runs.
+ * [sink] keys become the environment the chain reads (bgrun/config.h),
+ * or the Windows supervisor. A broken file is a usage error, said once,
+ * before anything runs.
  */
 static void read_config(void)
 {
@@ -193,7 +195,6 @@ static void read_config(void)
 	}
 	bgrun_config_free(config);
 }
-#endif
 
 /*
  * main, or what the Windows build's wmain (win-main.c) calls with the
@@ -209,8 +210,8 @@ int BGRUN_CLI_MAIN(int argc, char **argv)
 	struct cli c;
 	int status;
 
-#if BGRUN_CLI_LOG
 	read_config();
+#if BGRUN_CLI_LOG
 	if (argc > 1 && strcmp(argv[1], "clone") == 0)
 		return run_clone(argv);
 #endif
@@ -221,13 +222,11 @@ int BGRUN_CLI_MAIN(int argc, char **argv)
 	else
 		status = launch_direct(&c);
 #else
-	/* A build without the supervisor and the store (Windows, so far). */
-	if (c.log) {
-		cli_msg("this build has no log (no supervisor, no store): use --no-log");
-		status = EXIT_CANCELED;
-	} else {
+	/* The Windows build: its own supervisor (win-launch.c). */
+	if (c.log)
+		status = win_launch_logged(&c, argv);
+	else
 		status = launch_direct(&c);
-	}
 #endif
 	cli_free(&c);
 	return status;

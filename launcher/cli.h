@@ -11,8 +11,9 @@
 #include <stdint.h>
 
 /*
- * The logged mode (the supervisor, bgrun-full, the sink) and `bgrun
- * clone`; the Windows build has neither yet (-DBGRUN_CLI_LOG=0).
+ * The POSIX logged mode (the supervisor chain, bgrun-full, the sink) and
+ * `bgrun clone`; the Windows build has neither (-DBGRUN_CLI_LOG=0): its
+ * logged mode is win-launch.c's.
  */
 #ifndef BGRUN_CLI_LOG
 #define BGRUN_CLI_LOG 1
@@ -135,6 +136,14 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
  * 0 if the supervisor went away without a word.
  */
 bgrun_pid_t launch_read_report(int fd, struct bgrun_failure *failure);
+
+/*
+ * win-launch.c: the Windows build's logged launch (BGRUN_CLI_LOG 0):
+ * bgrun-supervise.exe (win-supervise.c) instead of the POSIX chain;
+ * argv is bgrun's own, as for launch_supervised. Returns bgrun's exit
+ * code.
+ */
+int win_launch_logged(const struct cli *c, char **argv);
 
 /* clone.c: `bgrun clone ...` (argv[0] is "clone"). */
 int clone_main(int argc, char **argv);

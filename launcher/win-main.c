@@ -15,6 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#ifndef BGRUN_PROGRAM_NAME
+#define BGRUN_PROGRAM_NAME "bgrun"
+#endif
+
 int bgrun_cli_main(int argc, char **argv);
 int wmain(int argc, wchar_t **wargv);
 
@@ -38,9 +42,10 @@ int wmain(int argc, wchar_t **wargv)
 	}
 	/*
 	 * The C runtime's getopt names the program by the runtime's own
-	 * argv[0] (the full path) in its messages: bgrun's say "bgrun".
+	 * argv[0] (the full path) in its messages: bgrun's say "bgrun"
+	 * (logsink's "logsink": BGRUN_PROGRAM_NAME).
 	 */
-	__argv[0] = (char *)"bgrun";
+	__argv[0] = (char *)BGRUN_PROGRAM_NAME;
 	(void)_setmode(_fileno(stdout), _O_BINARY);
 	(void)_setmode(_fileno(stderr), _O_BINARY);
 	return bgrun_cli_main(argc, argv);

@@ -138,7 +138,8 @@ int bgrun__mkdir_p(const char *path, unsigned mode);
  * file's first page orders the waiters, and every wait is bounded. init
  * maps the page (without it, on a file system that cannot map, the lock
  * is flock alone, polled); fd stays the caller's. acquire: 0, -ETIMEDOUT
- * after timeout_ns, or -errno of flock.
+ * after timeout_ns, or -errno of flock. On Windows (src/win/filelock.c):
+ * a lock on one byte of the file, polled up to the bound, no queue.
  */
 struct bgrun__filelock {
 	int fd;

@@ -53,6 +53,11 @@ enum bgrun__test_op {
 	/* (): Windows only: the last Windows error code the library met
 	 * that has no errno of its own (reported as EIO), or 0. */
 	BGRUN__TEST_WIN_LAST_UNMAPPED,
+	/* (int fd, int64_t timeout_ns): Windows only: takes the store's
+	 * write lock (bgrun__filelock, src/platform.h) on the open lock file
+	 * fd, as a writer would, and keeps it until the process ends;
+	 * returns what acquiring it returned. */
+	BGRUN__TEST_FILELOCK,
 };
 
 enum {

@@ -261,7 +261,8 @@ int bgrun__event_prepare(struct bgrun_store *store,
 	p->ev = ev;
 	if (!valid_id(ev->id))
 		return bgrun__store_failf(store, -EINVAL,
-					  "event %zu: invalid id", index);
+					  "event %llu: invalid id",
+					  (unsigned long long)index);
 	if (ev->event == NULL || ev->event[0] == '\0')
 		return bgrun__store_failf(store, -EINVAL,
 					  "event %s: no event name", ev->id);

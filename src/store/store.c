@@ -379,10 +379,13 @@ static int wal_hook(void *data, sqlite3 *db, const char *name, int frames)
 /* The directories above path, each new one made 0700 (mkdir -p). */
 static int make_parents(struct bgrun_store *store)
 {
-	const char *slash = strrchr(store->path, '/');
+	const char *slash = NULL;
 	char *dir;
 	int r;
 
+	for (const char *p = store->path; *p != '\0'; p++)
+		if (strchr(BGRUN__PATH_SEPS, *p) != NULL)
+			slash = p;
 	if (slash == NULL || slash == store->path)
 		return 0; /* the working directory, or / */
 	dir = strndup(store->path, (size_t)(slash - store->path));

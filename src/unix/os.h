@@ -26,4 +26,7 @@ struct bgrun__watch {
 	void *data;
 };
 
+/* The characters that separate a path's components. */
+#define BGRUN__PATH_SEPS "/"
+
 #endif /* BGRUN_UNIX_OS_H */

@@ -30,4 +30,7 @@ struct bgrun__watch {
 	void *data;
 };
 
+/* The characters that separate a path's components. */
+#define BGRUN__PATH_SEPS "/\\"
+
 #endif /* BGRUN_WIN_OS_H */

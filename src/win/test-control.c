@@ -2,9 +2,9 @@
 /* test-control.c: bgrun__test_control in the Windows build: the operations of the modules it has (include/bgrun/test-control.h). */
 
 /*
- * src/test-control.c reaches into the store, the sink and the clone
- * pipeline, which the Windows build does not have yet: this one answers
- * what it can and -ENOSYS for the rest, so that a test can tell.
+ * src/test-control.c reaches into the sink and the clone pipeline, which
+ * the Windows build does not have yet: this one answers what it can and
+ * -ENOSYS for the rest, so that a test can tell.
  */
 #include "bgrun/test-control.h"
 #include "spawn/spawn-internal.h"
@@ -12,10 +12,34 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
+
+/* Kept until the process ends (never destroyed: the case wants it held). */
+static int hold_lock(int fd, int64_t timeout_ns)
+{
+	struct bgrun__filelock *l = malloc(sizeof(*l));
+
+	if (l == NULL)
+		return -ENOMEM;
+	bgrun__filelock_init(l, fd);
+	return bgrun__filelock_acquire(l, timeout_ns);
+}
 
 int bgrun__test_control(int op, ...)
 {
 	switch (op) {
+	case BGRUN__TEST_FILELOCK: {
+		va_list ap;
+		int fd, r;
+		int64_t timeout_ns;
+
+		va_start(ap, op);
+		fd = va_arg(ap, int);
+		timeout_ns = va_arg(ap, int64_t);
+		va_end(ap);
+		r = hold_lock(fd, timeout_ns);
+		return r;
+	}
 	case BGRUN__TEST_REAPER_PENDING:
 		return bgrun__reaper_pending();
 	case BGRUN__TEST_WIN_LAST_UNMAPPED:

@@ -24,14 +24,19 @@
 #define SIGKILL_ 9
 #define DEADLINE_MS 60000
 
-static const char *case_name;
+#include "win-tests.h"
 
-static void __attribute__((noreturn, format(printf, 3, 4)))
-t_exit(int code, int line, const char *fmt, ...)
+const char *case_name;
+
+void t_exit(int code, const char *file, int line, const char *fmt, ...)
 {
+	const char *base = strrchr(file, '/');
 	va_list ap;
 
-	fprintf(stderr, "win-tests.c:%d: %s: %s", line, case_name,
+	base = base != NULL ? base + 1 : file;
+	if (strrchr(base, '\\') != NULL)
+		base = strrchr(base, '\\') + 1;
+	fprintf(stderr, "%s:%d: %s: %s", base, line, case_name,
 		code == 77 ? "skipped: " : "");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -41,19 +46,8 @@ t_exit(int code, int line, const char *fmt, ...)
 	ExitProcess((UINT)code);
 }
 
-#define FAIL(...) t_exit(1, __LINE__, __VA_ARGS__)
-#define SKIP(...) t_exit(77, __LINE__, __VA_ARGS__)
-#include "../t-assert.h"
-#define ASSERT_STR(a, b) \
-	do { \
-		const char *a_ = (a), *b_ = (b); \
-		if (a_ == NULL || b_ == NULL || strcmp(a_, b_) != 0) \
-			FAIL("%s == %s (\"%s\" vs \"%s\")", #a, #b, \
-			     a_ ? a_ : "(null)", b_ ? b_ : "(null)"); \
-	} while (0)
-
 /* Whether we run under wine (it exports wine_get_version from ntdll). */
-static const char *wine_version(void)
+const char *wine_version(void)
 {
 	HMODULE nt = GetModuleHandleW(L"ntdll.dll");
 	const char *(*get)(void) = NULL;
@@ -65,7 +59,7 @@ static const char *wine_version(void)
 	return get();
 }
 
-static char *dup_printf(const char *fmt, ...)
+char *dup_printf(const char *fmt, ...)
 {
 	va_list ap;
 	char *s;
@@ -77,8 +71,8 @@ static char *dup_printf(const char *fmt, ...)
 	return s;
 }
 
-static char helper[MAX_PATH * 3];
-static char tmpdir[MAX_PATH * 3];
+char helper[MAX_PATH * 3];
+char tmpdir[MAX_PATH * 3];
 
 static void utf8_of(const WCHAR *w, char *out, size_t size)
 {
@@ -86,7 +80,7 @@ static void utf8_of(const WCHAR *w, char *out, size_t size)
 		FAIL("path not convertible");
 }
 
-static WCHAR *wide(const char *s)
+WCHAR *wide(const char *s)
 {
 	int n = MultiByteToWideChar(CP_UTF8, 0, s, -1, NULL, 0);
 	WCHAR *w = malloc((size_t)n * sizeof(WCHAR));
@@ -146,13 +140,13 @@ static void rmtree(const WCHAR *dir)
 	(void)RemoveDirectoryW(dir);
 }
 
-static char *tmp_path(const char *name)
+char *tmp_path(const char *name)
 {
 	return dup_printf("%s\\%s", tmpdir, name);
 }
 
 /* A whole file, NUL-terminated; *ret_len its length. NULL if absent. */
-static char *slurp(const char *path, size_t *ret_len)
+char *slurp(const char *path, size_t *ret_len)
 {
 	WCHAR *w = wide(path);
 	HANDLE h = CreateFileW(w, GENERIC_READ,
@@ -179,7 +173,7 @@ static char *slurp(const char *path, size_t *ret_len)
 	return buf;
 }
 
-static void spit(const char *path, const char *text)
+void spit(const char *path, const char *text)
 {
 	WCHAR *w = wide(path);
 	HANDLE h = CreateFileW(w, GENERIC_WRITE, 0, NULL, CREATE_ALWAYS, 0, NULL);
@@ -212,7 +206,7 @@ static int count_handles(void)
  * What an EIO stands for: the Windows error the library had no errno
  * for, so that a failure under wine says what wine said.
  */
-static const char *win_detail(int r)
+const char *win_detail(int r)
 {
 	static char buf[64];
 	int e = bgrun__test_control(BGRUN__TEST_WIN_LAST_UNMAPPED);
@@ -247,7 +241,7 @@ static bool wine_start_flake(int r, int *tries)
 }
 
 /* bgrun_spawn, failing the case with the stage and the error. */
-static int spawn_or_fail(struct bgrun_spawn_opts *o, struct bgrun_child **ret)
+int spawn_or_fail(struct bgrun_spawn_opts *o, struct bgrun_child **ret)
 {
 	struct bgrun_failure f = { BGRUN_STAGE_NONE, 0 };
 	int r, tries = 0;
@@ -264,7 +258,7 @@ static int spawn_or_fail(struct bgrun_spawn_opts *o, struct bgrun_child **ret)
 }
 
 /* Launches opts with a handle, waits for it; returns its exit code. */
-static int run(struct bgrun_spawn_opts *o, struct bgrun_status *ret)
+int run(struct bgrun_spawn_opts *o, struct bgrun_status *ret)
 {
 	struct bgrun_child *c = NULL;
 	struct bgrun_status st;
@@ -307,7 +301,7 @@ static char **split0(char *buf, size_t len, size_t *ret_n)
 }
 
 /* The arguments no quoting may lose. */
-static const char *const awkward[] = {
+const char *const awkward[] = {
 	"",
 	" ",
 	"two words",
@@ -339,7 +333,7 @@ static const char *const awkward[] = {
 };
 
 /* Checks the helper's args file against exp (after helper args OUT). */
-static void check_args(const char *out, const char *const *exp, size_t first)
+void check_args(const char *out, const char *const *exp, size_t first)
 {
 	size_t len, n, nexp = 0;
 	char *buf = slurp(out, &len), **v;
@@ -1127,7 +1121,7 @@ static void case_detach_breakaway(void)
 
 /* --- bgrun.exe (src/win/meson.build builds it beside src/win/) --- */
 
-static char *bgrun_path(void)
+char *bgrun_path(void)
 {
 	char *dir = strdup(helper);
 
@@ -1136,7 +1130,7 @@ static char *bgrun_path(void)
 }
 
 /* Runs bgrun with args; its exit code, *ret_err what it said on stderr. */
-static int run_bgrun(const char *const *args, char **ret_err)
+int run_bgrun(const char *const *args, char **ret_err)
 {
 	const char *argv[96] = { NULL };
 	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
@@ -1185,9 +1179,6 @@ static void case_cli_exit_codes(void)
 	/* getopt's own message, named "bgrun" as every other. */
 	ASSERT(strncmp(err, "bgrun: ", 7) == 0 && strstr(err, "bogus") != NULL);
 	ASSERT(strstr(err, "\nTry 'bgrun --help'.\n") != NULL);
-	/* The logged mode is not in this build: said, and bgrun's own failure. */
-	ASSERT_INT(run_bgrun((const char *[]){ helper, "exit", "0", NULL }, &err), ==, 125);
-	ASSERT(strstr(err, "use --no-log") != NULL);
 	/* Shell mode, and its exit code through -w. */
 	ASSERT_INT(run_bgrun((const char *[]){ "--no-log", "-w", "-s", "exit 3",
 					      NULL }, &err), ==, 3);
@@ -1232,6 +1223,9 @@ static const struct {
 #define WIN(name) { #name, case_##name },
 #include "cases.def"
 #undef WIN
+#define LOG(name) { #name, case_##name },
+#include "log-cases.def"
+#undef LOG
 };
 
 int main(int argc, char **argv)
@@ -1241,6 +1235,9 @@ int main(int argc, char **argv)
 			printf("%s\n", cases[i].name);
 		return 0;
 	}
+	/* The logged mode's cases run this program as their writers. */
+	if (argc >= 2 && strncmp(argv[1], "--log-", 6) == 0)
+		return win_log_child(argc, argv);
 	if (argc != 2) {
 		fprintf(stderr, "usage: win-tests CASE | --list\n");
 		return 2;
