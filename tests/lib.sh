@@ -19,6 +19,11 @@ trap cleanup EXIT
 cd "$TMP" || exit 1
 FAILED=0
 
+# The sqlite3 shell with a busy timeout: a test that reads the log while a
+# recorder or the daemon commits would otherwise fail with "database is
+# locked" on a loaded machine (the shell's default is not to wait).
+sqlite3() { command sqlite3 -cmd '.timeout 30000' "$@"; }
+
 pass() { echo "ok - $1"; }
 fail() { echo "not ok - $1"; FAILED=1; }
 # check DESC COMMAND...: ok when COMMAND succeeds.
