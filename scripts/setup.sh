@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 packages=(gcc libc6-dev musl-tools meson ninja-build pkg-config libuv1-dev
 	  libsqlite3-dev sqlite3 mercurial gnuplot-nox libcurl4-openssl-dev
-	  python3-dev libpq-dev postgresql openssl)
+	  python3-dev libpq-dev postgresql openssl
+	  scdoc bash-completion zsh fish)
 scripts/install-packages.sh "${packages[@]}"
 
 builddir="${1:-build}"

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # test-config.sh: the user's configuration file (bgrun/config.h), as bgrun and logsink read it.
 #
-# Usage: test-config.sh BGRUN LOGSINK (meson passes them). Every check
+# Usage: test-config.sh BGRUN LOGSINK [EXAMPLE] (meson passes them; EXAMPLE
+# is contrib/config.example, parsed as shipped and uncommented). Every check
 # runs real programs on a real event log in a temporary directory; with
 # --wait the finish is recorded before bgrun returns, so nothing polls.
 
@@ -10,6 +11,7 @@ set -u
 
 BGRUN=${1:?usage: test-config.sh BGRUN LOGSINK}
 LOGSINK=${2:?usage: test-config.sh BGRUN LOGSINK}
+EXAMPLE=${3:+$(realpath "$3")}
 USAGE_PROG=bgrun
 . "$(dirname "$0")/lib.sh"
 exec </dev/null
@@ -118,5 +120,47 @@ else
 fi
 kill "$SERVE_PID" 2>/dev/null
 wait "$SERVE_PID" 2>/dev/null
+
+# --- contrib/config.example: it parses, and each item it shows works -------
+if [ -z "$EXAMPLE" ]; then
+	echo "# skipped: contrib/config.example (no path given)"
+	finish
+fi
+# As shipped every item is commented out: the same as no file.
+before=$(count "$TMP/state/bgrun/events.db")
+BGRUN_CONFIG=$EXAMPLE capture "$BGRUN" -w -- true
+eq "config.example as shipped: bgrun exit 0" "$RC" 0
+eq "config.example as shipped: the default log" \
+	"$(count "$TMP/state/bgrun/events.db")" $((before + 1))
+BGRUN_CONFIG=$EXAMPLE capture "$LOGSINK" query
+eq "config.example as shipped: logsink exit 0" "$RC" 0
+# Every item uncommented ('#name = value'), the example's socket moved
+# into this test's runtime directory: the real parser takes each one.
+sed -E 's/^#([a-z][a-z0-9.-]* = )/\1/' "$EXAMPLE" |
+	sed "s|/run/user/1000|$XDG_RUNTIME_DIR|" >"$TMP/example.conf"
+check "config.example shows items (#name = value)" \
+	test "$(grep -cE '^[a-z][a-z0-9.-]* = ' "$TMP/example.conf")" -ge 8
+eq "config.example: every item line is uncommented" \
+	"$(grep -cE '^[a-z][a-z0-9.-]* = ' "$TMP/example.conf")" \
+	"$(grep -cE '^#[a-z][a-z0-9.-]* = ' "$EXAMPLE")"
+BGRUN_CONFIG=$TMP/example.conf capture "$BGRUN" -w -- true
+eq "config.example uncommented: bgrun exit 0" "$RC" 0
+eq "config.example uncommented: [log] db = ~/...: the event there" \
+	"$(count "$HOME/.local/state/bgrun/events.db")" 1
+BGRUN_CONFIG=$TMP/example.conf capture "$LOGSINK" status
+check "config.example uncommented: logsink status names that log" \
+	grep -qxF "log:      $HOME/.local/state/bgrun/events.db" "$TMP/.stdout"
+check "config.example uncommented: and the [sink] socket" \
+	grep -qF "($XDG_RUNTIME_DIR/bgrun/sink.sock)" "$TMP/.stdout"
+BGRUN_CONFIG=$TMP/example.conf capture "$BGRUN" clone "$TMP/no-such.hg" "$TMP/no-clone"
+eq "config.example uncommented: bgrun clone reads its [hooks] (exit 1: no bundle, not 2)" "$RC" 1
+# [log] strict as the example spells it, set to true, with a log that
+# cannot be written (a directory): nothing launched.
+mkdir "$TMP/dir-as-db"
+sed -e 's/^strict = false$/strict = true/' \
+	-e "s|^db = .*|db = $TMP/dir-as-db|" "$TMP/example.conf" >"$TMP/example-strict.conf"
+BGRUN_CONFIG=$TMP/example-strict.conf capture "$BGRUN" -w -- touch "$TMP/ran"
+eq "config.example, strict = true, an unwritable log: exit 125" "$RC" 125
+check "config.example, strict = true, an unwritable log: nothing ran" test ! -e "$TMP/ran"
 
 finish

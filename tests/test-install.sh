@@ -12,7 +12,8 @@
 # bgrun/test-control.h), libbgrun.so.N and libbgrun-store.so.N with their
 # SONAME and the .so link, bgrun.pc and bgrun-store.pc, the programs
 # (bgrun, logsink) and the helpers in libexec/bgrun (bgrun-start,
-# bgrun-full, logsink-full). Then it writes a small C program, compiles it
+# bgrun-full, logsink-full), the man pages, completions and example
+# configuration file. Then it writes a small C program, compiles it
 # with `pkg-config --cflags --libs bgrun bgrun-store` resolved into D
 # (PKG_CONFIG_SYSROOT_DIR) and runs it against D's libraries: it spawns a
 # command with ensurestart (itself, exiting 3), waits for it, writes the
@@ -94,6 +95,23 @@ if [ -e "$BUILD/logsink/logsink-pg.so" ]; then
 fi
 capture "$D$PREFIX/bin/bgrun" --version
 eq "the installed bgrun runs: exit 0" "$RC" 0
+
+# --- what ships beside them: man pages, completions, the example ---
+# (the man pages only when this build made them: scdoc was found)
+if [ -e "$BUILD/docs/man/bgrun.1" ]; then
+	mandir=$(find "$D" -type d -path '*/man/man1' | head -1)
+	check "man pages installed (PREFIX/share/man)" test -n "$mandir"
+	for p in man1/bgrun.1 man1/bgrun-clone.1 man1/logsink.1 man5/bgrun-config.5 \
+		man3/libbgrun.3; do
+		check "man page $p installed" test -s "${mandir%/man1}/$p"
+	done
+fi
+for f in bash-completion/completions/bgrun bash-completion/completions/logsink \
+	zsh/vendor-completions/_bgrun zsh/vendor-completions/_logsink \
+	fish/vendor_completions.d/bgrun.fish fish/vendor_completions.d/logsink.fish \
+	doc/bgrun/examples/config.example; do
+	check "share/$f installed" test -s "$D$PREFIX/share/$f"
+done
 
 # --- a program outside the tree ---
 mkdir -p "$TMP/outside" && cd "$TMP/outside" || exit 1

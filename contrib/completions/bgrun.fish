@@ -53,8 +53,11 @@ function __bgrun_job_ids
     bgrun ps --json 2>/dev/null | sed -n 's/.*"id" *: *"[^"]*\([^"]\{8\}\)".*/\1/p'
 end
 
+# True when the first word is not a verb: the command line launches.
 function __bgrun_launching
-    not __bgrun_verb_is clone
+    set -l tokens (commandline -opc)
+    test (count $tokens) -ge 2; or return 0
+    not contains -- $tokens[2] (__bgrun_verbs | string replace -r '\t.*' '')
 end
 
 complete -c bgrun -f
