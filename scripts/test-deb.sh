@@ -117,6 +117,28 @@ fi
 check "the user units are installed (not enabled)" \
 	test -f /usr/lib/systemd/user/logsink.socket -a -f /usr/lib/systemd/user/logsink.service
 
+# The documentation that ships: man pages, completions, the example.
+shipped=(/usr/share/man/man1/bgrun.1.gz /usr/share/man/man1/bgrun-clone.1.gz
+	/usr/share/man/man1/logsink.1.gz /usr/share/man/man5/bgrun-config.5.gz
+	/usr/share/man/man3/libbgrun.3.gz
+	/usr/share/bash-completion/completions/bgrun
+	/usr/share/bash-completion/completions/logsink
+	/usr/share/zsh/vendor-completions/_bgrun /usr/share/zsh/vendor-completions/_logsink
+	/usr/share/fish/vendor_completions.d/bgrun.fish
+	/usr/share/fish/vendor_completions.d/logsink.fish
+	/usr/share/doc/bgrun/examples/config.example)
+for f in "${shipped[@]}"; do
+	check "installed: $f" test -s "$f"
+done
+check "man bgrun: the installed page, without a warning" \
+	sh -c 'MANWIDTH=80 man --warnings -P cat bgrun 2>"$0/man.err" | grep -qx NAME && ! grep . "$0/man.err"' "$tmp"
+if [ -f /usr/share/bash-completion/bash_completion ]; then
+	check "bash-completion loads the installed completion of bgrun" \
+		bash -c '. /usr/share/bash-completion/bash_completion; _completion_loader bgrun; complete -p bgrun | grep -q _bgrun'
+fi
+check "the example configuration parses: bgrun -w -- true with it" \
+	sh -c "$(declare -f run); home='$home'; run env BGRUN_CONFIG=/usr/share/doc/bgrun/examples/config.example bgrun -w -- true"
+
 # Purge: every file of the packages gone.
 for p in "${pkgs[@]}"; do
 	dpkg -L "$p" 2>/dev/null | while read -r f; do [ -f "$f" ] && echo "$f"; done
@@ -125,6 +147,9 @@ check "apt-get purge of the five packages" \
 	env DEBIAN_FRONTEND=noninteractive $sudo apt-get purge -y -qq "${pkgs[@]}"
 for p in "${pkgs[@]}"; do
 	check "purged: dpkg -L $p knows nothing" sh -c "! dpkg -L $p >/dev/null 2>&1"
+done
+for f in "${shipped[@]}"; do
+	check "purged: $f" test ! -e "$f"
 done
 check "purged: none of the packages' files is left" \
 	sh -c "! xargs -r ls -d <'$tmp/installed' 2>/dev/null | grep ."
