@@ -233,4 +233,21 @@ for lib in bgrun bgrun-store; do
 	check "the loader takes lib$lib from D" \
 		eval '[[ $line == *"=> $LIBDIR/lib$lib.so."* ]]'
 done
+
+# The EXAMPLE of libbgrun(3), as its page gives it, built against D.
+page=$(cd "$(dirname "$0")/.." && pwd)/docs/man/libbgrun.3.scd
+# (its scdoc source writes a backslash twice, even in a literal block)
+sed -n '/^# EXAMPLE$/,/^# /p' "$page" | sed -n '/^```$/,/^```$/p' | sed '1d;$d' |
+	sed 's/\\\\/\\/g' >example.c
+check "libbgrun(3) has an EXAMPLE program" grep -q 'int main' example.c
+export PKG_CONFIG_PATH=$PCDIR PKG_CONFIG_SYSROOT_DIR=$D
+# shellcheck disable=SC2086
+capture "${CC:-cc}" "${CFLAGS[@]}" -o example example.c $(pkg-config --cflags --libs bgrun)
+unset PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
+eq "libbgrun(3)'s example compiles against D (pkg-config bgrun)" "$RC" 0
+[ -n "$ERR" ] && echo "$ERR" | sed 's/^/# /'
+capture env LD_LIBRARY_PATH="$LIBDIR" ./example /bin/sh -c 'exit 3'
+eq "libbgrun(3)'s example runs a command: its exit status" "$RC" 3
+capture env LD_LIBRARY_PATH="$LIBDIR" ./example no-such-command-here
+eq "libbgrun(3)'s example: a command not found is 127" "$RC" 127
 finish
