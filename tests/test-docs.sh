@@ -112,6 +112,12 @@ for c in $cmds; do
 	section=$(scd_section "$MAN/logsink.1.scd" "## $c")
 	check "logsink(1) has a section for the command $c" test -n "$section"
 	capture "$LOGSINK" "$c" --help
+	# pg-init's help comes from the PostgreSQL module, absent from a
+	# build without libpq.
+	if [ "$RC" -ne 0 ] && [[ $ERR == *"PostgreSQL support is not available"* ]]; then
+		echo "# skipped: the options of logsink $c (this build has no PostgreSQL module)"
+		continue
+	fi
 	eq "logsink $c --help: exit 0" "$RC" 0
 	check_opts "logsink(1) $c" "$OUT" "$section" '^--(db|help)$|^-h$'
 done
@@ -163,7 +169,7 @@ for f in logsink.bash _logsink logsink.fish; do
 		_*) grep -qE -- "^ +'$c:" "$COMP/$f" ;;
 		*.fish) grep -qE -- "-a $c -d " "$COMP/$f" ;;
 		esac || missing+=" $c"
-		for o in $("$LOGSINK" "$c" --help | help_opts | awk '{print $NF}'); do
+		for o in $("$LOGSINK" "$c" --help 2>/dev/null | help_opts | awk '{print $NF}'); do
 			case $f in
 			*.fish) grep -qE -- "-l ${o#--}( |$)" "$COMP/$f" ;;
 			*) grep -qE -- "(^|[^a-z-])$o([^a-z-]|$)" "$COMP/$f" ;;
