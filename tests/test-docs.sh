@@ -96,7 +96,8 @@ for v in $verbs; do
 		check "bgrun(1) $v: points to bgrun-$v(1)" grep -qF "*bgrun-$v*(1)" <<<"$section"
 		check_opts "bgrun-$v(1)" "$OUT" "$(scd_section "$MAN/bgrun-$v.1.scd" "# OPTIONS")"
 	else
-		check_opts "bgrun(1) $v" "$OUT" "$section"
+		# Every verb has -h, --help: said once, above the sections.
+		check_opts "bgrun(1) $v" "$OUT" "$section" '^--help$|^-h$'
 	fi
 done
 
