@@ -56,6 +56,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -417,6 +418,25 @@ static void check_recorder(const struct start *st, struct recorder *r)
 	(void)start_recorder(st, r);
 }
 
+/*
+ * The guardian (below) is a subreaper: what COMMAND leaves behind,
+ * orphaned, becomes its child. Reaps those that have ended, never
+ * COMMAND nor the recorder, which are waited for by pid (the first
+ * zombie found is looked at, not reaped, until it is neither).
+ */
+static void reap_adopted(const struct start *st, const struct recorder *r)
+{
+	for (;;) {
+		siginfo_t si = { .si_pid = 0 };
+
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+		    si.si_pid <= 0 || si.si_pid == st->pid ||
+		    si.si_pid == r->pid)
+			return;
+		(void)waitpid(si.si_pid, NULL, WNOHANG);
+	}
+}
+
 static void arm(int tfd, int64_t ns)
 {
 	struct itimerspec its = { .it_value = { ns / 1000000000,
@@ -465,6 +485,7 @@ static int supervise(const struct start *st, struct recorder *rec, int sfd,
 			break;
 		/* SIGCHLD also says when the recorder ends. */
 		check_recorder(st, rec);
+		reap_adopted(st, rec);
 		if (poll(p, tfd >= 0 ? 2 : 1, -1) < 0)
 			continue; /* EINTR; nothing else can fail here */
 		if ((p[0].revents & POLLIN) &&
@@ -543,6 +564,257 @@ static int finish_recorder(const struct start *st, struct recorder *r,
 	}
 }
 
+/*
+ * THE GUARDIAN. bgrun-start forks once, before COMMAND is launched. The
+ * parent, the guardian, is a child subreaper (PR_SET_CHILD_SUBREAPER)
+ * and only waits while its child, the supervisor, lives; the child
+ * launches COMMAND and does everything said above. Why: the supervisor
+ * is COMMAND's parent, the one process that learns its exit status and
+ * rusage. Killed (kill -9) without a guardian, COMMAND was orphaned to
+ * init, which reaped it, and the finish was never known. With the
+ * guardian above it, an orphaned COMMAND becomes the guardian's child,
+ * and the guardian then does what the supervisor would have: forwards
+ * signals, enforces the timeout, reaps COMMAND (its true status and
+ * rusage, from wait4), and has a recorder write the finish (the
+ * `running` row again first, which names the guardian as the
+ * supervisor now). On a pipe the guardian reads only once the
+ * supervisor has ended, the supervisor tells it COMMAND's pid and start
+ * (or why it could not start), then COMMAND's end line once it has it, so
+ * that a supervisor killed after it reaped COMMAND loses nothing either.
+ *
+ * Only an ancestor of COMMAND can adopt it, so the guardian must exist
+ * before COMMAND does: the fork is on the user's clock (a static process
+ * of a few pages; README, launch-wall). Writing to the pipe wakes
+ * nobody, so the launch and the report stay the supervisor's alone.
+ *
+ * As a subreaper the guardian also adopts whatever COMMAND leaves behind
+ * (a daemon it started, orphaned): it reaps those that end while it
+ * lives, and those still running go to init when it exits, as before. A
+ * killed guardian costs nothing (the supervisor is still COMMAND's
+ * parent). Both killed: the finish is lost, and the row is reported lost
+ * once COMMAND has ended too (bgrun/store.h).
+ */
+
+/* The supervisor's end of the pipe to the guardian; -1: no guardian. */
+static int guard_fd = -1;
+
+/* One line to the guardian (atomic: far below PIPE_BUF); never blocks. */
+static void tell_guard(const char *line)
+{
+	if (guard_fd >= 0)
+		(void)write_all(guard_fd, line, strlen(line));
+}
+
+/* COMMAND's pid and start, or why it could not start (see guard_learn). */
+static void tell_guard_launch(const struct start *st)
+{
+	char line[128];
+
+	if (st->pid > 0)
+		(void)snprintf(line, sizeof(line), "child %ld %lld %lld\n",
+			       (long)st->pid, (long long)st->realtime,
+			       (long long)st->mono);
+	else
+		(void)snprintf(line, sizeof(line), "failed %d %lld %lld\n",
+			       st->error, (long long)st->realtime,
+			       (long long)st->mono);
+	tell_guard(line);
+}
+
+/* What the guardian knows of COMMAND. */
+struct guard {
+	pid_t sup;         /* the supervisor, our child */
+	int fd;            /* our end of its pipe (non-blocking) */
+	char buf[1024];    /* what it wrote, NUL-terminated */
+	size_t len;
+	bool reaped;       /* COMMAND became ours and ended: ws, ru */
+	int ws;
+	struct rusage ru;
+};
+
+/* Reads what the supervisor wrote so far. */
+static void guard_drain(struct guard *g)
+{
+	for (;;) {
+		ssize_t n = read(g->fd, g->buf + g->len,
+				 sizeof(g->buf) - 1 - g->len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		g->len += (size_t)n;
+	}
+	g->buf[g->len] = '\0';
+}
+
+/*
+ * From the supervisor's lines: st->pid, st->error and the clocks, and
+ * end (COMMAND's end line, or "" if it did not get that far). Returns 0,
+ * or -1 if it told nothing (it ended before it launched anything).
+ */
+static int guard_learn(const struct guard *g, struct start *st,
+		       char end[static 512])
+{
+	const char *p = g->buf;
+	int r = -1;
+
+	end[0] = '\0';
+	while (*p != '\0') {
+		const char *nl = strchr(p, '\n');
+		long long a, b, c;
+
+		if (nl == NULL)
+			break; /* a line cut short: not written whole */
+		if (sscanf(p, "child %lld %lld %lld", &a, &b, &c) == 3 && a > 0) {
+			st->pid = (pid_t)a;
+			st->realtime = b;
+			st->mono = c;
+			r = 0;
+		} else if (sscanf(p, "failed %lld %lld %lld", &a, &b, &c) == 3) {
+			st->pid = -1;
+			st->error = (int)a;
+			st->realtime = b;
+			st->mono = c;
+			r = 0;
+		} else if (strncmp(p, "end ", 4) == 0 &&
+			   (size_t)(nl - p) + 2 <= 512) {
+			memcpy(end, p, (size_t)(nl - p) + 1);
+			end[nl - p + 1] = '\0';
+		}
+		p = nl + 1;
+	}
+	return r;
+}
+
+/*
+ * Reaps what has ended: the supervisor (0 with *ret_ws once it has),
+ * COMMAND (once the supervisor is gone it is ours: its status is kept in
+ * g), and what was orphaned to us. Returns 1 while the supervisor runs.
+ */
+static int guard_reap(struct guard *g, bool block, int *ret_ws)
+{
+	struct start known = { .pid = -1 };
+	char end[512];
+	int running = 1;
+
+	/* COMMAND's pid first: it may be among the children below. */
+	guard_drain(g);
+	(void)guard_learn(g, &known, end);
+	for (;;) {
+		struct rusage ru;
+		int ws;
+		pid_t w = wait4(-1, &ws, block && running ? 0 : WNOHANG, &ru);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w == 0 || (w < 0 && errno != ECHILD))
+			return running;
+		if (w < 0)
+			return 0; /* no child at all: it is gone */
+		if (w == g->sup) {
+			*ret_ws = ws;
+			running = 0;
+			guard_drain(g); /* its last words, before it ended */
+			(void)guard_learn(g, &known, end);
+		} else if (w == known.pid) {
+			g->reaped = true;
+			g->ws = ws;
+			g->ru = ru;
+		}
+	}
+}
+
+/*
+ * The guardian's life: waits for the supervisor, forwarding to it the
+ * signals a process sent us (a terminal's reach it too), and takes over
+ * if it was killed. Returns our exit status: the supervisor's, or
+ * COMMAND's (128+N for signal N), or 125 if nothing was launched.
+ */
+static int guard(struct start *st, struct guard *g, const sigset_t *set)
+{
+	struct recorder rec = { .pid = -1, .fd = -1 };
+	struct rusage ru = { 0 };
+	bool timed_out = false;
+	char end[512];
+	int sfd, ws = 0, cws = 0;
+
+	/* bgrun waits for the report's end: only the supervisor holds it. */
+	(void)close(STARTER_FD);
+	null_stdio();
+	sfd = signalfd(-1, set, SFD_CLOEXEC);
+	while (guard_reap(g, sfd < 0, &ws) > 0) {
+		struct signalfd_siginfo si;
+
+		if (read(sfd, &si, sizeof(si)) != sizeof(si))
+			continue; /* EINTR */
+		if (si.ssi_signo != SIGCHLD && si.ssi_code <= 0)
+			(void)kill(g->sup, (int)si.ssi_signo);
+	}
+	if (!WIFSIGNALED(ws) || guard_learn(g, st, end) < 0) {
+		/* It ended of itself (its status is COMMAND's), or too early. */
+		ws = WIFEXITED(ws) ? WEXITSTATUS(ws) : 125;
+		goto out;
+	}
+	if (st->pid <= 0) {
+		/* COMMAND could not start: the recorder says spawn_failed. */
+		ws = finish_recorder(st, &rec, NULL);
+		if (ws < 0)
+			ws = 125;
+		goto out;
+	}
+	if (end[0] == '\0' && g->reaped) {
+		/* It ended as the supervisor was killed: we reaped it. */
+		timed_out = st->timeout_ns > 0 && WIFSIGNALED(g->ws) &&
+			    now_ns(CLOCK_MONOTONIC) - st->mono >= st->timeout_ns;
+		format_end(end, st, g->ws, timed_out, &g->ru);
+	} else if (end[0] == '\0') {
+		/* It runs, our child now: the `running` row names us. */
+		(void)start_recorder(st, &rec);
+		if (supervise(st, &rec, sfd, &timed_out, &cws, &ru) == 0)
+			format_end(end, st, cws, timed_out, &ru);
+	}
+	if (sscanf(end, "end %d", &cws) == 1)
+		ws = WIFEXITED(cws) ? WEXITSTATUS(cws) : 128 + WTERMSIG(cws);
+	else
+		ws = 125; /* the status is lost, as in main */
+	(void)finish_recorder(st, &rec, end);
+out:
+	if (sfd >= 0)
+		(void)close(sfd);
+	(void)close(g->fd);
+	return ws;
+}
+
+/*
+ * Becomes the guardian, or returns -1 in the supervisor (also when no
+ * guardian can be had: the supervisor then works alone, as it did).
+ */
+static int fork_guard(struct start *st, const sigset_t *set)
+{
+	struct guard g = { .sup = -1 };
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0 ||
+	    (g.sup = fork()) < 0) {
+		(void)prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+		(void)close(p[0]);
+		(void)close(p[1]);
+		return -1;
+	}
+	if (g.sup == 0) {
+		/* The supervisor; the attribute is not inherited. */
+		(void)close(p[0]);
+		guard_fd = p[1];
+		return -1;
+	}
+	(void)close(p[1]);
+	g.fd = p[0];
+	return guard(st, &g, set);
+}
+
 int main(int argc, char **argv, char **envp)
 {
 	struct start st = { .pid = -1, .rec_envp = envp };
@@ -574,8 +846,13 @@ int main(int argc, char **argv, char **envp)
 		code = 125;
 		goto out;
 	}
+	/* The guardian returns here when it is done, the supervisor -1. */
+	code = fork_guard(&st, &set);
+	if (code >= 0)
+		goto out;
 
 	launch(&st);
+	tell_guard_launch(&st);
 	report(&st);
 	/* bgrun has its answer: what follows is off its clock. */
 	null_stdio();
@@ -594,6 +871,7 @@ int main(int argc, char **argv, char **envp)
 		end[0] = '\0';
 	} else {
 		format_end(end, &st, wstatus, timed_out, &ru);
+		tell_guard(end);
 		code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus)
 					  : 128 + WTERMSIG(wstatus);
 	}

@@ -93,6 +93,12 @@ const char *bgrun__user_name(int64_t uid);
 void bgrun__random_bytes(unsigned char *buf, size_t len);
 /* The start time of process pid (opaque units), or BGRUN_NULL if none. */
 int64_t bgrun__proc_starttime(int64_t pid);
+/*
+ * When the live process pid started, on CLOCK_REALTIME in ns (to within
+ * the platform's tick: 10 ms on Linux), or BGRUN_NULL if there is none,
+ * it has ended (a zombie) or the platform cannot tell.
+ */
+int64_t bgrun__proc_start_realtime(int64_t pid);
 /* Whether a `running` row with these fields has lost its supervisor. */
 bool bgrun__supervisor_gone(const char *boot_id, int64_t supervisor_pid,
 			    int64_t supervisor_start);

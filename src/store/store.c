@@ -66,8 +66,8 @@ static const char *const stmt_sql[BGRUN__N_STMTS] = {
 	[BGRUN__STMT_GET_PART] = "SELECT id FROM events "
 				   "WHERE instr(id, ?1) > 0 LIMIT 2",
 	[BGRUN__STMT_RUNNING] =
-		"SELECT id, boot_id, supervisor_pid, supervisor_start "
-		"FROM events WHERE result = 'running' AND result != 'success'",
+		"SELECT id, boot_id, supervisor_pid, supervisor_start, pid, "
+		"start_ns FROM events WHERE result = 'running' AND result != 'success'",
 	[BGRUN__STMT_MARK_LOST] =
 		"UPDATE events SET result = 'lost', changed_seq = ?2 "
 		"WHERE id = ?1 AND result = 'running'",
