@@ -584,7 +584,8 @@ static int finish_recorder(const struct start *st, struct recorder *r,
  *
  * Only an ancestor of COMMAND can adopt it, so the guardian must exist
  * before COMMAND does: the fork is on the user's clock (a static process
- * of a few pages; README, launch-wall). Writing to the pipe wakes
+ * of a few pages; README, launch-wall). After it the guardian only
+ * blocks until bgrun has its report, and writing to the pipe wakes
  * nobody, so the launch and the report stay the supervisor's alone.
  *
  * As a subreaper the guardian also adopts whatever COMMAND leaves behind
@@ -739,10 +740,24 @@ static int guard(struct start *st, struct guard *g, const sigset_t *set)
 	char end[512];
 	int sfd, ws = 0, cws = 0;
 
-	/* bgrun waits for the report's end: only the supervisor holds it. */
+	sfd = signalfd(-1, set, SFD_CLOEXEC);
+	/*
+	 * Nothing more while bgrun waits for the report: we wait for bgrun
+	 * to close its end of the channel (POLLHUP: it has exited; as
+	 * report() does) or for a signal (the supervisor ended, or one to
+	 * forward: the loop below reads it). Then the channel is closed (if
+	 * the supervisor died before it reported, bgrun waits for its end)
+	 * and COMMAND's streams let go.
+	 */
+	if (sfd >= 0) {
+		struct pollfd p[2] = { { .fd = STARTER_FD, .events = 0 },
+				       { .fd = sfd, .events = POLLIN } };
+
+		while (poll(p, 2, -1) < 0 && errno == EINTR)
+			;
+	}
 	(void)close(STARTER_FD);
 	null_stdio();
-	sfd = signalfd(-1, set, SFD_CLOEXEC);
 	while (guard_reap(g, sfd < 0, &ws) > 0) {
 		struct signalfd_siginfo si;
 
