@@ -49,6 +49,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -56,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -339,6 +341,9 @@ struct recorder {
 	unsigned starts;
 };
 
+/* The recorder's argv, made once before the guardian's clone, or NULL. */
+static char **rec_argv;
+
 /*
  * Starts a recorder, r->fd our end of its descriptor 3: 0, or -1
  * (none started; r->pid stays -1). It keeps our signal mask (the signals
@@ -355,7 +360,8 @@ static int start_recorder(const struct start *st, struct recorder *r)
 	if (r->starts >= RECORDER_STARTS)
 		return -1;
 	r->starts++;
-	argv = calloc(st->n_rec + 2, sizeof(*argv));
+	/* Under a guardian, no malloc (see THE GUARDIAN): made before. */
+	argv = rec_argv != NULL ? rec_argv : calloc(st->n_rec + 2, sizeof(*argv));
 	/*
 	 * A socket, not a pipe: the recorder takes its descriptor 3, made by
 	 * its parent (SO_PEERCRED), as the proof that it was started by us,
@@ -363,7 +369,8 @@ static int start_recorder(const struct start *st, struct recorder *r)
 	 */
 	if (argv == NULL ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0) {
-		free(argv);
+		if (argv != rec_argv)
+			free(argv);
 		return -1;
 	}
 	if (st->pid > 0)
@@ -385,7 +392,8 @@ static int start_recorder(const struct start *st, struct recorder *r)
 		(void)posix_spawn_file_actions_destroy(&fa);
 	}
 	(void)close(p[0]);
-	free(argv);
+	if (argv != rec_argv)
+		free(argv);
 	if (pid <= 0) {
 		(void)close(p[1]);
 		return -1;
@@ -565,35 +573,43 @@ static int finish_recorder(const struct start *st, struct recorder *r,
 }
 
 /*
- * THE GUARDIAN. bgrun-start forks once, before COMMAND is launched. The
- * parent, the guardian, is a child subreaper (PR_SET_CHILD_SUBREAPER)
- * and only waits while its child, the supervisor, lives; the child
- * launches COMMAND and does everything said above. Why: the supervisor
- * is COMMAND's parent, the one process that learns its exit status and
- * rusage. Killed (kill -9) without a guardian, COMMAND was orphaned to
- * init, which reaped it, and the finish was never known. With the
- * guardian above it, an orphaned COMMAND becomes the guardian's child,
- * and the guardian then does what the supervisor would have: forwards
- * signals, enforces the timeout, reaps COMMAND (its true status and
- * rusage, from wait4), and has a recorder write the finish (the
- * `running` row again first, which names the guardian as the
- * supervisor now). On a pipe the guardian reads only once the
- * supervisor has ended, the supervisor tells it COMMAND's pid and start
- * (or why it could not start), then COMMAND's end line once it has it, so
- * that a supervisor killed after it reaped COMMAND loses nothing either.
+ * THE GUARDIAN. The supervisor is COMMAND's parent, the one process that
+ * learns its exit status and rusage; killed (kill -9) with nothing above
+ * it, COMMAND was orphaned to init, which reaped it, and the finish was
+ * never known. So bgrun-start's first process becomes the guardian, a
+ * child subreaper (PR_SET_CHILD_SUBREAPER), and the supervisor is its
+ * child: an orphaned COMMAND becomes the guardian's child, and the
+ * guardian then does what the supervisor would have: forwards signals,
+ * enforces the timeout, reaps COMMAND (its true status and rusage, from
+ * wait4), and has a recorder write the finish (the `running` row again
+ * first, which names the guardian as the supervisor now). The supervisor
+ * tells it, on a pipe read only then, COMMAND's pid and start (or why it
+ * could not start), then COMMAND's end line once it has it, so that a
+ * supervisor killed after it reaped COMMAND loses nothing either.
  *
  * Only an ancestor of COMMAND can adopt it, so the guardian must exist
- * before COMMAND does: the fork is on the user's clock (a static process
- * of a few pages; README, launch-wall). After it the guardian only
- * blocks until bgrun has its report, and writing to the pipe wakes
- * nobody, so the launch and the report stay the supervisor's alone.
+ * before COMMAND does, on the user's clock. A fork() there cost the
+ * copy of the address space and the faults of copy-on-write before the
+ * launch (launch-wall p50 1.5 x on a loaded machine). So the supervisor
+ * is made much as posix_spawn makes its child: clone(CLONE_VM), on a
+ * stack of its own, in the guardian's memory and descriptor table
+ * (CLONE_FILES): nothing is copied, and the guardian at once sleeps in
+ * waitpid until the supervisor has ended. (Not CLONE_VFORK: its wait is
+ * uninterruptible, and every job would add 1 to the load average.)
+ * Sharing is safe because only one of the two runs: the guardian touches
+ * nothing in between (its only call, waitpid, with every caught signal
+ * blocked, returns only then), and no heap memory after it (the
+ * recorder's argv is made before: a supervisor killed inside malloc
+ * would leave the heap half-changed).
  *
- * As a subreaper the guardian also adopts whatever COMMAND leaves behind
- * (a daemon it started, orphaned): it reaps those that end while it
- * lives, and those still running go to init when it exits, as before. A
- * killed guardian costs nothing (the supervisor is still COMMAND's
- * parent). Both killed: the finish is lost, and the row is reported lost
- * once COMMAND has ended too (bgrun/store.h).
+ * While it waits for it the guardian reaps nothing else, so the
+ * supervisor is a subreaper too, once bgrun has its report: what COMMAND
+ * leaves behind (a daemon it started, orphaned) is the supervisor's to
+ * reap, and goes to the guardian, then to init, only after. A killed guardian costs
+ * nothing (the supervisor still is COMMAND's parent). Both killed: the
+ * finish is lost, and the row is reported lost once COMMAND has ended
+ * too (bgrun/store.h). Signals for COMMAND go to the supervisor (the
+ * row's supervisor_pid); the guardian forwards none while it waits.
  */
 
 /* The supervisor's end of the pipe to the guardian; -1: no guardian. */
@@ -726,11 +742,19 @@ static int guard_reap(struct guard *g, bool block, int *ret_ws)
 	}
 }
 
+/* The supervisor's descriptors, left in the table we shared: closed. */
+static void close_others(int keep)
+{
+	/* Few and low: the lowest free number is always taken. */
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd != keep)
+			(void)close(fd);
+}
+
 /*
- * The guardian's life: waits for the supervisor, forwarding to it the
- * signals a process sent us (a terminal's reach it too), and takes over
- * if it was killed. Returns our exit status: the supervisor's, or
- * COMMAND's (128+N for signal N), or 125 if nothing was launched.
+ * The guardian, once the supervisor has ended: takes over if it was
+ * killed. Returns our exit status: the supervisor's, or COMMAND's
+ * (128+N for signal N), or 125 if nothing was launched.
  */
 static int guard(struct start *st, struct guard *g, const sigset_t *set)
 {
@@ -738,39 +762,22 @@ static int guard(struct start *st, struct guard *g, const sigset_t *set)
 	struct rusage ru = { 0 };
 	bool timed_out = false;
 	char end[512];
-	int sfd, ws = 0, cws = 0;
+	int sfd = -1, ws = 0, cws = 0;
 
-	sfd = signalfd(-1, set, SFD_CLOEXEC);
-	/*
-	 * Nothing more while bgrun waits for the report: we wait for bgrun
-	 * to close its end of the channel (POLLHUP: it has exited; as
-	 * report() does) or for a signal (the supervisor ended, or one to
-	 * forward: the loop below reads it). Then the channel is closed (if
-	 * the supervisor died before it reported, bgrun waits for its end)
-	 * and COMMAND's streams let go.
-	 */
-	if (sfd >= 0) {
-		struct pollfd p[2] = { { .fd = STARTER_FD, .events = 0 },
-				       { .fd = sfd, .events = POLLIN } };
-
-		while (poll(p, 2, -1) < 0 && errno == EINTR)
-			;
-	}
-	(void)close(STARTER_FD);
-	null_stdio();
-	while (guard_reap(g, sfd < 0, &ws) > 0) {
-		struct signalfd_siginfo si;
-
-		if (read(sfd, &si, sizeof(si)) != sizeof(si))
-			continue; /* EINTR */
-		if (si.ssi_signo != SIGCHLD && si.ssi_code <= 0)
-			(void)kill(g->sup, (int)si.ssi_signo);
-	}
+	while (waitpid(g->sup, &ws, 0) < 0 && errno == EINTR)
+		;
+	guard_drain(g);
 	if (!WIFSIGNALED(ws) || guard_learn(g, st, end) < 0) {
 		/* It ended of itself (its status is COMMAND's), or too early. */
 		ws = WIFEXITED(ws) ? WEXITSTATUS(ws) : 125;
 		goto out;
 	}
+	/* Its descriptors: the old recorder waits for the end of one. */
+	close_others(g->fd);
+	null_stdio();
+	sfd = signalfd(-1, set, SFD_CLOEXEC);
+	/* COMMAND may have ended already, a zombie that is ours now. */
+	(void)guard_reap(g, false, &cws);
 	if (st->pid <= 0) {
 		/* COMMAND could not start: the recorder says spawn_failed. */
 		ws = finish_recorder(st, &rec, NULL);
@@ -795,49 +802,131 @@ static int guard(struct start *st, struct guard *g, const sigset_t *set)
 		ws = 125; /* the status is lost, as in main */
 	(void)finish_recorder(st, &rec, end);
 out:
+	/* What ended and came to us, reaped; what runs goes to init. */
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
 	if (sfd >= 0)
 		(void)close(sfd);
-	(void)close(g->fd);
 	return ws;
 }
 
-/*
- * Becomes the guardian, or returns -1 in the supervisor (also when no
- * guardian can be had: the supervisor then works alone, as it did).
- */
-static int fork_guard(struct start *st, const sigset_t *set)
-{
-	struct guard g = { .sup = -1 };
-	int p[2];
+static int supervisor(struct start *st, const sigset_t *set);
 
-	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
-		return -1;
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0 ||
-	    (g.sup = fork()) < 0) {
-		(void)prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
-		(void)close(p[0]);
-		(void)close(p[1]);
-		return -1;
-	}
-	if (g.sup == 0) {
-		/* The supervisor; the attribute is not inherited. */
-		(void)close(p[0]);
-		guard_fd = p[1];
-		return -1;
-	}
-	(void)close(p[1]);
-	g.fd = p[0];
-	return guard(st, &g, set);
+struct sup_arg {
+	struct start *st;
+	const sigset_t *set;
+};
+
+static int supervisor_entry(void *arg)
+{
+	const struct sup_arg *a = arg;
+
+	return supervisor(a->st, a->set);
 }
 
-int main(int argc, char **argv, char **envp)
+/* The supervisor's stack: ample for what it calls (posix_spawn included). */
+#define SUP_STACK (1u << 20)
+
+/*
+ * Runs the supervisor under a guardian and returns the guardian's exit
+ * status, or -1 if no guardian can be had (the caller then is the
+ * supervisor alone, as it was).
+ */
+static int run_guarded(struct start *st, const sigset_t *set)
 {
-	struct start st = { .pid = -1, .rec_envp = envp };
+	struct guard g = { .sup = -1 };
+	struct sup_arg a = { .st = st, .set = set };
+	char *stack;
+	int p[2], r;
+
+	rec_argv = calloc(st->n_rec + 2, sizeof(*rec_argv));
+	if (rec_argv == NULL)
+		return -1;
+	stack = mmap(NULL, SUP_STACK, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		goto none;
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		goto unmap;
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		goto close_pipe;
+	guard_fd = p[1];
+	/* The supervisor runs on; we wait for it (guard: waitpid). */
+	g.sup = clone(supervisor_entry, stack + SUP_STACK,
+		      CLONE_VM | CLONE_FILES | SIGCHLD, &a);
+	if (g.sup < 0) {
+		guard_fd = -1;
+		(void)prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+		goto close_pipe;
+	}
+	g.fd = p[0];
+	r = guard(st, &g, set);
+	(void)close(p[0]);
+	(void)close(p[1]);
+	(void)munmap(stack, SUP_STACK);
+	free(rec_argv);
+	rec_argv = NULL;
+	return r;
+close_pipe:
+	(void)close(p[0]);
+	(void)close(p[1]);
+unmap:
+	(void)munmap(stack, SUP_STACK);
+none:
+	free(rec_argv);
+	rec_argv = NULL;
+	return -1;
+}
+
+/*
+ * The supervisor: launches COMMAND, reports, starts the recorder, waits
+ * for COMMAND and has its finish recorded. Returns our exit status.
+ */
+static int supervisor(struct start *st, const sigset_t *set)
+{
 	struct recorder rec = { .pid = -1, .fd = -1 };
 	struct rusage ru = { 0 };
 	bool timed_out = false;
 	int sfd, wstatus = 0, code;
 	char end[512];
+
+	launch(st);
+	tell_guard_launch(st);
+	report(st);
+	/* bgrun has its answer: what follows is off its clock. */
+	null_stdio();
+	/* Ours to reap, while the guardian sleeps (see THE GUARDIAN). */
+	if (guard_fd >= 0)
+		(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	(void)start_recorder(st, &rec);
+	if (st->pid <= 0) {
+		/* The recorder says spawn_failed, and gives the exit code. */
+		code = finish_recorder(st, &rec, NULL);
+		return code < 0 ? 125 : code;
+	}
+	sfd = signalfd(-1, set, SFD_CLOEXEC);
+	if (supervise(st, &rec, sfd, &timed_out, &wstatus, &ru) < 0) {
+		/* The status is lost: no end line, the row stays running. */
+		code = 125;
+		end[0] = '\0';
+	} else {
+		format_end(end, st, wstatus, timed_out, &ru);
+		tell_guard(end);
+		code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus)
+					  : 128 + WTERMSIG(wstatus);
+	}
+	/* Done when the finish is recorded (bgrun --wait relies on it). */
+	(void)finish_recorder(st, &rec, end);
+	/* The table is shared with the guardian: leave it as we found it. */
+	if (sfd >= 0)
+		(void)close(sfd);
+	return code;
+}
+
+int main(int argc, char **argv, char **envp)
+{
+	struct start st = { .pid = -1, .rec_envp = envp };
+	int code;
 	size_t len = 0;
 	sigset_t set;
 
@@ -861,37 +950,10 @@ int main(int argc, char **argv, char **envp)
 		code = 125;
 		goto out;
 	}
-	/* The guardian returns here when it is done, the supervisor -1. */
-	code = fork_guard(&st, &set);
-	if (code >= 0)
-		goto out;
-
-	launch(&st);
-	tell_guard_launch(&st);
-	report(&st);
-	/* bgrun has its answer: what follows is off its clock. */
-	null_stdio();
-	(void)start_recorder(&st, &rec);
-	if (st.pid <= 0) {
-		/* The recorder says spawn_failed, and gives the exit code. */
-		code = finish_recorder(&st, &rec, NULL);
-		if (code < 0)
-			code = 125;
-		goto out;
-	}
-	sfd = signalfd(-1, &set, SFD_CLOEXEC);
-	if (supervise(&st, &rec, sfd, &timed_out, &wstatus, &ru) < 0) {
-		/* The status is lost: no end line, the row stays running. */
-		code = 125;
-		end[0] = '\0';
-	} else {
-		format_end(end, &st, wstatus, timed_out, &ru);
-		tell_guard(end);
-		code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus)
-					  : 128 + WTERMSIG(wstatus);
-	}
-	/* Done when the finish is recorded (bgrun --wait relies on it). */
-	(void)finish_recorder(&st, &rec, end);
+	/* The guardian returns when all is done; without one, we supervise. */
+	code = run_guarded(&st, &set);
+	if (code < 0)
+		code = supervisor(&st, &set);
 out:
 	free(st.argv);
 	free(st.envp);
