@@ -705,36 +705,22 @@ static int guard_learn(const struct guard *g, struct start *st,
 }
 
 /*
- * Reaps what has ended: the supervisor (0 with *ret_ws once it has),
- * COMMAND (once the supervisor is gone it is ours: its status is kept in
- * g), and what was orphaned to us. Returns 1 while the supervisor runs.
+ * Once the supervisor is gone: reaps what has ended among its orphans,
+ * now ours, keeping COMMAND's status and rusage in g if it is among them
+ * (st->pid, from guard_learn).
  */
-static int guard_reap(struct guard *g, bool block, int *ret_ws)
+static void guard_reap(struct guard *g, const struct start *st)
 {
-	struct start known = { .pid = -1 };
-	char end[512];
-	int running = 1;
-
-	/* COMMAND's pid first: it may be among the children below. */
-	guard_drain(g);
-	(void)guard_learn(g, &known, end);
 	for (;;) {
 		struct rusage ru;
 		int ws;
-		pid_t w = wait4(-1, &ws, block && running ? 0 : WNOHANG, &ru);
+		pid_t w = wait4(-1, &ws, WNOHANG, &ru);
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w == 0 || (w < 0 && errno != ECHILD))
-			return running;
-		if (w < 0)
-			return 0; /* no child at all: it is gone */
-		if (w == g->sup) {
-			*ret_ws = ws;
-			running = 0;
-			guard_drain(g); /* its last words, before it ended */
-			(void)guard_learn(g, &known, end);
-		} else if (w == known.pid) {
+		if (w <= 0)
+			return;
+		if (w == st->pid) {
 			g->reaped = true;
 			g->ws = ws;
 			g->ru = ru;
@@ -777,7 +763,7 @@ static int guard(struct start *st, struct guard *g, const sigset_t *set)
 	null_stdio();
 	sfd = signalfd(-1, set, SFD_CLOEXEC);
 	/* COMMAND may have ended already, a zombie that is ours now. */
-	(void)guard_reap(g, false, &cws);
+	guard_reap(g, st);
 	if (st->pid <= 0) {
 		/* COMMAND could not start: the recorder says spawn_failed. */
 		ws = finish_recorder(st, &rec, NULL);
