@@ -603,7 +603,7 @@ static int finish_recorder(const struct start *st, struct recorder *r,
  * would leave the heap half-changed).
  *
  * While it waits for it the guardian reaps nothing else, so the
- * supervisor is a subreaper too, once bgrun has its report: what COMMAND
+ * supervisor is a subreaper too, from before the launch: what COMMAND
  * leaves behind (a daemon it started, orphaned) is the supervisor's to
  * reap, and goes to the guardian, then to init, only after. A killed guardian costs
  * nothing (the supervisor still is COMMAND's parent). Both killed: the
@@ -876,14 +876,17 @@ static int supervisor(struct start *st, const sigset_t *set)
 	int sfd, wstatus = 0, code;
 	char end[512];
 
+	/*
+	 * Ours to reap while the guardian waits (see THE GUARDIAN), from
+	 * the start: COMMAND may leave an orphan at once.
+	 */
+	if (guard_fd >= 0)
+		(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	launch(st);
 	tell_guard_launch(st);
 	report(st);
 	/* bgrun has its answer: what follows is off its clock. */
 	null_stdio();
-	/* Ours to reap, while the guardian sleeps (see THE GUARDIAN). */
-	if (guard_fd >= 0)
-		(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	(void)start_recorder(st, &rec);
 	if (st->pid <= 0) {
 		/* The recorder says spawn_failed, and gives the exit code. */
