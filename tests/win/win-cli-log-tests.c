@@ -229,9 +229,10 @@ void case_cli_logged_running(void)
 }
 
 /*
- * The supervisor ended while the command runs: its `running` row is
- * reported `lost` (the supervisor's pid and start time no longer name a
- * live process).
+ * The supervisor ended while the command runs: its `running` row stays
+ * `running` while the command lives, and is reported `lost` once it has
+ * ended too (the supervisor's pid and start time no longer name a live
+ * process, nor the command's pid and start).
  */
 void case_cli_logged_lost(void)
 {
@@ -252,6 +253,14 @@ void case_cli_logged_lost(void)
 	ASSERT(TerminateProcess(sup, 1));
 	ASSERT_INT(WaitForSingleObject(sup, DEADLINE_MS), ==, WAIT_OBJECT_0);
 	CloseHandle(sup);
+	/* While its command lives, it is running (bgrun/store.h: lost rows). */
+	ASSERT(get_event(db, id, NULL, &g));
+	ASSERT_STR(g.result, "running");
+	/* The command itself is not the supervisor's to end: it still runs. */
+	ASSERT_INT(WaitForSingleObject(cmd, 0), ==, WAIT_TIMEOUT);
+	ASSERT(TerminateProcess(cmd, 1));
+	ASSERT_INT(WaitForSingleObject(cmd, DEADLINE_MS), ==, WAIT_OBJECT_0);
+	CloseHandle(cmd);
 	ASSERT(get_event(db, id, NULL, &g));
 	ASSERT_STR(g.result, "lost");
 	/* logsink mark-lost stores it so: one row. */
@@ -267,10 +276,6 @@ void case_cli_logged_lost(void)
 			   ==, 0);
 		ASSERT_STR(lo, "0\n");
 	}
-	/* The command itself is not the supervisor's to end: it still runs. */
-	ASSERT_INT(WaitForSingleObject(cmd, 0), ==, WAIT_TIMEOUT);
-	ASSERT(TerminateProcess(cmd, 1));
-	CloseHandle(cmd);
 	got_free(&g);
 }
 
