@@ -10,7 +10,9 @@
  * SQLite and writes the `running` row), and stays COMMAND's parent: it
  * forwards signals, enforces the timeout, reaps COMMAND the moment it
  * ends (exact duration and rusage from wait4), and writes that to the
- * recorder, which records the finish.
+ * recorder, which records the finish. Above it, in the process bgrun
+ * started, a guardian waits to take over if the supervisor is killed
+ * (see THE GUARDIAN below).
  *
  * Built statically against musl when musl-gcc is there (meson.build):
  * glibc's start-up runs about a hundred CPUID instructions (its CPU
