@@ -158,6 +158,13 @@ int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns);
 void bgrun__filelock_release(struct bgrun__filelock *l);
 /* Releases (if held) and unmaps; fd is left open. */
 void bgrun__filelock_destroy(struct bgrun__filelock *l);
+/*
+ * Opens the existing file path for fdatasync (the store's WAL, flushed
+ * before a checkpoint): the descriptor, or -1 with errno. Read-only on
+ * POSIX; for writing on Windows, where FlushFileBuffers (_commit) fails
+ * on a handle without write access.
+ */
+int bgrun__filelock_open_sync(const char *path);
 
 /* The running program's path, not terminated: its length or -errno. */
 ssize_t bgrun__self_path(char *buf, size_t size);
