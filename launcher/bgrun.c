@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* bgrun.c: the bgrun command: launch COMMAND alone, or under a supervisor that records its finish; `bgrun clone` is clone.c. */
+/* bgrun.c: the bgrun command: launch COMMAND alone, or under a supervisor that records its finish; the verbs (`bgrun ps`, `bgrun clone`...) are verbs.c's. */
 
 /*
  * bgrun, which users run, does every launch and links no SQLite. The
  * roles that use the store are bgrun-full's (full.c): the recorder a
- * supervised launch starts (supervise.c), and `bgrun clone`, for which
- * bgrun executes it with the same arguments.
+ * supervised launch starts (supervise.c), and the verbs that read the
+ * log (`bgrun ps`, `kill`, `wait`, `restart`) or write a repository
+ * (`bgrun clone`), for which bgrun executes it with the same arguments
+ * (verbs.c).
  */
 
 #include "cli.h"
+#include "verbs.h"
 #include "bgrun/util.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,19 +166,6 @@ out:
 	bgrun_child_disown(child);
 	return status;
 }
-
-/* `bgrun clone`: bgrun-full, with our arguments. */
-static int run_clone(char **argv)
-{
-	char buf[PATH_MAX];
-	const char *full = bgrun_helper_path(NULL, "bgrun-full",
-					      BGRUN_FULL_PATH, buf,
-					      sizeof(buf));
-
-	(void)execv(full, argv);
-	cli_msg("cannot run %s: %s", cli_printable(full), strerror(errno));
-	return EXIT_CANCELED;
-}
 #endif
 
 /*
@@ -214,8 +203,13 @@ int BGRUN_CLI_MAIN(int argc, char **argv)
 
 	read_config();
 #if BGRUN_CLI_LOG
-	if (argc > 1 && strcmp(argv[1], "clone") == 0)
-		return run_clone(argv);
+	/* A verb (verbs.h): bgrun-full runs those that read the log. */
+	if (argc > 1) {
+		const struct verb *v = verb_find(argv[1]);
+
+		if (v != NULL)
+			return v->fn(argc - 1, argv + 1);
+	}
 #endif
 	cli_parse(&c, argc, argv);
 #if BGRUN_CLI_LOG

@@ -2,6 +2,7 @@
 /* cli.c: the bgrun command line: options, messages, exit codes. */
 
 #include "cli.h"
+#include "verbs.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -54,6 +55,7 @@ static const struct option longopts[] = {
 
 static const char usage_text[] =
 	"Usage: bgrun [OPTION]... [--] COMMAND [ARG]...\n"
+	"  or:  bgrun VERB [OPTION]... [ID]...   (the verbs are listed below)\n"
 	"Launch COMMAND detached (in a new session) and return at once.\n"
 	"Its stdin, stdout and stderr are /dev/null unless redirected.\n"
 	"\n"
@@ -283,6 +285,9 @@ void cli_parse(struct cli *c, int argc, char **argv)
 			break;
 		case 'h':
 			(void)fputs(usage_text, stdout);
+#if BGRUN_CLI_LOG
+			verbs_help(stdout);
+#endif
 			exit(cli_flush_stdout() < 0 ? EXIT_CANCELED : EXIT_SUCCESS);
 		case OPT_VERSION:
 			(void)printf("bgrun %s\n", BGRUN_VERSION);
@@ -296,6 +301,12 @@ void cli_parse(struct cli *c, int argc, char **argv)
 	if (optind >= argc)
 		usage_error("missing command");
 	c->cmd = &argv[optind];
+#if BGRUN_CLI_LOG
+	/* A verb is a reserved word (verbs.h), unless after "--". */
+	if (verb_find(c->cmd[0]) != NULL && strcmp(argv[optind - 1], "--") != 0)
+		usage_error("'%s' is a bgrun verb; to launch a program of that name: bgrun [OPTION]... -- %s ...",
+			    c->cmd[0], c->cmd[0]);
+#endif
 	if (!c->log && (c->tag != NULL || c->timeout_ns > 0 || c->print_id ||
 			c->strict_log))
 		usage_error("--tag, --timeout, --print-id and --strict-log need the log; drop --no-log");

@@ -111,6 +111,8 @@ struct sup_launch {
 	bool ensurestart;
 	/* SIGTERM after timeout_ns (0: never), SIGKILL kill_after_ns later. */
 	int64_t timeout_ns, kill_after_ns;
+	/* The job this one restarts (its event id), or NULL (jobs.c). */
+	const char *restart_of;
 };
 
 /* What launch_supervisor did. */

@@ -194,6 +194,7 @@ struct rec_opts {
 	char supervise[64]; /* --_supervise=ID */
 	char *origin;       /* --_origin=DIR */
 	char *source;       /* --_source=S */
+	char *restart_of;   /* --_restart-of=ID */
 };
 
 /*
@@ -304,6 +305,15 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	ro.v[k++] = ro.origin;
 	if (ro.source != NULL)
 		ro.v[k++] = ro.source;
+	if (l->restart_of != NULL) {
+		if (asprintf(&ro.restart_of, "--_restart-of=%s",
+			     l->restart_of) < 0) {
+			ro.restart_of = NULL;
+			cli_msg("cannot start the supervisor: %s", strerror(ENOMEM));
+			goto out;
+		}
+		ro.v[k++] = ro.restart_of;
+	}
 
 	rt = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
 	mono = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
@@ -380,5 +390,6 @@ out:
 	free(cmd_envp);
 	free(ro.origin);
 	free(ro.source);
+	free(ro.restart_of);
 	return status;
 }

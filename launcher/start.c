@@ -35,9 +35,10 @@
  * Detached, COMMAND leads a session of its own (as it would without a
  * supervisor), so SIGTERM, SIGINT and SIGHUP sent to us (or a timeout)
  * reach COMMAND and whatever it started through killpg(), without
- * signalling us. The group cannot be recycled under us: COMMAND is reaped
- * only after the last killpg(). With --wait, COMMAND stays in the
- * caller's process group and only COMMAND itself is signalled.
+ * signalling us, and so does `bgrun kill` (starter.h). The group cannot be
+ * recycled under us: COMMAND is reaped only after the last killpg(). With
+ * --wait, COMMAND stays in the caller's process group and only COMMAND
+ * itself is signalled.
  *
  * The report goes back on descriptor 3 (starter.h). The recorder reads
  * COMMAND's end on its descriptor 3, one line (see format_end). Exit
@@ -456,6 +457,26 @@ static void arm(int tfd, int64_t ns)
 }
 
 /*
+ * A signal for COMMAND: SIGTERM, SIGINT, SIGHUP as they came, or what
+ * `bgrun kill` asks for (starter.h), which the kernel let through only
+ * from a process allowed to signal us. Signal 0 or one out of range is
+ * ignored.
+ */
+static void forward(pid_t target, const struct signalfd_siginfo *si)
+{
+	int sig = (int)si->ssi_signo;
+
+	if (sig == STARTER_KILL_SIGNAL) {
+		if (si->ssi_code != SI_QUEUE)
+			return;
+		sig = si->ssi_int;
+		if (sig < 1 || sig > SIGRTMAX)
+			return;
+	}
+	(void)kill(target, sig);
+}
+
+/*
  * Waits for COMMAND, forwarding signals and enforcing the timeout, and
  * reaps it: 0 with *wstatus and *ru, or -1 (the status is lost).
  */
@@ -501,7 +522,7 @@ static int supervise(const struct start *st, struct recorder *rec, int sfd,
 		if ((p[0].revents & POLLIN) &&
 		    read(sfd, &si, sizeof(si)) == sizeof(si) &&
 		    si.ssi_signo != SIGCHLD)
-			(void)kill(target, (int)si.ssi_signo);
+			forward(target, &si);
 		if (tfd >= 0 && (p[1].revents & POLLIN) &&
 		    read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks)) {
 			*timed_out = true;
@@ -931,6 +952,7 @@ int main(int argc, char **argv, char **envp)
 	(void)sigaddset(&set, SIGTERM);
 	(void)sigaddset(&set, SIGINT);
 	(void)sigaddset(&set, SIGHUP);
+	(void)sigaddset(&set, STARTER_KILL_SIGNAL);
 	(void)sigprocmask(SIG_BLOCK, &set, NULL);
 	(void)signal(SIGPIPE, SIG_IGN);
 	(void)fcntl(STARTER_FD, F_SETFD, FD_CLOEXEC);

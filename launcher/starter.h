@@ -4,6 +4,8 @@
 #ifndef BGRUN_STARTER_H
 #define BGRUN_STARTER_H
 
+#include <signal.h>
+
 /*
  * bgrun-start is started with no arguments and one end of a socket pair
  * as its descriptor 3; bgrun keeps the other end. Every rule (COMMAND's
@@ -43,6 +45,14 @@
  * 2. bgrun-start answers with one line, STARTER_REPORT_OK " PID\n" or
  *    STARTER_REPORT_ERROR " ERRNO STAGE\n" (STAGE a value of enum
  *    bgrun_stage), and closes its end.
+ *
+ * 3. While COMMAND runs, `bgrun kill` (jobs.c) asks bgrun-start to signal
+ *    it: STARTER_KILL_SIGNAL, queued (si_code SI_QUEUE) with the signal to
+ *    send as its value; bgrun-start sends that to COMMAND's process group
+ *    (to COMMAND alone with --wait), as it forwards SIGTERM. A real-time
+ *    signal, blocked in bgrun-start from its start: queued, never lost,
+ *    and no default action can take bgrun-start down. SIGRTMAX is the
+ *    kernel's _NSIG - 1 in glibc and musl alike.
  */
 
 /* The descriptor of the channel, in bgrun-start. */
@@ -51,6 +61,8 @@
 #define STARTER_PLAN_MAGIC "bgrun-start plan 1"
 #define STARTER_SETSID 's'
 #define STARTER_SETPGROUP 'g'
+
+#define STARTER_KILL_SIGNAL (SIGRTMAX - 1)
 
 #define STARTER_REPORT_OK "ok"
 #define STARTER_REPORT_ERROR "error"

@@ -46,6 +46,7 @@ struct rec {
 	const char *id;     /* --_supervise: the event id bgrun chose */
 	const char *source; /* --_source: the event's source; NULL: "bgrun" */
 	const char *origin; /* --_origin: bgrun's working directory */
+	const char *restart_of; /* --_restart-of: the job this restarts */
 	/*
 	 * COMMAND, already started by bgrun-start (--_child: child_pid > 0),
 	 * or why it could not be (--_failed), with the clocks read just
@@ -64,6 +65,7 @@ struct sup {
 	struct bgrun_sink *sink;
 	char **argv;
 	char *cwd, *out, *err, *db;
+	const char *options[3]; /* NAME, VALUE, NULL */
 };
 
 /* path made absolute against dir (itself absolute, or NULL: ours). */
@@ -137,6 +139,12 @@ static void describe(struct sup *s)
 	s->ev.tag = c->tag;
 	s->ev.stdout_path = s->out;
 	s->ev.stderr_path = s->err;
+	/* `bgrun restart`: the link to the job it restarts, in options. */
+	if (s->rec->restart_of != NULL) {
+		s->options[0] = "restart_of";
+		s->options[1] = s->rec->restart_of;
+		s->ev.options_kv = s->options;
+	}
 	/* The supervisor is bgrun-start, our parent. */
 	s->ev.supervisor_pid = getppid();
 	s->ev.supervisor_start = bgrun_proc_starttime(getppid());
@@ -273,6 +281,9 @@ static int parse_rec(struct rec *r, int argc, char **argv)
 			r->source = v;
 		else if (is_opt(argv[i], "origin", &v) && r->origin == NULL)
 			r->origin = v;
+		else if (is_opt(argv[i], "restart-of", &v) &&
+			 r->restart_of == NULL && bgrun_event_id_valid(v, strlen(v)))
+			r->restart_of = v;
 		else if ((is_opt(argv[i], "child", &v) ||
 			  is_opt(argv[i], "failed", &v)) &&
 			 !started && parse_start(r, argv[i][3] == 'f', v) == 0)
