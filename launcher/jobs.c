@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/inotify.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -112,16 +113,23 @@ static int copy_row(void *data, const struct bgrun_event_row *row)
 	return failed ? -ENOMEM : 0;
 }
 
-/* The log, read-only; *ret_store NULL when there is none yet. */
-static int open_log(const char *db, struct bgrun_store **ret_store)
+/* The log's path, once open_log has chosen it (for await_row). */
+static char *log_path;
+
+/*
+ * The log, read-only; *ret_store NULL when there is none yet. quiet: a
+ * missing file is no message (await_row tries again).
+ */
+static int open_log_as(const char *db, struct bgrun_store **ret_store,
+		       bool quiet)
 {
 	struct bgrun_store *store = NULL;
-	char *path = NULL;
 	int r;
 
 	*ret_store = NULL;
-	if (db == NULL) {
-		r = bgrun_store_default_path(&path);
+	if (log_path == NULL) {
+		r = db != NULL ? ((log_path = strdup(db)) != NULL ? 0 : -ENOMEM)
+			       : bgrun_store_default_path(&log_path);
 		if (r < 0) {
 			cli_msg("cannot find the event log: %s", bgrun_strerror(r));
 			return r;
@@ -130,11 +138,10 @@ static int open_log(const char *db, struct bgrun_store **ret_store)
 	r = bgrun_store_new(&store);
 	if (r < 0) {
 		cli_msg("%s", bgrun_strerror(r));
-		goto out;
+		return r;
 	}
-	r = bgrun_store_open(store, db != NULL ? db : path,
-			     BGRUN_STORE_READONLY);
-	if (r == -ENOENT && db == NULL) {
+	r = bgrun_store_open(store, log_path, BGRUN_STORE_READONLY);
+	if (r == -ENOENT && (db == NULL || quiet)) {
 		/* Nothing was ever recorded: no job at all. */
 		r = 0;
 		goto out;
@@ -147,7 +154,77 @@ static int open_log(const char *db, struct bgrun_store **ret_store)
 	store = NULL;
 out:
 	bgrun_store_close(store);
-	free(path);
+	return r;
+}
+
+static int open_log(const char *db, struct bgrun_store **ret_store)
+{
+	return open_log_as(db, ret_store, false);
+}
+
+/*
+ * How long a full id that is not in the log yet is waited for: bgrun
+ * returns once COMMAND runs, and its recorder writes the `running` row
+ * just after (start.c), so `bgrun wait $(bgrun --print-id CMD)` would
+ * otherwise often find nothing. The bound is the log's lock timeout's
+ * default: a recorder waits that long at most for its turn to write.
+ */
+#define AWAIT_ROW_NS (10 * 1000000000LL)
+
+/*
+ * Waits for the row of id (a whole id) to appear in the log, *store
+ * opened when it was not: 0 with *j filled, -ENOENT when it did not
+ * come in time, another -errno. Every commit writes the database's
+ * directory's -wal file (or the database, or makes it): inotify on the
+ * directory wakes us for each, and the row is looked for again.
+ */
+static int await_row(struct bgrun_store **store, const char *id,
+		     struct job *j)
+{
+	int64_t deadline = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC) + AWAIT_ROW_NS;
+	char *dir = log_path != NULL ? strdup(log_path) : NULL, *slash;
+	int fd = -1, r = -ENOENT;
+
+	if (dir == NULL)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash != NULL)
+		*slash = '\0';
+	else
+		strcpy(dir, ".");
+	fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (fd < 0 || inotify_add_watch(fd, dir, IN_MODIFY | IN_CREATE |
+						  IN_MOVED_TO) < 0) {
+		r = -ENOENT; /* no directory yet, or no inotify: not there */
+		goto out;
+	}
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		char buf[4096];
+		int64_t left;
+
+		/* After the watch is set: no commit can fall between. */
+		if (*store == NULL && open_log_as(log_path, store, true) < 0)
+			goto out;
+		r = *store != NULL ? bgrun_store_get(*store, id, copy_row, j)
+				   : -ENOENT;
+		if (r != -ENOENT)
+			goto out;
+		left = deadline - bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
+		if (left <= 0)
+			goto out;
+		if (poll(&p, 1, (int)((left + 999999) / 1000000)) < 0 &&
+		    errno != EINTR)
+			goto out;
+		while (read(fd, buf, sizeof(buf)) > 0)
+			;
+	}
+out:
+	if (fd >= 0)
+		(void)close(fd);
+	free(dir);
 	return r;
 }
 
@@ -169,7 +246,8 @@ static int print_candidate(void *data, const struct bgrun_event_row *row)
  * such job (none, several: listed, not an id), or -1 when the log
  * cannot be read (said).
  */
-static int find_job(struct bgrun_store *store, const char *id, struct job *j)
+static int find_job(struct bgrun_store **store, const char *id,
+		    struct job *j)
 {
 	struct bgrun_query q = BGRUN_QUERY_INIT;
 	int r, left = 10;
@@ -178,7 +256,10 @@ static int find_job(struct bgrun_store *store, const char *id, struct job *j)
 		cli_msg("'%s' is not a job id", cli_printable(id));
 		return 1;
 	}
-	r = store != NULL ? bgrun_store_get(store, id, copy_row, j) : -ENOENT;
+	r = *store != NULL ? bgrun_store_get(*store, id, copy_row, j) : -ENOENT;
+	/* A whole id, as --print-id gives it: maybe launched just now. */
+	if (r == -ENOENT && strlen(id) == BGRUN_EVENT_ID_MAX)
+		r = await_row(store, id, j);
 	switch (r) {
 	case 0:
 		return 0;
@@ -189,13 +270,14 @@ static int find_job(struct bgrun_store *store, const char *id, struct job *j)
 		cli_msg("job id '%s' is ambiguous; the jobs whose ids contain it:",
 			cli_printable(id));
 		q.id_part = id;
-		(void)bgrun_store_query(store, &q, print_candidate, &left);
+		(void)bgrun_store_query(*store, &q, print_candidate, &left);
 		if (left < 0)
 			cli_msg("  and %d more", -left);
 		return 1;
 	default:
 		cli_msg("cannot read the event log: %s",
-			cli_printable(bgrun_store_errmsg(store)));
+			cli_printable(*store != NULL ? bgrun_store_errmsg(*store)
+						     : bgrun_strerror(r)));
 		return -1;
 	}
 }
@@ -497,7 +579,7 @@ int jobs_kill_main(int argc, char **argv)
 	if (open_log(db, &store) < 0)
 		return EXIT_CANCELED;
 	for (int i = optind; i < argc; i++) {
-		int r = find_job(store, argv[i], &j);
+		int r = find_job(&store, argv[i], &j);
 
 		if (r < 0) {
 			status = EXIT_CANCELED;
@@ -623,7 +705,7 @@ int jobs_wait_main(int argc, char **argv)
 	for (int i = 0; i < n; i++) {
 		struct job *j = &jobs[i];
 
-		if (find_job(store, argv[optind + i], j) != 0)
+		if (find_job(&store, argv[optind + i], j) != 0)
 			goto out;
 		if (!is_running(j))
 			continue;
@@ -680,7 +762,7 @@ int jobs_wait_main(int argc, char **argv)
 	for (int i = 0; i < n; i++) {
 		const char *id = argv[optind + i];
 
-		if (find_job(store, jobs[i].id, &jobs[i]) != 0)
+		if (find_job(&store, jobs[i].id, &jobs[i]) != 0)
 			goto out;
 		status = job_status(id, &jobs[i]);
 		if (status < 0) {
@@ -757,7 +839,7 @@ int jobs_restart_main(int argc, char **argv)
 			   cli_printable(argv[optind + 1]));
 	if (open_log(db, &store) < 0)
 		goto out;
-	switch (find_job(store, argv[optind], &j)) {
+	switch (find_job(&store, argv[optind], &j)) {
 	case 0:
 		break;
 	case 1:
@@ -815,6 +897,8 @@ int jobs_restart_main(int argc, char **argv)
 	memcpy(&args[k], j.argv, n * sizeof(*args));
 	k += n;
 	args[k] = NULL;
+	/* getopt has read our own options: a fresh start for bgrun's. */
+	optind = 0;
 	cli_parse(&c, (int)k, (char **)args);
 	parsed = true;
 
