@@ -1,0 +1,165 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# test-jobs.sh: bgrun's job verbs (ps, kill, wait, restart, show) on real jobs, by the ids the ps table shows.
+#
+# Usage: test-jobs.sh BGRUN RUN_TESTS (absolute paths; meson passes them).
+# Jobs are run-tests helpers: `pause` (ends only by a signal) and a shell
+# that reads its exit code from a FIFO this script holds open, so that the
+# script says when a job ends. Nothing sleeps to synchronise: a job's row
+# is polled for with a deadline (wait_row), and `bgrun wait` itself is
+# what waits for an end.
+
+set -u
+
+BGRUN=${1:?usage: test-jobs.sh BGRUN RUN_TESTS}
+RT=${2:?usage: test-jobs.sh BGRUN RUN_TESTS}
+USAGE_PROG=bgrun
+. "$(dirname "$0")/lib.sh"
+need_executable "$BGRUN" "$RT"
+export BGRUN_DB=$TMP/events.db
+export BGRUN_CONFIG=
+exec </dev/null
+
+run() { capture "$BGRUN" "$@"; }
+
+# wait_row ID: polls `bgrun ps` until ID (a short id) is listed, up to 10 s.
+wait_row() {
+	local end=$((SECONDS + 10))
+	until "$BGRUN" ps 2>/dev/null | awk 'NR > 1 {print $1}' | grep -qx "$1"; do
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.01
+	done
+}
+
+# field ID NAME: the value of NAME in `bgrun show ID`.
+field() { "$BGRUN" show "$1" | sed -n "s/^$2: //p"; }
+
+echo "# bgrun: $BGRUN"
+
+# --- verbs are reserved words; --help lists them ---
+run --help
+eq "--help: exit 0" "$RC" 0
+for v in ps kill wait restart show clone; do
+	check "--help lists $v" grep -q "^  $v " <<<"$OUT"
+done
+run -w kill 1234
+expect_usage "a verb as COMMAND" \
+	"bgrun: 'kill' is a bgrun verb; to launch a program of that name: bgrun [OPTION]... -- kill ..."
+# A program named like a verb runs after "--".
+mkdir -p "$TMP/bin"
+ln -s "$RT" "$TMP/bin/ps"
+PATH=$TMP/bin:$PATH run -w -- ps helper exit 5
+eq "bgrun -w -- ps: the program ps ran (its status)" "$RC" 5
+
+# --- no log yet ---
+run ps
+eq "ps, no log: exit 0" "$RC" 0
+eq "ps, no log: the header alone" "$OUT" \
+	"ID            PID     AGE  TAG         COMMAND"
+run kill abc
+expect_error "kill, no log" 1 "bgrun: no job 'abc'"
+
+# --- ps, kill, wait, show on a paused job, by the id the table shows ---
+run --print-id --tag pausing -- "$RT" helper pause
+eq "launch pause: exit 0" "$RC" 0
+ID1=$OUT
+S1=${ID1: -8}
+check "ps: the job is listed by its short id" wait_row "$S1"
+LINE=$("$BGRUN" ps | awk -v s="$S1" '$1 == s')
+read -r _ PID1 _ TAG1 _ <<<"$LINE"
+KILL_PIDS+=("$PID1")
+eq "ps: its tag" "$TAG1" pausing
+eq "ps: its pid is the command's" "$PID1" "$(field "$S1" pid)"
+check "ps: its command" grep -q "$RT helper pause\$" <<<"$LINE"
+run ps --json
+eq "ps --json: exit 0" "$RC" 0
+check "ps --json: one object with the job's id" \
+	grep -q "\"id\":\"$ID1\"" <<<"$OUT"
+check "ps --json: it says running" grep -q '"result":"running"' <<<"$OUT"
+# The short id as shown, a part of it and the whole id all name it.
+USAGE_PROG="bgrun kill"
+run kill -s bogus "$S1"
+expect_usage "kill -s bogus" "bgrun: kill: invalid signal 'bogus'"
+USAGE_PROG=bgrun
+"$BGRUN" wait "$S1" >"$TMP/wait1.out" 2>&1 &
+WAITER=$!
+run kill "${S1:2:5}"
+eq "kill (a part of the short id): exit 0" "$RC" 0
+eq "kill: nothing said" "$ERR" ""
+wait "$WAITER"
+eq "wait: the job's status (SIGTERM: 143)" "$?" 143
+eq "wait: nothing said" "$(cat "$TMP/wait1.out")" ""
+eq "show: recorded signaled" "$(field "$ID1" result)" signaled
+eq "show: by SIGTERM" "$(field "$ID1" signal)" "15 (SIGTERM)"
+check "ps: no longer listed" eval '! "$BGRUN" ps | grep -q "^$S1 "'
+run kill "$S1"
+expect_error "kill an ended job" 1 "bgrun: kill: job $S1 is not running (signaled)"
+run wait "$ID1"
+eq "wait on an ended job: its status at once" "$RC" 143
+
+# Another signal goes through the supervisor too (not one it forwards
+# of itself): the group gets SIGKILL, the supervisor survives to record it.
+run --print-id -- "$RT" helper pause
+ID2=$OUT
+run kill -s KILL "$ID2"
+eq "kill -s KILL (the whole id, just launched): exit 0" "$RC" 0
+run wait "${ID2: -8}"
+eq "wait after SIGKILL: 137" "$RC" 137
+eq "show: SIGKILL recorded" "$(field "$ID2" signal)" "9 (SIGKILL)"
+
+# --- wait on a job that exits with a code, told by the test through a FIFO ---
+mkfifo "$TMP/fifo"
+exec 3<>"$TMP/fifo"
+run --print-id -i "$TMP/fifo" -s -- 'read code; exit "$code"'
+eq "fifo job: launched" "$RC" 0
+ID3=$OUT
+run wait --timeout 100ms "$ID3"
+eq "wait --timeout on a running job: 124" "$RC" 124
+"$BGRUN" wait "$ID3" >"$TMP/wait3.out" 2>&1 &
+WAITER=$!
+echo 3 >&3
+wait "$WAITER"
+eq "wait: the exit code of the job" "$?" 3
+exec 3>&-
+eq "show: recorded failed" "$(field "$ID3" result)" failed
+
+# --- ids: ambiguous, unknown, invalid ---
+run wait -
+eq "wait, ambiguous id: exit 125" "$RC" 125
+check "wait, ambiguous id: said" grep -q "^bgrun: job id '-' is ambiguous; the jobs whose ids contain it:\$" <<<"$ERR"
+check "wait, ambiguous id: the candidates listed" grep -q "^bgrun:   ${ID1: -8}  $ID1  " <<<"$ERR"
+run wait zzzz
+expect_error "wait, unknown id" 125 "bgrun: no job 'zzzz'"
+run kill 'a/b'
+expect_error "kill, not an id" 1 "bgrun: 'a/b' is not a job id"
+USAGE_PROG="bgrun kill"
+run kill
+expect_usage "kill without an id" "bgrun: kill: missing job id"
+USAGE_PROG=bgrun
+
+# --- restart: a new job, linked, the same argv, cwd, tag, output ---
+mkdir "$TMP/work"
+run --print-id -C "$TMP/work" --tag again -o "$TMP/out1" -w -- "$RT" helper stdout hello
+eq "restart: the first run" "$RC" 0
+ID4=$OUT
+run restart --print-id "${ID4: -8}"
+eq "restart: exit 0" "$RC" 0
+ID5=$OUT
+check "restart: a new id" test -n "$ID5" -a "$ID5" != "$ID4"
+run wait "$ID5"
+eq "restart: the new job ran" "$RC" 0
+eq "restart: linked to the old one" "$(field "$ID5" options)" \
+	"{\"restart_of\":\"$ID4\"}"
+for f in cwd tag stdout_path command 'argv\[[0-9]*\]'; do
+	eq "restart: the same $f" "$("$BGRUN" show "$ID5" | grep "^$f: ")" \
+		"$("$BGRUN" show "$ID4" | grep "^$f: ")"
+done
+eq "restart: the output file written again" "$(cat "$TMP/out1")" hello
+run --print-id -- "$RT" helper pause
+ID6=$OUT
+run restart "$ID6"
+expect_error "restart a running job" 1 \
+	"bgrun: restart: job $ID6 is still running: 'bgrun kill' it first"
+"$BGRUN" kill -s KILL "$ID6"
+
+finish
