@@ -26,6 +26,8 @@ enum {
 	OPT_PRINT_ID,
 	OPT_DB,
 	OPT_STRICT_LOG,
+	OPT_ON_EXIT,
+	OPT_NO_ON_EXIT,
 };
 
 static const struct option longopts[] = {
@@ -50,6 +52,8 @@ static const struct option longopts[] = {
 	{ "print-id", no_argument, NULL, OPT_PRINT_ID },
 	{ "db", required_argument, NULL, OPT_DB },
 	{ "strict-log", no_argument, NULL, OPT_STRICT_LOG },
+	{ "on-exit", required_argument, NULL, OPT_ON_EXIT },
+	{ "no-on-exit", no_argument, NULL, OPT_NO_ON_EXIT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -85,6 +89,12 @@ static const char usage_text[] =
 	"                        (also $BGRUN_STRICT_LOG=1, [log] strict = true);\n"
 	"                        else bgrun says so\n"
 	"                        and the record waits in DB.spool if it can\n"
+	"      --on-exit=CMD     when COMMAND ends (its end recorded), run the\n"
+	"                        /bin/sh script CMD (repeatable; itself a job,\n"
+	"                        source on-exit) with BGRUN_ID, BGRUN_RESULT,\n"
+	"                        BGRUN_EXIT_CODE, BGRUN_SIGNAL, BGRUN_DURATION_MS,\n"
+	"                        BGRUN_COMMAND, BGRUN_TAG, BGRUN_OUTPUT set\n"
+	"      --no-on-exit      not the configuration's [on-exit] commands\n"
 	"  -h, --help            display this help and exit\n"
 	"      --version         output version information and exit\n"
 	"\n"
@@ -195,7 +205,8 @@ void cli_parse(struct cli *c, int argc, char **argv)
 	/* Sized for the worst case: every argument an -E or a -u. */
 	c->env_set = calloc((size_t)argc + 1, sizeof(*c->env_set));
 	c->env_unset = calloc((size_t)argc + 1, sizeof(*c->env_unset));
-	if (c->env_set == NULL || c->env_unset == NULL) {
+	c->on_exit = calloc((size_t)argc + 1, sizeof(*c->on_exit));
+	if (c->env_set == NULL || c->env_unset == NULL || c->on_exit == NULL) {
 		cli_msg("%s", strerror(ENOMEM));
 		exit(EXIT_CANCELED);
 	}
@@ -283,6 +294,14 @@ void cli_parse(struct cli *c, int argc, char **argv)
 		case OPT_STRICT_LOG:
 			c->strict_log = true;
 			break;
+		case OPT_ON_EXIT:
+			if (optarg[0] == '\0')
+				usage_error("empty command for --on-exit");
+			c->on_exit[c->n_on_exit++] = optarg;
+			break;
+		case OPT_NO_ON_EXIT:
+			c->no_on_exit = true;
+			break;
 		case 'h':
 			(void)fputs(usage_text, stdout);
 #if BGRUN_CLI_LOG
@@ -308,8 +327,8 @@ void cli_parse(struct cli *c, int argc, char **argv)
 			    c->cmd[0], c->cmd[0]);
 #endif
 	if (!c->log && (c->tag != NULL || c->timeout_ns > 0 || c->print_id ||
-			c->strict_log))
-		usage_error("--tag, --timeout, --print-id and --strict-log need the log; drop --no-log");
+			c->strict_log || c->n_on_exit > 0))
+		usage_error("--tag, --timeout, --print-id, --strict-log and --on-exit need the log; drop --no-log");
 	if (c->kill_after_ns > 0 && c->timeout_ns == 0)
 		usage_error("--kill-after needs --timeout");
 	if (c->log && c->print_pid && !c->ensurestart && !c->wait)
@@ -324,6 +343,7 @@ void cli_free(struct cli *c)
 {
 	free(c->env_set);
 	free(c->env_unset);
+	free(c->on_exit);
 }
 
 #if defined(_WIN32)

@@ -50,6 +50,10 @@ struct cli {
 	bool log, print_id, strict_log;
 	const char *tag;
 	const char *db;
+	/* --on-exit commands (NULL-terminated), and --no-on-exit. */
+	const char **on_exit;
+	size_t n_on_exit;
+	bool no_on_exit;
 	int64_t timeout_ns;    /* 0: none */
 	int64_t kill_after_ns; /* 0: SIGKILL never follows SIGTERM */
 	char **cmd;            /* COMMAND [ARGS...], NULL-terminated */
@@ -111,8 +115,12 @@ struct sup_launch {
 	bool ensurestart;
 	/* SIGTERM after timeout_ns (0: never), SIGKILL kill_after_ns later. */
 	int64_t timeout_ns, kill_after_ns;
-	/* The job this one restarts (its event id), or NULL (jobs.c). */
-	const char *restart_of;
+	/*
+	 * What this launch is to another job, in its event's options:
+	 * link_key "restart_of" (jobs.c) or "on_exit_of" (onexit.c), and
+	 * that job's event id; NULL: nothing.
+	 */
+	const char *link_key, *link_id;
 };
 
 /* What launch_supervisor did. */
@@ -152,6 +160,12 @@ bgrun_pid_t launch_read_report(int fd, struct bgrun_failure *failure);
  * code.
  */
 int win_launch_logged(const struct cli *c, char **argv);
+
+/*
+ * onexit.c: the recorder, once ev (a job's final row) is recorded, starts
+ * its exit notifications (--on-exit, the configuration's [on-exit]).
+ */
+void on_exit_run(const struct cli *c, const struct bgrun_event *ev);
 
 /* clone.c: `bgrun clone ...` (argv[0] is "clone"). */
 int clone_main(int argc, char **argv);

@@ -908,7 +908,8 @@ int jobs_restart_main(int argc, char **argv)
 		goto out;
 	cli_spawn_opts(&c, &cmd);
 	l.args = &args[1];
-	l.restart_of = j.id;
+	l.link_key = "restart_of";
+	l.link_id = j.id;
 	switch (launch_supervisor(newid, &l, NULL, &report_fd, &error,
 				  &failure)) {
 	case SUP_STARTED:

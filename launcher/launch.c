@@ -194,7 +194,7 @@ struct rec_opts {
 	char supervise[64]; /* --_supervise=ID */
 	char *origin;       /* --_origin=DIR */
 	char *source;       /* --_source=S */
-	char *restart_of;   /* --_restart-of=ID */
+	char *link;         /* --_link=KEY:ID */
 };
 
 /*
@@ -305,14 +305,14 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	ro.v[k++] = ro.origin;
 	if (ro.source != NULL)
 		ro.v[k++] = ro.source;
-	if (l->restart_of != NULL) {
-		if (asprintf(&ro.restart_of, "--_restart-of=%s",
-			     l->restart_of) < 0) {
-			ro.restart_of = NULL;
+	if (l->link_key != NULL) {
+		if (asprintf(&ro.link, "--_link=%s:%s", l->link_key,
+			     l->link_id) < 0) {
+			ro.link = NULL;
 			cli_msg("cannot start the supervisor: %s", strerror(ENOMEM));
 			goto out;
 		}
-		ro.v[k++] = ro.restart_of;
+		ro.v[k++] = ro.link;
 	}
 
 	rt = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
@@ -390,6 +390,6 @@ out:
 	free(cmd_envp);
 	free(ro.origin);
 	free(ro.source);
-	free(ro.restart_of);
+	free(ro.link);
 	return status;
 }

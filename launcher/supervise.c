@@ -46,7 +46,9 @@ struct rec {
 	const char *id;     /* --_supervise: the event id bgrun chose */
 	const char *source; /* --_source: the event's source; NULL: "bgrun" */
 	const char *origin; /* --_origin: bgrun's working directory */
-	const char *restart_of; /* --_restart-of: the job this restarts */
+	/* --_link=KEY:ID: what this job is to job ID (cli.h: sup_launch) */
+	char link_key[16];
+	const char *link_id;
 	/*
 	 * COMMAND, already started by bgrun-start (--_child: child_pid > 0),
 	 * or why it could not be (--_failed), with the clocks read just
@@ -139,10 +141,10 @@ static void describe(struct sup *s)
 	s->ev.tag = c->tag;
 	s->ev.stdout_path = s->out;
 	s->ev.stderr_path = s->err;
-	/* `bgrun restart`: the link to the job it restarts, in options. */
-	if (s->rec->restart_of != NULL) {
-		s->options[0] = "restart_of";
-		s->options[1] = s->rec->restart_of;
+	/* What this job is to another (a restart, a hook), in options. */
+	if (s->rec->link_id != NULL) {
+		s->options[0] = s->rec->link_key;
+		s->options[1] = s->rec->link_id;
 		s->ev.options_kv = s->options;
 	}
 	/* The supervisor is bgrun-start, our parent. */
@@ -225,6 +227,24 @@ static int parse_start(struct rec *r, bool failed, const char *s)
 	return 0;
 }
 
+/* --_link=KEY:ID, KEY one of those cli.h names. */
+static int parse_link(struct rec *r, const char *v)
+{
+	const char *colon = strchr(v, ':');
+	size_t n = colon != NULL ? (size_t)(colon - v) : 0;
+
+	if (colon == NULL || n >= sizeof(r->link_key) ||
+	    !bgrun_event_id_valid(colon + 1, strlen(colon + 1)))
+		return -1;
+	memcpy(r->link_key, v, n);
+	r->link_key[n] = '\0';
+	if (strcmp(r->link_key, "restart_of") != 0 &&
+	    strcmp(r->link_key, "on_exit_of") != 0)
+		return -1;
+	r->link_id = colon + 1;
+	return 0;
+}
+
 /* Whether arg is --_NAME=VALUE; *ret_value is VALUE. */
 static bool is_opt(const char *arg, const char *name, const char **ret_value)
 {
@@ -281,10 +301,10 @@ static int parse_rec(struct rec *r, int argc, char **argv)
 			r->source = v;
 		else if (is_opt(argv[i], "origin", &v) && r->origin == NULL)
 			r->origin = v;
-		else if (is_opt(argv[i], "restart-of", &v) &&
-			 r->restart_of == NULL && bgrun_event_id_valid(v, strlen(v)))
-			r->restart_of = v;
-		else if ((is_opt(argv[i], "child", &v) ||
+		else if (is_opt(argv[i], "link", &v) && r->link_id == NULL) {
+			if (parse_link(r, v) < 0)
+				return -1;
+		} else if ((is_opt(argv[i], "child", &v) ||
 			  is_opt(argv[i], "failed", &v)) &&
 			 !started && parse_start(r, argv[i][3] == 'f', v) == 0)
 			started = true;
@@ -344,6 +364,7 @@ int supervise_main(int argc, char **argv)
 		s.ev.end_ns = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
 		s.ev.message = bgrun_strerror(error);
 		record(&s);
+		on_exit_run(&c, &s.ev);
 		goto out;
 	}
 	s.ev.pid = rec.child_pid;
@@ -357,6 +378,8 @@ int supervise_main(int argc, char **argv)
 	if (timed_out)
 		s.ev.result = BGRUN_RESULT_TIMEOUT;
 	record(&s);
+	/* After the row: a notification never delays it. */
+	on_exit_run(&c, &s.ev);
 out:
 	bgrun_sink_close(s.sink);
 	if (s.argv != c.cmd)

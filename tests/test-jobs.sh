@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# test-jobs.sh: bgrun's job verbs (ps, kill, wait, restart, show) on real jobs, by the ids the ps table shows.
+# test-jobs.sh: bgrun's job verbs (ps, kill, wait, restart, show) on real jobs, by the ids the ps table shows; exit notifications.
 #
-# Usage: test-jobs.sh BGRUN RUN_TESTS (absolute paths; meson passes them).
+# Usage: test-jobs.sh BGRUN RUN_TESTS LOGSINK (absolute paths; meson passes them).
 # Jobs are run-tests helpers: `pause` (ends only by a signal) and a shell
 # that reads its exit code from a FIFO this script holds open, so that the
 # script says when a job ends. Nothing sleeps to synchronise: a job's row
@@ -11,11 +11,12 @@
 
 set -u
 
-BGRUN=${1:?usage: test-jobs.sh BGRUN RUN_TESTS}
-RT=${2:?usage: test-jobs.sh BGRUN RUN_TESTS}
+BGRUN=${1:?usage: test-jobs.sh BGRUN RUN_TESTS LOGSINK}
+RT=${2:?usage: test-jobs.sh BGRUN RUN_TESTS LOGSINK}
+LOGSINK=${3:?usage: test-jobs.sh BGRUN RUN_TESTS LOGSINK}
 USAGE_PROG=bgrun
 . "$(dirname "$0")/lib.sh"
-need_executable "$BGRUN" "$RT"
+need_executable "$BGRUN" "$RT" "$LOGSINK"
 export BGRUN_DB=$TMP/events.db
 export BGRUN_CONFIG=
 exec </dev/null
@@ -161,5 +162,63 @@ run restart "$ID6"
 expect_error "restart a running job" 1 \
 	"bgrun: restart: job $ID6 is still running: 'bgrun kill' it first"
 "$BGRUN" kill -s KILL "$ID6"
+
+# --- exit notifications ---
+# A hook tells the test it ran by a line on a FIFO the test holds open.
+mkfifo "$TMP/hooks"
+exec 4<>"$TMP/hooks"
+# next_line: the next line a hook wrote, up to 10 s.
+next_line() { LINE=""; read -r -t 10 -u 4 LINE; }
+run --print-id -w --tag notified -o "$TMP/out2" \
+	--on-exit "env | grep '^BGRUN_' | sort >$TMP/hooks.env; echo \"explicit \$BGRUN_TAG\" >$TMP/hooks" \
+	-- "$RT" helper exit 6
+eq "--on-exit: the job's status" "$RC" 6
+ID7=$OUT
+next_line
+eq "--on-exit: the hook ran" "$LINE" "explicit notified"
+eq "--on-exit: its environment" \
+	"$(grep -v '^BGRUN_\(DB\|CONFIG\|DURATION_MS\)=' "$TMP/hooks.env")" \
+"BGRUN_COMMAND=$RT helper exit 6
+BGRUN_EXIT_CODE=6
+BGRUN_ID=$ID7
+BGRUN_OUTPUT=$TMP/out2
+BGRUN_RESULT=failed
+BGRUN_SIGNAL=
+BGRUN_TAG=notified"
+check "--on-exit: BGRUN_DURATION_MS is a number" \
+	grep -Eq '^BGRUN_DURATION_MS=[0-9]+$' "$TMP/hooks.env"
+# The hook is a job of its own, recorded as such, linked to the job.
+HOOK=$("$LOGSINK" query --source on-exit --json |
+	sed -n 's/^{"id":"\([^"]*\)".*/\1/p' | head -n 1)
+check "--on-exit: the hook recorded" test -n "$HOOK"
+run wait "$HOOK"
+eq "--on-exit: the hook's end recorded" "$RC" 0
+eq "--on-exit: source on-exit" "$(field "$HOOK" source)" on-exit
+eq "--on-exit: linked to its job" "$(field "$HOOK" options)" \
+	"{\"on_exit_of\":\"$ID7\"}"
+run --no-log --on-exit true -- "$RT" helper exit 0
+expect_usage "--on-exit --no-log" \
+	"bgrun: --tag, --timeout, --print-id, --strict-log and --on-exit need the log; drop --no-log"
+
+# The configuration's [on-exit] commands: for every launch but with
+# --no-on-exit, and for a job ended by bgrun kill (its signal said).
+printf '[on-exit]\nnote = echo "config $BGRUN_TAG $BGRUN_RESULT $BGRUN_SIGNAL" >%s\n' \
+	"$TMP/hooks" >"$TMP/config"
+BGRUN_CONFIG=$TMP/config run -w --no-on-exit --tag A \
+	--on-exit "echo \"explicit \$BGRUN_TAG\" >$TMP/hooks" -- "$RT" helper exit 0
+next_line
+eq "--no-on-exit: --on-exit runs" "$LINE" "explicit A"
+BGRUN_CONFIG=$TMP/config run --print-id --tag B -- "$RT" helper pause
+run kill -s INT "$OUT"
+eq "[on-exit]: the job killed" "$RC" 0
+SEEN=""
+for i in 1 2 3; do
+	next_line
+	SEEN+="$LINE;"
+	[ "$LINE" = "config B signaled 2" ] && break
+done
+eq "[on-exit]: run once, with the signal; not for --no-on-exit" "$SEEN" \
+	"config B signaled 2;"
+exec 4>&-
 
 finish
