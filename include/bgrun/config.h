@@ -29,6 +29,10 @@ extern "C" {
  * The user's bgrun configuration (bgrun_config_default_path) is read by
  * bgrun and logsink. Its keys are documented in the README ("The
  * configuration file"); a program ignores the sections it has no use for.
+ * [log] and [sink] become the environment (bgrun_config_read_user);
+ * [serve] is logsink serve's; [hooks] bgrun clone's; [on-exit] (NAME =
+ * CMD) the commands a job's recorder starts when the job ends
+ * (launcher/onexit.c).
  */
 struct bgrun_config;
 
