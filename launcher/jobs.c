@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* jobs.c: the job verbs of bgrun-full: `bgrun ps`, `kill`, `wait`, `restart`, read from the event log by id. */
+/* jobs.c: the job verbs' common part (a job read from the log by id, its supervisor, the options) and `bgrun ps`. */
 
 /*
  * A job is a logged launch: its event's row says `running` while its
@@ -24,8 +24,7 @@
  * pid is never signalled nor waited for.
  */
 
-#include "cli.h"
-#include "starter.h"
+#include "jobs.h"
 #include "verbs.h"
 #include "bgrun/util.h"
 
@@ -43,19 +42,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* What a verb keeps of a job's row (the callback's row is borrowed). */
-struct job {
-	char id[BGRUN_EVENT_ID_MAX + 1];
-	char *result;        /* as reported: `lost` for a vanished supervisor */
-	char *display;
-	char *cwd, *tag, *out, *err;
-	char **argv;         /* NULL-terminated; NULL: unknown */
-	int64_t pid, supervisor_pid, supervisor_start;
-	int64_t exit_code, signal;
-	int fd;              /* wait: the supervisor's pidfd, or -1 */
-};
-
-static void job_clear(struct job *j)
+void job_clear(struct job *j)
 {
 	free(j->result);
 	free(j->display);
@@ -113,7 +100,7 @@ static int copy_row(void *data, const struct bgrun_event_row *row)
 	return failed ? -ENOMEM : 0;
 }
 
-/* The log's path, once open_log has chosen it (for await_row). */
+/* The log's path, once jobs_open_log has chosen it (for await_row). */
 static char *log_path;
 
 /*
@@ -157,7 +144,7 @@ out:
 	return r;
 }
 
-static int open_log(const char *db, struct bgrun_store **ret_store)
+int jobs_open_log(const char *db, struct bgrun_store **ret_store)
 {
 	return open_log_as(db, ret_store, false);
 }
@@ -246,7 +233,7 @@ static int print_candidate(void *data, const struct bgrun_event_row *row)
  * such job (none, several: listed, not an id), or -1 when the log
  * cannot be read (said).
  */
-static int find_job(struct bgrun_store **store, const char *id,
+int jobs_find(struct bgrun_store **store, const char *id,
 		    struct job *j)
 {
 	struct bgrun_query q = BGRUN_QUERY_INIT;
@@ -282,13 +269,13 @@ static int find_job(struct bgrun_store **store, const char *id,
 	}
 }
 
-static bool is_running(const struct job *j)
+bool job_running(const struct job *j)
 {
 	return j->result != NULL && strcmp(j->result, BGRUN_RESULT_RUNNING) == 0;
 }
 
 /* Says why job j cannot be signalled or waited for: not running. */
-static void not_running(const char *verb, const char *id, const struct job *j)
+void jobs_not_running(const char *verb, const char *id, const struct job *j)
 {
 	if (j->result != NULL && strcmp(j->result, BGRUN_RESULT_LOST) == 0)
 		cli_msg("%s: job %s is lost: its supervisor is gone", verb,
@@ -304,7 +291,7 @@ static void not_running(const char *verb, const char *id, const struct job *j)
  * the descriptor, or -ESRCH when it is gone (or its pid is another
  * process's now), or another -errno.
  */
-static int open_supervisor(const struct job *j)
+int jobs_open_supervisor(const struct job *j)
 {
 	int fd;
 
@@ -322,22 +309,16 @@ static int open_supervisor(const struct job *j)
 	return fd;
 }
 
-/* --db (every verb), --help. */
-enum { OPT_DB = 256, OPT_JSON, OPT_TIMEOUT };
-
-/* Parses the options every verb has; NULL-terminated long options. */
-static const char *verb_db(int opt, const char *arg)
+const char *verb_db_arg(const char *verb, const char *arg)
 {
-	if (opt == OPT_DB && arg[0] == '\0') {
-		cli_msg("empty file name for --db");
-		exit(EXIT_USAGE);
-	}
+	/* "" would be a relative nothing, as for bgrun --db. */
+	if (arg[0] == '\0')
+		verb_usage(verb, "empty file name for --db");
 	return arg;
 }
 
 /* A usage error of a verb: the message, the hint, exit 2. */
-__attribute__((format(printf, 2, 3), noreturn))
-static void verb_usage(const char *verb, const char *fmt, ...)
+void verb_usage(const char *verb, const char *fmt, ...)
 {
 	char line[1024];
 	va_list ap;
@@ -351,22 +332,20 @@ static void verb_usage(const char *verb, const char *fmt, ...)
 }
 
 /* After getopt's own message. */
-__attribute__((noreturn))
-static void verb_hint(const char *verb)
+void verb_hint(const char *verb)
 {
 	(void)fprintf(stderr, "Try 'bgrun %s --help'.\n", verb);
 	exit(EXIT_USAGE);
 }
 
-__attribute__((noreturn))
-static void verb_help(const char *text)
+void verb_help(const char *text)
 {
 	(void)fputs(text, stdout);
 	exit(cli_flush_stdout() < 0 ? EXIT_CANCELED : EXIT_SUCCESS);
 }
 
 /* getopt names itself "bgrun VERB" in its messages. */
-static void verb_getopt(char **argv, char *name, size_t size)
+void verb_getopt(char **argv, char *name, size_t size)
 {
 	(void)snprintf(name, size, "bgrun %s", argv[0]);
 	argv[0] = name;
@@ -453,7 +432,7 @@ int jobs_ps_main(int argc, char **argv)
 			ps.json = true;
 			break;
 		case OPT_DB:
-			db = verb_db(opt, optarg);
+			db = verb_db_arg("ps", optarg);
 			break;
 		case 'h':
 			verb_help(ps_help);
@@ -463,7 +442,7 @@ int jobs_ps_main(int argc, char **argv)
 	}
 	if (optind < argc)
 		verb_usage("ps", "extra operand '%s'", cli_printable(argv[optind]));
-	if (open_log(db, &store) < 0)
+	if (jobs_open_log(db, &store) < 0)
 		return EXIT_CANCELED;
 	if (!ps.json)
 		(void)printf("%-8s  %7s  %6s  %-10s  %s\n", "ID", "PID", "AGE",
@@ -478,472 +457,6 @@ int jobs_ps_main(int argc, char **argv)
 	}
 	if (cli_flush_stdout() < 0)
 		status = EXIT_CANCELED;
-	bgrun_store_close(store);
-	return status;
-}
-
-/* ---- bgrun kill ---- */
-
-static const char kill_help[] =
-	"Usage: bgrun kill [-s SIGNAL] [--db=PATH] ID...\n"
-	"Send SIGNAL (default TERM) to each running job's process group,\n"
-	"through the job's supervisor, which records the job's end as any\n"
-	"other (signaled, if the signal ends it). ID: see 'bgrun --help'.\n"
-	"\n"
-	"  -s, --signal=SIGNAL  a name (TERM, SIGKILL, USR1...) or a number\n"
-	"      --db=PATH        the event log (default: as bgrun records)\n"
-	"  -h, --help           display this help and exit\n"
-	"\n"
-	"Exit status: 0 every job was signalled, 1 some ID names no running\n"
-	"job (said; the others are signalled), 2 usage error, 125 the log\n"
-	"cannot be read.\n";
-
-/* A signal's number from its name (TERM, SIGTERM) or number; -1: none. */
-static int parse_signal(const char *s)
-{
-	char *end;
-	long n;
-
-	if (s[0] >= '0' && s[0] <= '9') {
-		errno = 0;
-		n = strtol(s, &end, 10);
-		return errno == 0 && *end == '\0' && n >= 1 && n <= SIGRTMAX
-			       ? (int)n
-			       : -1;
-	}
-	if (strncasecmp(s, "SIG", 3) == 0)
-		s += 3;
-	for (int sig = 1; sig < SIGRTMIN; sig++) {
-		const char *abbrev = sigabbrev_np(sig);
-
-		if (abbrev != NULL && strcasecmp(s, abbrev) == 0)
-			return sig;
-	}
-	return -1;
-}
-
-/* Asks j's supervisor to send sig to the job: 0, or -errno. */
-static int kill_job(const struct job *j, int sig)
-{
-	siginfo_t si;
-	int fd = open_supervisor(j), r = 0;
-
-	if (fd < 0)
-		return fd;
-	memset(&si, 0, sizeof(si));
-	si.si_signo = STARTER_KILL_SIGNAL;
-	si.si_code = SI_QUEUE;
-	si.si_pid = getpid();
-	si.si_uid = getuid();
-	si.si_value.sival_int = sig;
-	if (syscall(SYS_pidfd_send_signal, fd, STARTER_KILL_SIGNAL, &si, 0) < 0)
-		r = -errno;
-	(void)close(fd);
-	return r;
-}
-
-int jobs_kill_main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "signal", required_argument, NULL, 's' },
-		{ "db", required_argument, NULL, OPT_DB },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct bgrun_store *store = NULL;
-	struct job j = { .fd = -1 };
-	const char *db = NULL;
-	char name[32];
-	int opt, sig = SIGTERM, status = EXIT_SUCCESS;
-
-	verb_getopt(argv, name, sizeof(name));
-	while ((opt = getopt_long(argc, argv, "+s:h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 's':
-			sig = parse_signal(optarg);
-			if (sig < 0)
-				verb_usage("kill", "invalid signal '%s'",
-					   cli_printable(optarg));
-			break;
-		case OPT_DB:
-			db = verb_db(opt, optarg);
-			break;
-		case 'h':
-			verb_help(kill_help);
-		default:
-			verb_hint("kill");
-		}
-	}
-	if (optind >= argc)
-		verb_usage("kill", "missing job id");
-	if (open_log(db, &store) < 0)
-		return EXIT_CANCELED;
-	for (int i = optind; i < argc; i++) {
-		int r = find_job(&store, argv[i], &j);
-
-		if (r < 0) {
-			status = EXIT_CANCELED;
-			break;
-		}
-		if (r > 0) {
-			status = EXIT_FAILURE;
-			continue;
-		}
-		if (!is_running(&j)) {
-			not_running("kill", argv[i], &j);
-			status = EXIT_FAILURE;
-			continue;
-		}
-		r = kill_job(&j, sig);
-		if (r == -ESRCH) {
-			/* It ended between the read and the signal. */
-			cli_msg("kill: job %s is not running (it has just ended)",
-				cli_printable(argv[i]));
-			status = EXIT_FAILURE;
-		} else if (r < 0) {
-			cli_msg("kill: cannot signal job %s: %s",
-				cli_printable(argv[i]), bgrun_strerror(r));
-			status = EXIT_FAILURE;
-		}
-	}
-	job_clear(&j);
-	bgrun_store_close(store);
-	return status;
-}
-
-/* ---- bgrun wait ---- */
-
-static const char wait_help[] =
-	"Usage: bgrun wait [--timeout=DUR] [--db=PATH] ID...\n"
-	"Wait until every job ID has ended (at once for one that has), then\n"
-	"exit with the status of the last one, as 'bgrun -w' does: its exit\n"
-	"code, 128+N for signal N, 124 if it was ended by its --timeout.\n"
-	"ID: see 'bgrun --help'.\n"
-	"\n"
-	"      --timeout=DUR  give up after DUR (10s, 5m, 1h): exit 124\n"
-	"      --db=PATH      the event log (default: as bgrun records)\n"
-	"  -h, --help         display this help and exit\n"
-	"\n"
-	"Exit status: the last job's, as above; 124 on --timeout; 125 an ID\n"
-	"names no job, a job is lost (its supervisor vanished) or did not\n"
-	"start, or the log cannot be read; 2 usage error.\n";
-
-/* The exit status for j's recorded end, or -1 after saying why none. */
-static int job_status(const char *id, const struct job *j)
-{
-	if (j->result != NULL && strcmp(j->result, BGRUN_RESULT_TIMEOUT) == 0)
-		return 124;
-	if (j->signal != BGRUN_NULL)
-		return 128 + (int)j->signal;
-	if (j->exit_code != BGRUN_NULL)
-		return (int)j->exit_code;
-	if (j->result != NULL && strcmp(j->result, BGRUN_RESULT_LOST) == 0)
-		cli_msg("wait: job %s is lost: its supervisor is gone",
-			cli_printable(id));
-	else if (is_running(j))
-		cli_msg("wait: job %s has ended, but its end is not in the log",
-			cli_printable(id));
-	else if (j->result != NULL &&
-		 strcmp(j->result, BGRUN_RESULT_SPAWN_FAILED) == 0)
-		cli_msg("wait: job %s did not start", cli_printable(id));
-	else
-		cli_msg("wait: event %s is not a job", cli_printable(id));
-	return -1;
-}
-
-int jobs_wait_main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "db", required_argument, NULL, OPT_DB },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct bgrun_store *store = NULL;
-	struct pollfd *p = NULL;
-	struct job *jobs = NULL;
-	const char *db = NULL;
-	int64_t timeout_ns = -1, deadline = 0;
-	char name[32];
-	int opt, n, waiting = 0, status = EXIT_CANCELED;
-
-	verb_getopt(argv, name, sizeof(name));
-	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (opt) {
-		case OPT_TIMEOUT:
-			if (bgrun_parse_duration(optarg, &timeout_ns) < 0)
-				verb_usage("wait", "invalid duration '%s' for --timeout: "
-					   BGRUN_DURATION_EXPECTED,
-					   cli_printable(optarg));
-			break;
-		case OPT_DB:
-			db = verb_db(opt, optarg);
-			break;
-		case 'h':
-			verb_help(wait_help);
-		default:
-			verb_hint("wait");
-		}
-	}
-	if (optind >= argc)
-		verb_usage("wait", "missing job id");
-	if (timeout_ns >= 0)
-		deadline = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC) + timeout_ns;
-	n = argc - optind;
-	jobs = calloc((size_t)n, sizeof(*jobs));
-	p = calloc((size_t)n, sizeof(*p));
-	if (jobs == NULL || p == NULL) {
-		cli_msg("%s", strerror(ENOMEM));
-		goto out;
-	}
-	for (int i = 0; i < n; i++)
-		jobs[i].fd = -1;
-	if (open_log(db, &store) < 0)
-		goto out;
-
-	/* Every id first: a mistyped one is said before any waiting. */
-	for (int i = 0; i < n; i++) {
-		struct job *j = &jobs[i];
-
-		if (find_job(&store, argv[optind + i], j) != 0)
-			goto out;
-		if (!is_running(j))
-			continue;
-		j->fd = open_supervisor(j);
-		if (j->fd == -ESRCH) {
-			j->fd = -1; /* ended since: its end is read below */
-		} else if (j->fd < 0) {
-			cli_msg("wait: cannot watch job %s: %s",
-				cli_printable(argv[optind + i]),
-				bgrun_strerror(j->fd));
-			j->fd = -1;
-			goto out;
-		}
-	}
-
-	/* A pidfd is readable once its process has exited. */
-	for (;;) {
-		int64_t left = -1;
-		int ms = -1, r;
-
-		waiting = 0;
-		for (int i = 0; i < n; i++)
-			if (jobs[i].fd >= 0)
-				p[waiting++] = (struct pollfd){ .fd = jobs[i].fd,
-								.events = POLLIN };
-		if (waiting == 0)
-			break;
-		if (timeout_ns >= 0) {
-			left = deadline - bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
-			if (left <= 0) {
-				status = 124;
-				goto out;
-			}
-			/* Rounded up: never woken just before the deadline. */
-			ms = left / 1000000 >= INT_MAX ? INT_MAX
-						       : (int)((left + 999999) / 1000000);
-		}
-		r = poll(p, (nfds_t)waiting, ms);
-		if (r < 0 && errno != EINTR) {
-			cli_msg("wait: %s", strerror(errno));
-			goto out;
-		}
-		for (int i = 0, k = 0; r > 0 && i < n; i++) {
-			if (jobs[i].fd < 0)
-				continue;
-			if (p[k++].revents != 0) {
-				(void)close(jobs[i].fd);
-				jobs[i].fd = -1;
-			}
-		}
-	}
-
-	/* Every supervisor has exited: each end is in the log. */
-	for (int i = 0; i < n; i++) {
-		const char *id = argv[optind + i];
-
-		if (find_job(&store, jobs[i].id, &jobs[i]) != 0)
-			goto out;
-		status = job_status(id, &jobs[i]);
-		if (status < 0) {
-			status = EXIT_CANCELED;
-			goto out;
-		}
-	}
-out:
-	for (int i = 0; jobs != NULL && i < n; i++)
-		job_clear(&jobs[i]);
-	free(jobs);
-	free(p);
-	bgrun_store_close(store);
-	return status;
-}
-
-/* ---- bgrun restart ---- */
-
-static const char restart_help[] =
-	"Usage: bgrun restart [--print-id] [--db=PATH] ID\n"
-	"Launch the command of job ID again (it must have ended; 'bgrun kill'\n"
-	"a running one first) as a new job: the same arguments, working\n"
-	"directory, tag and output files, with the environment of this call\n"
-	"(the log does not keep environments: they hold secrets). The new\n"
-	"job's event says which one it restarts (options.restart_of).\n"
-	"\n"
-	"      --print-id  print the new job's id on stdout\n"
-	"      --db=PATH   the event log (default: as bgrun records)\n"
-	"  -h, --help      display this help and exit\n"
-	"\n"
-	"Exit status: 0 launched, 1 ID names no job that ended, 2 usage error,\n"
-	"125 bgrun failed, 126 the command is not executable, 127 not found.\n";
-
-int jobs_restart_main(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "print-id", no_argument, NULL, 'p' },
-		{ "db", required_argument, NULL, OPT_DB },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct bgrun_failure failure = { .stage = BGRUN_STAGE_NONE };
-	struct bgrun_store *store = NULL;
-	struct job j = { .fd = -1 };
-	struct bgrun_spawn_opts cmd;
-	struct sup_launch l = { .cmd = &cmd, .ensurestart = true };
-	struct cli c;
-	char newid[BGRUN_EVENT_ID_MAX + 1], name[32];
-	const char *db = NULL, **args = NULL;
-	bool print_id = false, parsed = false;
-	int opt, report_fd = -1, error = 0, status = EXIT_CANCELED;
-	size_t k = 0, n;
-	pid_t pid;
-
-	verb_getopt(argv, name, sizeof(name));
-	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'p':
-			print_id = true;
-			break;
-		case OPT_DB:
-			db = verb_db(opt, optarg);
-			break;
-		case 'h':
-			verb_help(restart_help);
-		default:
-			verb_hint("restart");
-		}
-	}
-	if (optind >= argc)
-		verb_usage("restart", "missing job id");
-	if (optind + 1 < argc)
-		verb_usage("restart", "extra operand '%s'",
-			   cli_printable(argv[optind + 1]));
-	if (open_log(db, &store) < 0)
-		goto out;
-	switch (find_job(&store, argv[optind], &j)) {
-	case 0:
-		break;
-	case 1:
-		status = EXIT_FAILURE;
-		goto out;
-	default:
-		goto out;
-	}
-	if (is_running(&j)) {
-		cli_msg("restart: job %s is still running: 'bgrun kill' it first",
-			cli_printable(argv[optind]));
-		status = EXIT_FAILURE;
-		goto out;
-	}
-	if (j.argv == NULL || j.argv[0] == NULL || j.result == NULL) {
-		cli_msg("restart: event %s is not a job (no command recorded)",
-			cli_printable(argv[optind]));
-		status = EXIT_FAILURE;
-		goto out;
-	}
-
-	/*
-	 * bgrun's command line for it, as the recorder parses it: the
-	 * recorded argv is the final one (a -s script is already sh -c ...),
-	 * so it is given after "--" as it is.
-	 */
-	n = vec_len((const char *const *)j.argv);
-	args = calloc(n + 16, sizeof(*args));
-	if (args == NULL) {
-		cli_msg("%s", strerror(ENOMEM));
-		goto out;
-	}
-	args[k++] = "bgrun";
-	if (j.cwd != NULL) {
-		args[k++] = "-C";
-		args[k++] = j.cwd;
-	}
-	if (j.tag != NULL) {
-		args[k++] = "--tag";
-		args[k++] = j.tag;
-	}
-	if (j.out != NULL) {
-		args[k++] = "-o";
-		args[k++] = j.out;
-	}
-	if (j.err != NULL) {
-		args[k++] = "-e";
-		args[k++] = j.err;
-	}
-	if (db != NULL) {
-		args[k++] = "--db";
-		args[k++] = db;
-	}
-	args[k++] = "--";
-	memcpy(&args[k], j.argv, n * sizeof(*args));
-	k += n;
-	args[k] = NULL;
-	/* getopt has read our own options: a fresh start for bgrun's. */
-	optind = 0;
-	cli_parse(&c, (int)k, (char **)args);
-	parsed = true;
-
-	bgrun_event_new_id(newid);
-	status = cli_check_log(&c, newid);
-	if (status != EXIT_SUCCESS)
-		goto out;
-	cli_spawn_opts(&c, &cmd);
-	l.args = &args[1];
-	l.link_key = "restart_of";
-	l.link_id = j.id;
-	switch (launch_supervisor(newid, &l, NULL, &report_fd, &error,
-				  &failure)) {
-	case SUP_STARTED:
-		break;
-	case SUP_CMD_FAILED:
-		if (print_id)
-			(void)printf("%s\n", newid);
-		status = cli_report_failure(&c, error, &failure);
-		goto out;
-	default:
-		status = EXIT_CANCELED;
-		goto out;
-	}
-	pid = launch_read_report(report_fd, &failure);
-	if (print_id)
-		(void)printf("%s\n", newid);
-	if (pid < 0)
-		status = cli_report_failure(&c, pid, &failure);
-	else if (pid == 0) {
-		cli_msg("the supervisor of %s exited without a report",
-			cli_printable(c.cmd[0]));
-		status = EXIT_CANCELED;
-	} else {
-		status = EXIT_SUCCESS;
-	}
-	if (cli_flush_stdout() < 0)
-		status = EXIT_CANCELED;
-out:
-	if (report_fd >= 0)
-		(void)close(report_fd);
-	if (parsed)
-		cli_free(&c);
-	free(args);
-	job_clear(&j);
 	bgrun_store_close(store);
 	return status;
 }

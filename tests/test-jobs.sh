@@ -187,10 +187,20 @@ BGRUN_SIGNAL=
 BGRUN_TAG=notified"
 check "--on-exit: BGRUN_DURATION_MS is a number" \
 	grep -Eq '^BGRUN_DURATION_MS=[0-9]+$' "$TMP/hooks.env"
-# The hook is a job of its own, recorded as such, linked to the job.
-HOOK=$("$LOGSINK" query --source on-exit --json |
-	sed -n 's/^{"id":"\([^"]*\)".*/\1/p' | head -n 1)
-check "--on-exit: the hook recorded" test -n "$HOOK"
+# The hook is a job of its own, recorded as such, linked to the job; its
+# row comes once its recorder runs: polled for, with a deadline.
+hook_id() {
+	local end=$((SECONDS + 10))
+	HOOK=""
+	while [ -z "$HOOK" ]; do
+		HOOK=$("$LOGSINK" query --source on-exit --json 2>/dev/null |
+			sed -n 's/^{"id":"\([^"]*\)".*/\1/p' | head -n 1)
+		[ -n "$HOOK" ] && return 0
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.01
+	done
+}
+check "--on-exit: the hook recorded" hook_id
 run wait "$HOOK"
 eq "--on-exit: the hook's end recorded" "$RC" 0
 eq "--on-exit: source on-exit" "$(field "$HOOK" source)" on-exit
@@ -220,5 +230,19 @@ done
 eq "[on-exit]: run once, with the signal; not for --no-on-exit" "$SEEN" \
 	"config B signaled 2;"
 exec 4>&-
+# Every hook (three) recorded as ended before the directory goes.
+hooks_done() {
+	local end=$((SECONDS + 10)) n
+	while :; do
+		n=$("$LOGSINK" query --source on-exit --json 2>/dev/null |
+			grep -vc '"result":"running"')
+		[ "$n" -ge 3 ] && return 0
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.01
+	done
+}
+check "every hook has ended" hooks_done
+run ps
+eq "no job left running" "$OUT_LINES" 1
 
 finish
