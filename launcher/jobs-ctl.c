@@ -125,7 +125,7 @@ int jobs_kill_main(int argc, char **argv)
 			status = EXIT_FAILURE;
 			continue;
 		}
-		if (!job_running(&j)) {
+		if (!job_running(&j) || j.supervisor_pid == BGRUN_NULL) {
 			jobs_not_running("kill", argv[i], &j);
 			status = EXIT_FAILURE;
 			continue;
@@ -245,6 +245,10 @@ int jobs_wait_main(int argc, char **argv)
 			goto out;
 		if (!job_running(j))
 			continue;
+		if (j->supervisor_pid == BGRUN_NULL) {
+			jobs_not_running("wait", argv[optind + i], j);
+			goto out;
+		}
 		j->fd = jobs_open_supervisor(j);
 		if (j->fd == -ESRCH) {
 			j->fd = -1; /* ended since: its end is read below */

@@ -277,9 +277,13 @@ bool job_running(const struct job *j)
 /* Says why job j cannot be signalled or waited for: not running. */
 void jobs_not_running(const char *verb, const char *id, const struct job *j)
 {
-	if (j->result != NULL && strcmp(j->result, BGRUN_RESULT_LOST) == 0)
+	if (job_running(j))
+		/* A `running` row bgrun did not write: nothing watches it. */
+		cli_msg("%s: event %s names no supervisor: not a bgrun job", verb,
+			cli_printable(id));
+	else if (j->result != NULL && strcmp(j->result, BGRUN_RESULT_LOST) == 0)
 		cli_msg("%s: job %s is lost: its supervisor is gone", verb,
-			bgrun_event_short_id(j->id));
+			cli_printable(id));
 	else
 		cli_msg("%s: job %s is not running (%s)", verb,
 			cli_printable(id),

@@ -43,7 +43,10 @@ int jobs_open_log(const char *db, struct bgrun_store **ret_store);
  */
 int jobs_find(struct bgrun_store **store, const char *id, struct job *j);
 
-/* Says, for verb, why job j (typed as id) is not running. */
+/*
+ * Says, for verb, why job j (typed as id) cannot be signalled or waited
+ * for: not running, or a running row without a supervisor.
+ */
 void jobs_not_running(const char *verb, const char *id, const struct job *j);
 
 /*
