@@ -50,6 +50,7 @@ void job_clear(struct job *j)
 	free(j->tag);
 	free(j->out);
 	free(j->err);
+	free(j->options);
 	for (size_t i = 0; j->argv != NULL && j->argv[i] != NULL; i++)
 		free(j->argv[i]);
 	free(j->argv);
@@ -85,6 +86,7 @@ static int copy_row(void *data, const struct bgrun_event_row *row)
 	j->tag = dup_or_null(ev->tag, &failed);
 	j->out = dup_or_null(ev->stdout_path, &failed);
 	j->err = dup_or_null(ev->stderr_path, &failed);
+	j->options = dup_or_null(ev->options_json, &failed);
 	if (ev->argv != NULL) {
 		j->argv = calloc(row->argc + 1, sizeof(*j->argv));
 		if (j->argv == NULL)

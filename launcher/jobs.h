@@ -15,6 +15,7 @@ struct job {
 	char *result;        /* as reported: `lost` for a vanished supervisor */
 	char *display;
 	char *cwd, *tag, *out, *err;
+	char *options;       /* the options object (JSON), or NULL */
 	char **argv;         /* NULL-terminated; NULL: unknown */
 	int64_t pid, supervisor_pid, supervisor_start;
 	int64_t exit_code, signal;

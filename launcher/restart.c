@@ -17,7 +17,8 @@ static const char restart_help[] =
 	"Usage: bgrun restart [--print-id] [--db=PATH] ID\n"
 	"Launch the command of job ID again (it must have ended; 'bgrun kill'\n"
 	"a running one first) as a new job: the same arguments, working\n"
-	"directory, tag and output files, with the environment of this call\n"
+	"directory, tag and output files (appended to if they were), with the\n"
+	"environment of this call\n"
 	"(the log does not keep environments: they hold secrets). The new\n"
 	"job's event says which one it restarts (options.restart_of).\n"
 	"\n"
@@ -121,6 +122,12 @@ int jobs_restart_main(int argc, char **argv)
 		args[k++] = "-e";
 		args[k++] = j.err;
 	}
+	/*
+	 * The recorder's options are SQLite's json_object() of strings: a
+	 * quote inside a value is escaped (\"), so this text is a member.
+	 */
+	if (j.options != NULL && strstr(j.options, "\"append\":\"1\"") != NULL)
+		args[k++] = "-a";
 	if (db != NULL) {
 		args[k++] = "--db";
 		args[k++] = db;

@@ -67,7 +67,7 @@ struct sup {
 	struct bgrun_sink *sink;
 	char **argv;
 	char *cwd, *out, *err, *db;
-	const char *options[3]; /* NAME, VALUE, NULL */
+	const char *options[5]; /* NAME, VALUE..., NULL */
 };
 
 /* path made absolute against dir (itself absolute, or NULL: ours). */
@@ -120,6 +120,7 @@ static void describe(struct sup *s)
 	const char *origin = s->rec->origin;
 	struct bgrun_spawn_opts opts;
 	char **envp = NULL, *dir;
+	size_t k = 0;
 
 	/* What runs, as the library makes it (-s: the shell's words first). */
 	cli_spawn_opts(c, &opts);
@@ -141,12 +142,21 @@ static void describe(struct sup *s)
 	s->ev.tag = c->tag;
 	s->ev.stdout_path = s->out;
 	s->ev.stderr_path = s->err;
-	/* What this job is to another (a restart, a hook), in options. */
+	/*
+	 * In options: what this job is to another (a restart, a hook), and
+	 * -a, which `bgrun restart` repeats (restart.c); the paths are
+	 * columns of their own.
+	 */
 	if (s->rec->link_id != NULL) {
-		s->options[0] = s->rec->link_key;
-		s->options[1] = s->rec->link_id;
-		s->ev.options_kv = s->options;
+		s->options[k++] = s->rec->link_key;
+		s->options[k++] = s->rec->link_id;
 	}
+	if (c->append && (c->out_path != NULL || c->err_path != NULL)) {
+		s->options[k++] = "append";
+		s->options[k++] = "1";
+	}
+	if (k > 0)
+		s->ev.options_kv = s->options;
 	/* The supervisor is bgrun-start, our parent. */
 	s->ev.supervisor_pid = getppid();
 	s->ev.supervisor_start = bgrun_proc_starttime(getppid());

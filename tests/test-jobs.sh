@@ -156,6 +156,16 @@ for f in cwd tag stdout_path command 'argv\[[0-9]*\]'; do
 		"$("$BGRUN" show "$ID4" | grep "^$f: ")"
 done
 eq "restart: the output file written again" "$(cat "$TMP/out1")" hello
+# -a is repeated: the restart appends.
+run --print-id -a -o "$TMP/out3" -w -- "$RT" helper stdout one
+ID8=$OUT
+run restart --print-id "$ID8"
+ID9=$OUT
+run wait "$ID9"
+eq "restart -a: the new job ran" "$RC" 0
+eq "restart -a: appended" "$(cat "$TMP/out3")" $'one\none'
+eq "restart -a: recorded" "$(field "$ID9" options)" \
+	"{\"restart_of\":\"$ID8\",\"append\":\"1\"}"
 run --print-id -- "$RT" helper pause
 ID6=$OUT
 run restart "$ID6"
