@@ -223,8 +223,11 @@ int jobs_wait_main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		verb_usage("wait", "missing job id");
-	if (timeout_ns >= 0)
+	if (timeout_ns >= 0) {
 		deadline = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC) + timeout_ns;
+		/* A row not there yet is waited for no longer than that. */
+		jobs_set_deadline(deadline > 0 ? deadline : 1);
+	}
 	n = argc - optind;
 	jobs = calloc((size_t)n, sizeof(*jobs));
 	p = calloc((size_t)n, sizeof(*p));

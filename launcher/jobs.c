@@ -160,6 +160,14 @@ int jobs_open_log(const char *db, struct bgrun_store **ret_store)
  */
 #define AWAIT_ROW_NS (10 * 1000000000LL)
 
+/* An earlier end for that wait (`bgrun wait --timeout`), or 0. */
+static int64_t await_until;
+
+void jobs_set_deadline(int64_t mono_ns)
+{
+	await_until = mono_ns;
+}
+
 /*
  * Waits for the row of id (a whole id) to appear in the log, *store
  * opened when it was not: 0 with *j filled, -ENOENT when it did not
@@ -174,6 +182,8 @@ static int await_row(struct bgrun_store **store, const char *id,
 	char *dir = log_path != NULL ? strdup(log_path) : NULL, *slash;
 	int fd = -1, r = -ENOENT;
 
+	if (await_until > 0 && await_until < deadline)
+		deadline = await_until;
 	if (dir == NULL)
 		return -ENOMEM;
 	slash = strrchr(dir, '/');

@@ -44,6 +44,9 @@ int jobs_open_log(const char *db, struct bgrun_store **ret_store);
  */
 int jobs_find(struct bgrun_store **store, const char *id, struct job *j);
 
+/* Ends jobs_find's wait for a whole id at mono_ns (CLOCK_MONOTONIC) if sooner. */
+void jobs_set_deadline(int64_t mono_ns);
+
 /*
  * Says, for verb, why job j (typed as id) cannot be signalled or waited
  * for: not running, or a running row without a supervisor.
