@@ -331,6 +331,11 @@ void cli_parse(struct cli *c, int argc, char **argv)
 		usage_error("--tag, --timeout, --print-id, --strict-log and --on-exit need the log; drop --no-log");
 	if (c->kill_after_ns > 0 && c->timeout_ns == 0)
 		usage_error("--kill-after needs --timeout");
+#if !BGRUN_CLI_LOG
+	/* The Windows supervisor (win-supervise.c) starts no notification. */
+	if (c->n_on_exit > 0)
+		usage_error("--on-exit is not in this build yet (the POSIX supervisor's)");
+#endif
 	if (c->log && c->print_pid && !c->ensurestart && !c->wait)
 		usage_error("--print-pid needs the command started; drop --no-ensurestart");
 #if BGRUN_CLI_LOG
