@@ -86,6 +86,8 @@ complete -c bgrun -n $L -l kill-after -x -a '10s 5m 1h' -d 'Then SIGKILL it DUR 
 complete -c bgrun -n $L -l print-id -d 'Print the event id'
 complete -c bgrun -n $L -l db -r -F -d 'The event log database'
 complete -c bgrun -n $L -l strict-log -d 'Do not launch when the log cannot be written'
+complete -c bgrun -n $L -l on-exit -x -d 'Run the sh script CMD when the job ends'
+complete -c bgrun -n $L -l no-on-exit -d 'Not the configuration\'s on-exit commands'
 complete -c bgrun -n $L -s h -l help -d 'Display the help and exit'
 complete -c bgrun -n $L -l version -d 'Output version information and exit'
 
