@@ -3,18 +3,21 @@
 
 /*
  * Installed beside bgrun-start, not on PATH: bgrun executes it for
- * `bgrun clone` (with bgrun's arguments), bgrun-start (or launch.c, when
+ * its verbs (`bgrun clone`, `bgrun logs`: verbs.c, with bgrun's arguments), bgrun-start (or launch.c, when
  * COMMAND cannot start) as the recorder, whose own options only
  * supervise.c parses.
  */
 
 #include "cli.h"
+#include "verbs.h"
 
 #include <string.h>
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && strcmp(argv[1], "clone") == 0)
-		return clone_main(argc - 1, argv + 1);
+	const struct verb *v = argc > 1 ? verb_find(argv[1]) : NULL;
+
+	if (v != NULL)
+		return v->fn(argc - 1, argv + 1);
 	return supervise_main(argc, argv);
 }

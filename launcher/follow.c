@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/* follow.c: following a job's kept output as it grows (bgrun -w, bgrun logs -f), until its last writer closes it. */
+
+/*
+ * The end of a job is the end of its output file's only open file: bgrun
+ * opened it once (output.c), the command and whatever it started share
+ * it, and the supervisor keeps a descriptor of it until the finish is
+ * recorded (start.c). inotify says IN_CLOSE_WRITE when the last of them
+ * lets go, so a follower needs neither the job's pid nor a poll of the
+ * log, and it cannot miss the end: the watch is made before it looks at
+ * whether the job is over. A command that leaves a process behind still
+ * holding its stdout is followed until that process lets go as well:
+ * that is the output's end.
+ *
+ * The cap (start.c) drops the start of a file by punching a hole in it:
+ * a reader skips the hole (SEEK_DATA), and says once how much it missed.
+ */
+
+#include "output.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+int follow_open(struct follow_file *f, size_t n, int *ret_ifd)
+{
+	int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+
+	if (ifd < 0) {
+		cli_msg("cannot follow the output: inotify: %s", strerror(errno));
+		return -errno;
+	}
+	for (size_t i = 0; i < n; i++) {
+		f[i].fd = -1;
+		f[i].wd = inotify_add_watch(ifd, f[i].path,
+					    IN_MODIFY | IN_CLOSE_WRITE);
+		if (f[i].wd >= 0)
+			f[i].fd = open(f[i].path, O_RDONLY | O_CLOEXEC);
+		if (f[i].wd < 0 || f[i].fd < 0) {
+			int r = -errno;
+
+			cli_msg("cannot follow '%s': %s", cli_printable(f[i].path),
+				strerror(errno));
+			follow_close(f, i + 1, ifd);
+			return r;
+		}
+	}
+	*ret_ifd = ifd;
+	return 0;
+}
+
+void follow_close(struct follow_file *f, size_t n, int ifd)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].fd >= 0)
+			(void)close(f[i].fd);
+		f[i].fd = -1;
+	}
+	if (ifd >= 0)
+		(void)close(ifd);
+}
+
+static void put(struct follow_file *f, const char *p, size_t len)
+{
+	while (len > 0 && !f->out_broken) {
+		ssize_t w = write(f->out, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			/* A reader gone (EPIPE) stops the copy, not the job. */
+			f->out_broken = true;
+			break;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+}
+
+/* Copies from f->off to the end of what the file holds now. */
+static void drain(struct follow_file *f)
+{
+	char buf[65536];
+
+	for (;;) {
+		off_t data = lseek(f->fd, f->off, SEEK_DATA);
+		ssize_t n;
+
+		/* ENXIO: nothing but a hole past off (or the end). */
+		if (data < 0 && errno == ENXIO)
+			return;
+		if (data > f->off) {
+			/* The cap dropped this much: the file's start is a hole. */
+			char line[128];
+
+			(void)snprintf(line, sizeof(line),
+				       "bgrun: [%lld bytes of earlier output "
+				       "dropped: over the cap]\n",
+				       (long long)(data - f->off));
+			f->dropped += data - f->off;
+			if (!f->out_broken)
+				(void)!write(2, line, strlen(line));
+			f->off = data;
+		}
+		n = pread(f->fd, buf, sizeof(buf), f->off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		f->off += n;
+		put(f, buf, (size_t)n);
+	}
+}
+
+int follow_run(struct follow_file *f, size_t n, int ifd, bool done_already)
+{
+	char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	size_t left = n;
+
+	for (size_t i = 0; i < n; i++) {
+		drain(&f[i]);
+		f[i].done = done_already;
+	}
+	if (done_already)
+		return 0;
+	while (left > 0) {
+		struct pollfd p = { .fd = ifd, .events = POLLIN };
+		ssize_t len;
+
+		if (poll(&p, 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		len = read(ifd, ev, sizeof(ev));
+		if (len < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (len <= 0)
+			return len < 0 ? -errno : -EIO;
+		for (char *p2 = ev; p2 < ev + len;) {
+			const struct inotify_event *e = (const void *)p2;
+
+			for (size_t i = 0; i < n; i++) {
+				if (e->wd != f[i].wd)
+					continue;
+				drain(&f[i]);
+				if ((e->mask & IN_CLOSE_WRITE) && !f[i].done) {
+					f[i].done = true;
+					left--;
+				}
+			}
+			p2 += sizeof(*e) + e->len;
+		}
+	}
+	return 0;
+}
