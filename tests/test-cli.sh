@@ -271,6 +271,22 @@ done
 run -w "$RT" helper exit 0 "${BIG_ARGS[@]}"
 eq "60% of ARG_MAX in argv: exit 0" "$RC" 0
 eq "60% of ARG_MAX in argv: nothing on stderr" "$ERR" ""
+# As much as bgrun itself can be given (90%: the environment and bgrun's
+# own words take the rest): logged as --no-log launches it, and recorded
+# whole. 11 arguments of 100 kB each used to fail with E2BIG when logged.
+BIG_ARGS=()
+for ((i = 0; i < $(getconf ARG_MAX) * 9 / 10 / 100001; i++)); do
+	BIG_ARGS+=("$BIG")
+done
+PRINT_ID=()
+[ "$MODE" = log ] && PRINT_ID=(--print-id)
+run -w "${PRINT_ID[@]}" "$RT" helper exit 0 "${BIG_ARGS[@]}"
+eq "90% of ARG_MAX in argv (${#BIG_ARGS[@]} x 100 kB): exit 0" "$RC" 0
+if [ "$MODE" = log ]; then
+	eq "90% of ARG_MAX in argv: recorded whole" \
+		"$(sqlite3 -cmd '.timeout 10000' "$BGRUN_DB" "SELECT json_array_length(argv) || ' ' || (length(argv) > ${#BIG_ARGS[@]} * 100000) FROM events WHERE id = '$OUT'")" \
+		"$((${#BIG_ARGS[@]} + 4)) 1"
+fi
 unset BIG BIG_ARGS
 
 # --- -i ---
