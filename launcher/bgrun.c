@@ -224,6 +224,8 @@ static int launch_supervised(const struct cli *c, char **argv)
 			status = cli_report_failure(c, error, &failure);
 		goto out;
 	default:
+		/* Nothing runs and nothing is recorded: no file either. */
+		capture_discard(&cap);
 		status = EXIT_CANCELED;
 		goto out;
 	}
