@@ -210,6 +210,13 @@ static int launch_supervised(const struct cli *c, char **argv)
 			.path = cap.path[1], .out = cap.path[0] != NULL ? 2 : 1 };
 	if (n_follow > 0 && follow_open(f, n_follow, &ifd) < 0)
 		n_follow = 0;
+	/*
+	 * A reader of ours that goes away (bgrun -w | head) ends the display,
+	 * not bgrun: the job is still ours to wait for. The primitive starts
+	 * the supervisor with every signal at its default, so this stays ours.
+	 */
+	if (n_follow > 0)
+		(void)signal(SIGPIPE, SIG_IGN);
 	if (c->wait)
 		forward_block();
 	switch (launch_supervisor(id, &l, &child, &report_fd, &error,

@@ -103,7 +103,7 @@ static const char usage_text[] =
 	"      --version         output version information and exit\n"
 	"\n"
 	"Exit status: 0 launched (with --wait: the command's status, 128+N for\n"
-	"signal N, 124 if --timeout ended it), 2 usage error, 125 bgrun failed (or, --strict-log, the log\n"
+	"signal N, 124 if --timeout ended it, 137 if --kill-after did), 2 usage error, 125 bgrun failed (or, --strict-log, the log\n"
 	"cannot be written: nothing launched), 126 COMMAND not executable,\n"
 	"127 COMMAND not found.\n";
 

@@ -45,7 +45,7 @@ int follow_open(struct follow_file *f, size_t n, int *ret_ifd)
 		if (f[i].wd < 0 || f[i].fd < 0) {
 			int r = -errno;
 
-			cli_msg("cannot follow '%s': %s", cli_printable(f[i].path),
+			cli_msg("cannot read '%s': %s", cli_printable(f[i].path),
 				strerror(errno));
 			follow_close(f, i + 1, ifd);
 			return r;
@@ -74,7 +74,10 @@ static void put(struct follow_file *f, const char *p, size_t len)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
-			/* A reader gone (EPIPE) stops the copy, not the job. */
+			/*
+			 * A reader gone (EPIPE: bgrun -w ignores SIGPIPE while
+			 * it follows) stops the copy, not the job.
+			 */
 			f->out_broken = true;
 			break;
 		}

@@ -36,7 +36,7 @@ static const struct option logs_options[] = {
 
 /* What logs needs of the event's row. */
 struct job {
-	bool found, kept, running, lost;
+	bool found, kept, running, lost, spawn_failed;
 	char id[BGRUN_EVENT_ID_MAX + 1];
 	char *out, *err;
 	int status; /* the exit code its end means, or -1 */
@@ -85,6 +85,8 @@ static int take_row(void *data, const struct bgrun_event_row *row)
 		     strcmp(ev->result, BGRUN_RESULT_RUNNING) == 0;
 	j->lost = ev->result != NULL &&
 		  strcmp(ev->result, BGRUN_RESULT_LOST) == 0;
+	j->spawn_failed = ev->result != NULL &&
+			  strcmp(ev->result, BGRUN_RESULT_SPAWN_FAILED) == 0;
 	j->status = row_status(ev);
 	return 0;
 }
@@ -238,8 +240,9 @@ int logs_main(int argc, char **argv)
 			status = j.status;
 		} else {
 			cli_msg("logs: event %s: %s", j.id,
-				j.lost ? "its supervisor is gone; no end was recorded"
-				       : "no end was recorded");
+				j.spawn_failed ? "the command could not be started"
+				: j.lost ? "its supervisor is gone; no end was recorded"
+					 : "no end was recorded");
 			status = EXIT_CANCELED;
 		}
 	} else {
@@ -247,7 +250,7 @@ int logs_main(int argc, char **argv)
 	}
 	follow_close(f, n, ifd);
 	if (f[0].out_broken || (n > 1 && f[1].out_broken)) {
-		cli_msg("logs: write error: %s", strerror(EPIPE));
+		cli_msg("logs: write error");
 		if (!follow)
 			status = EXIT_CANCELED;
 	}

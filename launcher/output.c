@@ -52,22 +52,11 @@ static int create(const char *dir, const char *id, const char *suffix,
 }
 
 /* The directory, made on first use; private: output may hold secrets. */
-static int make_dir(char **ret_dir)
+static int make_dir(const char *dir)
 {
-	char *dir = NULL;
-	int r = bgrun_output_default_dir(&dir);
-
-	if (r < 0)
-		return r;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		r = errno == ENOENT ? bgrun_mkdir_p(dir, 0700) : -errno;
-		if (r < 0) {
-			free(dir);
-			return r;
-		}
-	}
-	*ret_dir = dir;
-	return 0;
+	if (mkdir(dir, 0700) == 0 || errno == EEXIST)
+		return 0;
+	return errno == ENOENT ? bgrun_mkdir_p(dir, 0700) : -errno;
 }
 
 void capture_open(const struct cli *c, const char *id,
@@ -81,7 +70,9 @@ void capture_open(const struct cli *c, const char *id,
 
 	if (c->capture == CLI_CAPTURE_NONE || (!out && !err))
 		return;
-	r = make_dir(&cap->dir);
+	r = bgrun_output_default_dir(&cap->dir);
+	if (r >= 0)
+		r = make_dir(cap->dir);
 	if (r >= 0 && out)
 		r = create(cap->dir, id, merged ? "log" : "out", &cap->path[0],
 			   &cap->fd[0]);

@@ -39,8 +39,8 @@
  *
  * The report goes back on descriptor 3 (starter.h). The recorder reads
  * COMMAND's end on its descriptor 3, one line (see format_end). Exit
- * status: COMMAND's (128+N for signal N), 124 when the timeout ended it
- * (as timeout(1)), or the recorder's when COMMAND did not start.
+ * status: COMMAND's (128+N for signal N), 124 when the timeout's SIGTERM
+ * ended it (as timeout(1)), or the recorder's when COMMAND did not start.
  */
 
 #include "bgrun/spawn.h" /* enum bgrun_stage, for the report */
@@ -499,29 +499,46 @@ static void cap(const struct start *st, struct output *o)
 	}
 }
 
-/* The watches for the cap: an inotify descriptor, or -1 (no cap). */
+/* Without inotify, the cap is checked this often. */
+#define CAP_POLL_NS 1000000000
+
+/*
+ * What wakes us to apply the cap: an inotify descriptor on the files, or,
+ * when the user has used up their inotify instances (128 by default: as
+ * many jobs running), a timer; -1 when there is no cap.
+ */
 static int watch_outputs(struct start *st)
 {
-	int ifd;
+	struct itimerspec its = { .it_interval = { 0, CAP_POLL_NS },
+				  .it_value = { 0, CAP_POLL_NS } };
+	int fd;
 
 	if (st->output_max <= 0 || st->n_out == 0)
 		return -1;
-	ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (ifd < 0)
-		return -1;
-	for (size_t i = 0; i < st->n_out; i++) {
-		st->out[i].wd = inotify_add_watch(ifd, st->out[i].path, IN_MODIFY);
+	for (size_t i = 0; i < st->n_out; i++)
 		cap(st, &st->out[i]);
+	fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	for (size_t i = 0; fd >= 0 && i < st->n_out; i++) {
+		st->out[i].wd = inotify_add_watch(fd, st->out[i].path, IN_MODIFY);
+		if (st->out[i].wd < 0) {
+			(void)close(fd);
+			fd = -1;
+		}
 	}
-	return ifd;
+	if (fd >= 0)
+		return fd;
+	fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (fd >= 0)
+		(void)timerfd_settime(fd, 0, &its, NULL);
+	return fd;
 }
 
-/* Reads the pending events of ifd and applies the cap. */
-static void check_outputs(struct start *st, int ifd)
+/* Reads what woke us on fd (events, or the timer's ticks); applies the cap. */
+static void check_outputs(struct start *st, int fd)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 
-	while (read(ifd, buf, sizeof(buf)) > 0)
+	while (read(fd, buf, sizeof(buf)) > 0)
 		;
 	for (size_t i = 0; i < st->n_out; i++)
 		cap(st, &st->out[i]);
@@ -725,9 +742,15 @@ int main(int argc, char **argv, char **envp)
 		end[0] = '\0';
 	} else {
 		format_end(end, &st, wstatus, timed_out, &ru);
-		code = timed_out ? STARTER_EXIT_TIMEOUT
-		       : WIFEXITED(wstatus) ? WEXITSTATUS(wstatus)
-					    : 128 + WTERMSIG(wstatus);
+		code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus)
+					  : 128 + WTERMSIG(wstatus);
+		/*
+		 * As timeout(1): 124 when the timeout ended it, but 137 when
+		 * it took the SIGKILL of --kill-after.
+		 */
+		if (timed_out && !(WIFSIGNALED(wstatus) &&
+				   WTERMSIG(wstatus) == SIGKILL))
+			code = STARTER_EXIT_TIMEOUT;
 	}
 	/* Done when the finish is recorded (bgrun --wait relies on it). */
 	(void)finish_recorder(&st, &rec, end);

@@ -49,7 +49,8 @@
  *                     recorder's proof of where it comes from).
  *
  * The exit status of bgrun-start is COMMAND's (128+N for signal N), or
- * STARTER_EXIT_TIMEOUT when the timeout ended it, as timeout(1) says it.
+ * STARTER_EXIT_TIMEOUT when the timeout ended it, as timeout(1) says it
+ * (but 137 when it took the SIGKILL that follows, as timeout(1) too).
  *
  * 2. bgrun-start answers with one line, STARTER_REPORT_OK " PID\n" or
  *    STARTER_REPORT_ERROR " ERRNO STAGE\n" (STAGE a value of enum
