@@ -89,6 +89,25 @@ eq "logs -f: ends with the job, its exit status" "$?" 7
 eq "logs -f: all of the output" "$(cat "$TMP/f.out")" $'started\ngot hello'
 eq "logs -f: nothing on stderr" "$(cat "$TMP/f.err")" ""
 
+# A job whose row is not written (yet, or ever: no daemon answers for
+# BGRUN_SINK=daemon, so the record waits in the spool) is followed by its
+# whole id, from its file, to its end.
+mkfifo "$TMP/go2"
+BGRUN_SINK=daemon BGRUN_SOCKET=$TMP/no.sock capture "$BGRUN" --print-id -- \
+	sh -c 'echo early; read x <"$0"; echo late' "$TMP/go2"
+eq "no row: launched" "$RC" 0
+ID=$OUT
+"$BGRUN" logs -f "$ID" >"$TMP/f2.out" 2>"$TMP/f2.err" &
+FPID=$!
+KILL_PIDS+=("$FPID")
+check "no row: logs -f shows the output" until_true has_text "$TMP/f2.out" early
+check "no row: still following" kill -0 "$FPID"
+echo go >"$TMP/go2"
+wait "$FPID"
+eq "no row: logs -f ends with the job, 125: no end recorded" "$?" 125
+eq "no row: all of the output" "$(cat "$TMP/f2.out")" $'early\nlate'
+eq "no row: said why" "$(cat "$TMP/f2.err")" "bgrun: logs: event $ID: no end was recorded"
+
 # --- --split-output ---
 capture "$BGRUN" -w --print-id --split-output -- sh -c 'echo O; echo E >&2'
 ID=${OUT%%$'\n'*}
