@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,8 @@ int follow_open(struct follow_file *f, size_t n, int *ret_ifd)
 		cli_msg("cannot follow the output: inotify: %s", strerror(errno));
 		return -errno;
 	}
+	/* A lease broken in no_writer's instant would send SIGIO: no harm. */
+	(void)signal(SIGIO, SIG_IGN);
 	for (size_t i = 0; i < n; i++) {
 		f[i].fd = -1;
 		f[i].wd = inotify_add_watch(ifd, f[i].path,
@@ -121,17 +124,35 @@ static void drain(struct follow_file *f)
 	}
 }
 
+/*
+ * Whether no process has the file open for writing: a read lease is
+ * granted only then (EAGAIN otherwise). Leases are for the file's owner
+ * on file systems that have them: false when it cannot tell.
+ */
+static bool no_writer(const struct follow_file *f)
+{
+	if (fcntl(f->fd, F_SETLEASE, F_RDLCK) < 0)
+		return false;
+	(void)fcntl(f->fd, F_SETLEASE, F_UNLCK);
+	return true;
+}
+
 int follow_run(struct follow_file *f, size_t n, int ifd, bool done_already)
 {
 	char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	size_t left = n;
 
+	/*
+	 * The watches are older than this look: a file with no writer now
+	 * has had its last close already (its job is over, however it
+	 * ended), one with a writer will say IN_CLOSE_WRITE.
+	 */
 	for (size_t i = 0; i < n; i++) {
+		f[i].done = done_already || no_writer(&f[i]);
 		drain(&f[i]);
-		f[i].done = done_already;
+		if (f[i].done)
+			left--;
 	}
-	if (done_already)
-		return 0;
 	while (left > 0) {
 		struct pollfd p = { .fd = ifd, .events = POLLIN };
 		ssize_t len;
@@ -148,6 +169,15 @@ int follow_run(struct follow_file *f, size_t n, int ifd, bool done_already)
 			return len < 0 ? -errno : -EIO;
 		for (char *p2 = ev; p2 < ev + len;) {
 			const struct inotify_event *e = (const void *)p2;
+
+			/* Events were lost, a close among them maybe: look. */
+			for (size_t i = 0; (e->mask & IN_Q_OVERFLOW) && i < n; i++) {
+				drain(&f[i]);
+				if (!f[i].done && no_writer(&f[i])) {
+					f[i].done = true;
+					left--;
+				}
+			}
 
 			for (size_t i = 0; i < n; i++) {
 				if (e->wd != f[i].wd)
