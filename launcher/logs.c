@@ -155,7 +155,8 @@ int logs_main(int argc, char **argv)
 	size_t n = 0;
 	int opt, r, ifd = -1, status = EXIT_SUCCESS;
 
-	argv[0] = (char *)"bgrun logs";
+	/* getopt says "bgrun: invalid option", as cli_msg says the rest. */
+	argv[0] = (char *)"bgrun";
 	while ((opt = getopt_long(argc, argv, "+fh", logs_options, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
