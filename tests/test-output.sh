@@ -56,6 +56,20 @@ eq "recorded: kept, with its cap" \
 	"$(sql "SELECT json_extract(options, '\$.output') || ' ' || json_extract(options, '\$.output_max') FROM events WHERE id = '$ID'")" \
 	"kept 16777216"
 
+# Live: bgrun -w shows a line while the command still runs.
+mkfifo "$TMP/go0"
+"$BGRUN" -w -- sh -c 'echo first; read x <"$0"; echo second' "$TMP/go0" \
+	>"$TMP/w.out" 2>&1 &
+WPID=$!
+KILL_PIDS+=("$WPID")
+check "-w live: the first line shown while the command runs" \
+	until_true has_text "$TMP/w.out" first
+check "-w live: bgrun still waits" kill -0 "$WPID"
+echo go >"$TMP/go0"
+wait "$WPID"
+eq "-w live: exit 0" "$?" 0
+eq "-w live: then the rest" "$(cat "$TMP/w.out")" $'first\nsecond'
+
 # --- bgrun logs ---
 capture "$BGRUN" logs "$ID"
 eq "logs: exit 0" "$RC" 0
