@@ -54,10 +54,12 @@ static void outputs_free(struct outputs *o)
  */
 static bool is_output_of(const char *path, const char *id)
 {
-	const char *base = strrchr(path, '/');
+	const char *base = path;
 	size_t n = strlen(id);
 
-	base = base != NULL ? base + 1 : path;
+	for (const char *p = path; *p != '\0'; p++)
+		if (strchr(BGRUN__PATH_SEPS, *p) != NULL)
+			base = p + 1;
 	return strncmp(base, id, n) == 0 &&
 	       (strcmp(base + n, ".log") == 0 || strcmp(base + n, ".out") == 0 ||
 		strcmp(base + n, ".err") == 0);
@@ -103,7 +105,7 @@ static void outputs_remove(const struct outputs *o, bool dry,
 		if (!dry && unlink(o->path[i]) < 0)
 			continue;
 		res->output_files++;
-		res->output_bytes += (int64_t)sb.st_blocks * 512;
+		res->output_bytes += BGRUN__STAT_SPACE(&sb);
 	}
 }
 
