@@ -86,6 +86,9 @@ complete -c bgrun -n $L -l kill-after -x -a '10s 5m 1h' -d 'Then SIGKILL it DUR 
 complete -c bgrun -n $L -l print-id -d 'Print the event id'
 complete -c bgrun -n $L -l db -r -F -d 'The event log database'
 complete -c bgrun -n $L -l strict-log -d 'Do not launch when the log cannot be written'
+complete -c bgrun -n $L -l no-output -d 'Do not keep the output'
+complete -c bgrun -n $L -l split-output -d 'Keep stdout and stderr apart'
+complete -c bgrun -n $L -l max-output -r -d 'Keep at most the last SIZE bytes'
 complete -c bgrun -n $L -s h -l help -d 'Display the help and exit'
 complete -c bgrun -n $L -l version -d 'Output version information and exit'
 
