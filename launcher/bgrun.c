@@ -267,6 +267,8 @@ static int launch_supervised(const struct cli *c, char **argv)
 		code = wait_child("the supervisor", child);
 		if (status == EXIT_SUCCESS)
 			status = code;
+		/* Its recorder has exited: what became of the record. */
+		cli_check_record(c, id);
 	}
 out:
 	if (c->wait)

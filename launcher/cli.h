@@ -85,6 +85,12 @@ int cli_report_failure(const struct cli *c, int error,
  * or EXIT_CANCELED (said why) for --strict-log or $BGRUN_STRICT_LOG.
  */
 int cli_check_log(const struct cli *c, const char *id);
+/*
+ * After a waited launch (the recorder has exited): one line on stderr
+ * if event id was not stored, why and where it was kept, unless
+ * cli_check_log said so already.
+ */
+void cli_check_record(const struct cli *c, const char *id);
 
 /* The exit code for a finished command: its code, or 128+N for signal N. */
 int cli_status_code(const struct bgrun_status *st);

@@ -61,6 +61,9 @@ static int daemon_missing(char *why, size_t size)
 	return r;
 }
 
+/* Whether cli_check_log said something: said once is enough. */
+static bool said;
+
 int cli_check_log(const struct cli *c, const char *id)
 {
 	char why[600] = "", spool_why[600] = "", *path = NULL;
@@ -80,6 +83,7 @@ int cli_check_log(const struct cli *c, const char *id)
 		free(path);
 		return 0;
 	}
+	said = true;
 	if (strict) {
 		cli_msg("%s: not launched (--strict-log)", cli_printable(why));
 	} else if (db != NULL && bgrun_sink_check_spool(db, spool_why,
@@ -98,4 +102,36 @@ int cli_check_log(const struct cli *c, const char *id)
 	}
 	free(path);
 	return strict ? EXIT_CANCELED : 0;
+}
+
+/*
+ * What only the write itself finds (a page damaged past the header, a
+ * lock held past its bound by a stopped writer) shows after it: the
+ * recorder kept the event in the spool with its reason, or dropped it.
+ */
+void cli_check_record(const struct cli *c, const char *id)
+{
+	char why[600], *path = NULL;
+	const char *db = c->db;
+	int fate;
+
+	if (said)
+		return;
+	if (db == NULL) {
+		if (bgrun_store_default_path(&path) < 0)
+			return;
+		db = path;
+	}
+	fate = bgrun_sink_event_fate(db, NULL, id);
+	if (fate == BGRUN_SINK_KEPT) {
+		if (bgrun_sink_spool_reason(db, why, sizeof(why)) >= 0 &&
+		    why[0] == '\0')
+			(void)snprintf(why, sizeof(why), "%s: not stored", db);
+		cli_msg("%s: event %s was not recorded; it waits in the spool "
+			"%s.spool", cli_printable(why), id, cli_printable(db));
+	} else if (fate == BGRUN_SINK_DROPPED) {
+		cli_msg("%s: event %s was not recorded, nor kept in the spool "
+			"(dropped: see logsink status)", cli_printable(db), id);
+	}
+	free(path);
 }

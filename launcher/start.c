@@ -10,7 +10,9 @@
  * SQLite and writes the `running` row), and stays COMMAND's parent: it
  * forwards signals, enforces the timeout, reaps COMMAND the moment it
  * ends (exact duration and rusage from wait4), and writes that to the
- * recorder, which records the finish.
+ * recorder, which records the finish. Above it, in the process bgrun
+ * started, a guardian waits to take over if the supervisor is killed
+ * (see THE GUARDIAN below).
  *
  * Built statically against musl when musl-gcc is there (meson.build):
  * glibc's start-up runs about a hundred CPUID instructions (its CPU
@@ -49,6 +51,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -57,6 +60,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -381,6 +386,9 @@ struct recorder {
 	unsigned starts;
 };
 
+/* The recorder's argv, made once before the guardian's clone, or NULL. */
+static char **rec_argv;
+
 /*
  * Starts a recorder, r->fd our end of its descriptor 3: 0, or -1
  * (none started; r->pid stays -1). It keeps our signal mask (the signals
@@ -397,7 +405,8 @@ static int start_recorder(const struct start *st, struct recorder *r)
 	if (r->starts >= RECORDER_STARTS)
 		return -1;
 	r->starts++;
-	argv = calloc(st->n_rec + 2, sizeof(*argv));
+	/* Under a guardian, no malloc (see THE GUARDIAN): made before. */
+	argv = rec_argv != NULL ? rec_argv : calloc(st->n_rec + 2, sizeof(*argv));
 	/*
 	 * A socket, not a pipe: the recorder takes its descriptor 3, made by
 	 * its parent (SO_PEERCRED), as the proof that it was started by us,
@@ -405,7 +414,8 @@ static int start_recorder(const struct start *st, struct recorder *r)
 	 */
 	if (argv == NULL ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0) {
-		free(argv);
+		if (argv != rec_argv)
+			free(argv);
 		return -1;
 	}
 	if (st->pid > 0)
@@ -427,7 +437,8 @@ static int start_recorder(const struct start *st, struct recorder *r)
 		(void)posix_spawn_file_actions_destroy(&fa);
 	}
 	(void)close(p[0]);
-	free(argv);
+	if (argv != rec_argv)
+		free(argv);
 	if (pid <= 0) {
 		(void)close(p[1]);
 		return -1;
@@ -544,6 +555,25 @@ static void check_outputs(struct start *st, int fd)
 		cap(st, &st->out[i]);
 }
 
+/*
+ * The guardian (below) is a subreaper: what COMMAND leaves behind,
+ * orphaned, becomes its child. Reaps those that have ended, never
+ * COMMAND nor the recorder, which are waited for by pid (the first
+ * zombie found is looked at, not reaped, until it is neither).
+ */
+static void reap_adopted(const struct start *st, const struct recorder *r)
+{
+	for (;;) {
+		siginfo_t si = { .si_pid = 0 };
+
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+		    si.si_pid <= 0 || si.si_pid == st->pid ||
+		    si.si_pid == r->pid)
+			return;
+		(void)waitpid(si.si_pid, NULL, WNOHANG);
+	}
+}
+
 static void arm(int tfd, int64_t ns)
 {
 	struct itimerspec its = { .it_value = { ns / 1000000000,
@@ -595,7 +625,8 @@ static int supervise(struct start *st, struct recorder *rec, int sfd,
 			break;
 		/* SIGCHLD also says when the recorder ends. */
 		check_recorder(st, rec);
-		if (poll(p, 3, -1) < 0)
+		reap_adopted(st, rec);
+		if (poll(p, 3, -1) < 0) /* an fd of -1 is not polled */
 			continue; /* EINTR; nothing else can fail here */
 		/*
 		 * In the caller's group (--wait), a signal the terminal sent
@@ -690,14 +721,385 @@ static int finish_recorder(const struct start *st, struct recorder *r,
 	}
 }
 
-int main(int argc, char **argv, char **envp)
+/*
+ * THE GUARDIAN. The supervisor is COMMAND's parent, the one process that
+ * learns its exit status and rusage; killed (kill -9) with nothing above
+ * it, COMMAND was orphaned to init, which reaped it, and the finish was
+ * never known. So bgrun-start's first process becomes the guardian, a
+ * child subreaper (PR_SET_CHILD_SUBREAPER), and the supervisor is its
+ * child: an orphaned COMMAND becomes the guardian's child, and the
+ * guardian then does what the supervisor would have: forwards signals,
+ * enforces the timeout, reaps COMMAND (its true status and rusage, from
+ * wait4), and has a recorder write the finish (the `running` row again
+ * first, which names the guardian as the supervisor now). The supervisor
+ * tells it, on a pipe read only then, COMMAND's pid and start (or why it
+ * could not start), then COMMAND's end line once it has it, so that a
+ * supervisor killed after it reaped COMMAND loses nothing either.
+ *
+ * Only an ancestor of COMMAND can adopt it, so the guardian must exist
+ * before COMMAND does, on the user's clock. A fork() there cost the
+ * copy of the address space and the faults of copy-on-write before the
+ * launch (launch-wall p50 1.5 x on a loaded machine). So the supervisor
+ * is made much as posix_spawn makes its child: clone(CLONE_VM), on a
+ * stack of its own, in the guardian's memory and descriptor table
+ * (CLONE_FILES): nothing is copied, and the guardian at once sleeps in
+ * waitpid until the supervisor has ended. (Not CLONE_VFORK: its wait is
+ * uninterruptible, and every job would add 1 to the load average.)
+ * Sharing is safe because only one of the two runs: the guardian touches
+ * nothing in between (its only call, waitpid, with every caught signal
+ * blocked, returns only then), and no heap memory after it (the
+ * recorder's argv is made before: a supervisor killed inside malloc
+ * would leave the heap half-changed).
+ *
+ * While it waits for it the guardian reaps nothing else, so the
+ * supervisor is a subreaper too, from before the launch: what COMMAND
+ * leaves behind (a daemon it started, orphaned) is the supervisor's to
+ * reap, and goes to the guardian, then to init, only after. A killed guardian costs
+ * nothing (the supervisor still is COMMAND's parent). Both killed: the
+ * finish is lost, and the row is reported lost once COMMAND has ended
+ * too (bgrun/store.h). Signals for COMMAND go to the supervisor (the
+ * row's supervisor_pid); the guardian forwards none while it waits.
+ */
+
+/* The supervisor's end of the pipe to the guardian; -1: no guardian. */
+static int guard_fd = -1;
+
+/* One line to the guardian (atomic: far below PIPE_BUF); never blocks. */
+static void tell_guard(const char *line)
 {
-	struct start st = { .pid = -1, .rec_envp = envp };
+	if (guard_fd >= 0)
+		(void)write_all(guard_fd, line, strlen(line));
+}
+
+/* COMMAND's pid and start, or why it could not start (see guard_learn). */
+static void tell_guard_launch(const struct start *st)
+{
+	char line[128];
+
+	if (st->pid > 0)
+		(void)snprintf(line, sizeof(line), "child %ld %lld %lld\n",
+			       (long)st->pid, (long long)st->realtime,
+			       (long long)st->mono);
+	else
+		(void)snprintf(line, sizeof(line), "failed %d %lld %lld\n",
+			       st->error, (long long)st->realtime,
+			       (long long)st->mono);
+	tell_guard(line);
+}
+
+/* What the guardian knows of COMMAND. */
+struct guard {
+	pid_t sup;         /* the supervisor, our child */
+	int fd;            /* our end of its pipe (non-blocking) */
+	char buf[1024];    /* what it wrote, NUL-terminated */
+	size_t len;
+	bool reaped;       /* COMMAND became ours and ended: ws, ru */
+	int ws;
+	struct rusage ru;
+};
+
+/* Reads what the supervisor wrote so far. */
+static void guard_drain(struct guard *g)
+{
+	for (;;) {
+		ssize_t n = read(g->fd, g->buf + g->len,
+				 sizeof(g->buf) - 1 - g->len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		g->len += (size_t)n;
+	}
+	g->buf[g->len] = '\0';
+}
+
+/*
+ * From the supervisor's lines: st->pid, st->error and the clocks, and
+ * end (COMMAND's end line, or "" if it did not get that far). Returns 0,
+ * or -1 if it told nothing (it ended before it launched anything).
+ */
+static int guard_learn(const struct guard *g, struct start *st,
+		       char end[static 512])
+{
+	const char *p = g->buf;
+	int r = -1;
+
+	end[0] = '\0';
+	while (*p != '\0') {
+		const char *nl = strchr(p, '\n');
+		long long a, b, c;
+
+		if (nl == NULL)
+			break; /* a line cut short: not written whole */
+		if (sscanf(p, "child %lld %lld %lld", &a, &b, &c) == 3 && a > 0) {
+			st->pid = (pid_t)a;
+			st->realtime = b;
+			st->mono = c;
+			r = 0;
+		} else if (sscanf(p, "failed %lld %lld %lld", &a, &b, &c) == 3) {
+			st->pid = -1;
+			st->error = (int)a;
+			st->realtime = b;
+			st->mono = c;
+			r = 0;
+		} else if (strncmp(p, "end ", 4) == 0 &&
+			   (size_t)(nl - p) + 2 <= 512) {
+			memcpy(end, p, (size_t)(nl - p) + 1);
+			end[nl - p + 1] = '\0';
+		}
+		p = nl + 1;
+	}
+	return r;
+}
+
+/*
+ * Once the supervisor is gone: reaps what has ended among its orphans,
+ * now ours, keeping COMMAND's status and rusage in g if it is among them
+ * (st->pid, from guard_learn).
+ */
+static void guard_reap(struct guard *g, const struct start *st)
+{
+	for (;;) {
+		struct rusage ru;
+		int ws;
+		pid_t w = wait4(-1, &ws, WNOHANG, &ru);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		if (w == st->pid) {
+			g->reaped = true;
+			g->ws = ws;
+			g->ru = ru;
+		}
+	}
+}
+
+/* The supervisor's descriptors, left in the table we shared: closed. */
+static void close_others(int keep)
+{
+	/* Few and low: the lowest free number is always taken. */
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd != keep)
+			(void)close(fd);
+}
+
+/*
+ * The guardian, once the supervisor has ended: takes over if it was
+ * killed. Returns our exit status: the supervisor's, or COMMAND's
+ * (128+N for signal N), or 125 if nothing was launched.
+ */
+/*
+ * Waits for the supervisor to end (its status in *ws). bgrun signals its
+ * child, which is us: SIGTERM, SIGINT and SIGHUP go on to the supervisor,
+ * which forwards them to COMMAND as always. One the terminal sent to the
+ * whole group (SI_KERNEL) has reached the supervisor already.
+ */
+static void guard_wait(const struct guard *g, const sigset_t *set, int *ws)
+{
+	for (;;) {
+		siginfo_t si;
+		pid_t w = waitpid(g->sup, ws, WNOHANG);
+
+		if (w == g->sup || (w < 0 && errno != EINTR))
+			return;
+		if (sigwaitinfo(set, &si) < 0)
+			continue; /* EINTR */
+		if (si.si_signo != SIGCHLD && si.si_code != SI_KERNEL)
+			(void)kill(g->sup, si.si_signo);
+	}
+}
+
+static int guard(struct start *st, struct guard *g, const sigset_t *set)
+{
+	struct recorder rec = { .pid = -1, .fd = -1 };
+	struct rusage ru = { 0 };
+	bool timed_out = false;
+	char end[512];
+	int sfd = -1, ws = 0, cws = 0, to = 0;
+
+	guard_wait(g, set, &ws);
+	guard_drain(g);
+	if (!WIFSIGNALED(ws) || guard_learn(g, st, end) < 0) {
+		/* It ended of itself (its status is COMMAND's), or too early. */
+		ws = WIFEXITED(ws) ? WEXITSTATUS(ws) : 125;
+		goto out;
+	}
+	/* Its descriptors: the old recorder waits for the end of one. */
+	close_others(g->fd);
+	null_stdio();
+	sfd = signalfd(-1, set, SFD_CLOEXEC);
+	/* COMMAND may have ended already, a zombie that is ours now. */
+	guard_reap(g, st);
+	if (st->pid <= 0) {
+		/* COMMAND could not start: the recorder says spawn_failed. */
+		ws = finish_recorder(st, &rec, NULL);
+		if (ws < 0)
+			ws = 125;
+		goto out;
+	}
+	if (end[0] == '\0' && g->reaped) {
+		/* It ended as the supervisor was killed: we reaped it. */
+		timed_out = st->timeout_ns > 0 && WIFSIGNALED(g->ws) &&
+			    now_ns(CLOCK_MONOTONIC) - st->mono >= st->timeout_ns;
+		format_end(end, st, g->ws, timed_out, &g->ru);
+	} else if (end[0] == '\0') {
+		/* It runs, our child now: the `running` row names us. */
+		(void)start_recorder(st, &rec);
+		if (supervise(st, &rec, sfd, &timed_out, &cws, &ru) == 0)
+			format_end(end, st, cws, timed_out, &ru);
+	}
+	if (sscanf(end, "end %d %d", &cws, &to) == 2) {
+		ws = WIFEXITED(cws) ? WEXITSTATUS(cws) : 128 + WTERMSIG(cws);
+		/* As the supervisor would have said (timeout(1)'s rule). */
+		if (to && !(WIFSIGNALED(cws) && WTERMSIG(cws) == SIGKILL))
+			ws = STARTER_EXIT_TIMEOUT;
+	} else
+		ws = 125; /* the status is lost, as in main */
+	(void)finish_recorder(st, &rec, end);
+out:
+	/* What ended and came to us, reaped; what runs goes to init. */
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	if (sfd >= 0)
+		(void)close(sfd);
+	return ws;
+}
+
+static int supervisor(struct start *st, const sigset_t *set);
+
+struct sup_arg {
+	struct start *st;
+	const sigset_t *set;
+};
+
+static int supervisor_entry(void *arg)
+{
+	const struct sup_arg *a = arg;
+
+	return supervisor(a->st, a->set);
+}
+
+/* The supervisor's stack: ample for what it calls (posix_spawn included). */
+#define SUP_STACK (1u << 20)
+
+/*
+ * Runs the supervisor under a guardian and returns the guardian's exit
+ * status, or -1 if no guardian can be had (the caller then is the
+ * supervisor alone, as it was).
+ */
+static int run_guarded(struct start *st, const sigset_t *set)
+{
+	struct guard g = { .sup = -1 };
+	struct sup_arg a = { .st = st, .set = set };
+	char *stack;
+	int p[2], r;
+
+	rec_argv = calloc(st->n_rec + 2, sizeof(*rec_argv));
+	if (rec_argv == NULL)
+		return -1;
+	stack = mmap(NULL, SUP_STACK, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		goto none;
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		goto unmap;
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		goto close_pipe;
+	guard_fd = p[1];
+	/* The supervisor runs on; we wait for it (guard: waitpid). */
+	g.sup = clone(supervisor_entry, stack + SUP_STACK,
+		      CLONE_VM | CLONE_FILES | SIGCHLD, &a);
+	if (g.sup < 0) {
+		guard_fd = -1;
+		(void)prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+		goto close_pipe;
+	}
+	g.fd = p[0];
+	r = guard(st, &g, set);
+	(void)close(p[0]);
+	(void)close(p[1]);
+	(void)munmap(stack, SUP_STACK);
+	free(rec_argv);
+	rec_argv = NULL;
+	return r;
+close_pipe:
+	(void)close(p[0]);
+	(void)close(p[1]);
+unmap:
+	(void)munmap(stack, SUP_STACK);
+none:
+	free(rec_argv);
+	rec_argv = NULL;
+	return -1;
+}
+
+/*
+ * The supervisor: launches COMMAND, reports, starts the recorder, waits
+ * for COMMAND and has its finish recorded. Returns our exit status.
+ */
+static int supervisor(struct start *st, const sigset_t *set)
+{
 	struct recorder rec = { .pid = -1, .fd = -1 };
 	struct rusage ru = { 0 };
 	bool timed_out = false;
 	int sfd, wstatus = 0, code;
 	char end[512];
+
+	/*
+	 * Ours to reap while the guardian waits (see THE GUARDIAN), from
+	 * the start: COMMAND may leave an orphan at once.
+	 */
+	if (guard_fd >= 0)
+		(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	launch(st);
+	tell_guard_launch(st);
+	report(st);
+	/* bgrun has its answer: what follows is off its clock. */
+	keep_outputs(st);
+	null_stdio();
+	(void)start_recorder(st, &rec);
+	if (st->pid <= 0) {
+		/* The recorder says spawn_failed, and gives the exit code. */
+		code = finish_recorder(st, &rec, NULL);
+		return code < 0 ? 125 : code;
+	}
+	sfd = signalfd(-1, set, SFD_CLOEXEC);
+	if (supervise(st, &rec, sfd, &timed_out, &wstatus, &ru) < 0) {
+		/* The status is lost: no end line, the row stays running. */
+		code = 125;
+		end[0] = '\0';
+	} else {
+		format_end(end, st, wstatus, timed_out, &ru);
+		tell_guard(end);
+		code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus)
+					  : 128 + WTERMSIG(wstatus);
+		/*
+		 * As timeout(1): 124 when the timeout ended it, but 137 when
+		 * it took the SIGKILL of --kill-after.
+		 */
+		if (timed_out && !(WIFSIGNALED(wstatus) &&
+				   WTERMSIG(wstatus) == SIGKILL))
+			code = STARTER_EXIT_TIMEOUT;
+	}
+	/* Done when the finish is recorded (bgrun --wait relies on it). */
+	(void)finish_recorder(st, &rec, end);
+	/* The finish is recorded: a follower may stop (follow.c). */
+	for (size_t i = 0; i < st->n_out; i++)
+		if (st->out[i].fd >= 0)
+			(void)close(st->out[i].fd);
+	/* The table is shared with the guardian: leave it as we found it. */
+	if (sfd >= 0)
+		(void)close(sfd);
+	return code;
+}
+
+int main(int argc, char **argv, char **envp)
+{
+	struct start st = { .pid = -1, .rec_envp = envp };
+	int code;
 	size_t len = 0;
 	sigset_t set;
 
@@ -721,43 +1123,10 @@ int main(int argc, char **argv, char **envp)
 		code = 125;
 		goto out;
 	}
-
-	launch(&st);
-	report(&st);
-	/* bgrun has its answer: what follows is off its clock. */
-	keep_outputs(&st);
-	null_stdio();
-	(void)start_recorder(&st, &rec);
-	if (st.pid <= 0) {
-		/* The recorder says spawn_failed, and gives the exit code. */
-		code = finish_recorder(&st, &rec, NULL);
-		if (code < 0)
-			code = 125;
-		goto out;
-	}
-	sfd = signalfd(-1, &set, SFD_CLOEXEC);
-	if (supervise(&st, &rec, sfd, &timed_out, &wstatus, &ru) < 0) {
-		/* The status is lost: no end line, the row stays running. */
-		code = 125;
-		end[0] = '\0';
-	} else {
-		format_end(end, &st, wstatus, timed_out, &ru);
-		code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus)
-					  : 128 + WTERMSIG(wstatus);
-		/*
-		 * As timeout(1): 124 when the timeout ended it, but 137 when
-		 * it took the SIGKILL of --kill-after.
-		 */
-		if (timed_out && !(WIFSIGNALED(wstatus) &&
-				   WTERMSIG(wstatus) == SIGKILL))
-			code = STARTER_EXIT_TIMEOUT;
-	}
-	/* Done when the finish is recorded (bgrun --wait relies on it). */
-	(void)finish_recorder(&st, &rec, end);
-	/* The finish is recorded: a follower may stop (follow.c). */
-	for (size_t i = 0; i < st.n_out; i++)
-		if (st.out[i].fd >= 0)
-			(void)close(st.out[i].fd);
+	/* The guardian returns when all is done; without one, we supervise. */
+	code = run_guarded(&st, &set);
+	if (code < 0)
+		code = supervisor(&st, &set);
 out:
 	free(st.argv);
 	free(st.envp);

@@ -16,8 +16,10 @@
  * Before launching, whether the log can be written is checked by
  * opening it for writing (check_log): logcheck.c's way, which opens
  * nothing, rests on the sink's health checks, not in this build. A
- * record the supervisor cannot write later is said on our stderr when
- * we wait (-w), else not at all (there is no spool on Windows yet).
+ * record the supervisor cannot store goes to the spool beside the log
+ * (src/win/sink.c), else is counted as dropped; the supervisor says which
+ * on our stderr when we wait (-w), and `logsink query` warns of what
+ * waits in the spool.
  */
 
 #define WIN32_LEAN_AND_MEAN
@@ -117,12 +119,18 @@ static int check_log(const struct cli *c, const char *id)
 	r = bgrun_store_new(&store);
 	if (r >= 0)
 		r = bgrun_store_open(store, db, 0);
-	if (r < 0)
-		cli_msg("%s: event %s cannot be recorded%s",
+	if (r < 0 && strict)
+		cli_msg("%s: event %s cannot be recorded; not launched "
+			"(--strict-log)",
 			store != NULL && bgrun_store_errmsg(store)[0]
 				? cli_printable(bgrun_store_errmsg(store))
-				: bgrun_strerror(r),
-			id, strict ? "; not launched (--strict-log)" : "");
+				: bgrun_strerror(r), id);
+	else if (r < 0)
+		cli_msg("%s: event %s cannot be recorded; it goes to the spool "
+			"%s.spool if that can be written",
+			store != NULL && bgrun_store_errmsg(store)[0]
+				? cli_printable(bgrun_store_errmsg(store))
+				: bgrun_strerror(r), id, cli_printable(db));
 	bgrun_store_close(store);
 	free(path);
 	return r < 0 && strict ? EXIT_CANCELED : 0;

@@ -17,10 +17,12 @@
  * of COMMAND's resource use (bgrun/spawn.h: times, peak working set, IO
  * counts).
  *
- * The events go to the store directly (there is no sink daemon or spool
- * on Windows yet): a record that cannot be written is said on our stderr,
- * which is bgrun's while bgrun waits (-w), else NUL. Our exit code is
- * COMMAND's, as `bgrun -w` reports it.
+ * The events go through the sink (src/win/sink.c: the store, else the
+ * spool DB.spool\ beside it, else the dropped-events count; there is no
+ * sink daemon on Windows yet). A record that cannot be stored is said on
+ * our stderr, with where it was kept: bgrun's while bgrun waits (-w),
+ * else NUL, and then the spool and `logsink query`'s warning say it.
+ * Our exit code is COMMAND's, as `bgrun -w` reports it.
  *
  * Our own options come first, as --_NAME=VALUE (--_supervise=ID); bgrun
  * does not know them, so they cannot come from its command line. Unlike
@@ -49,7 +51,7 @@
 struct sup {
 	const struct cli *c;
 	struct bgrun_event ev;
-	struct bgrun_store *store;
+	struct bgrun_sink *sink;
 	char *db;
 	char **argv;
 	char *cwd, *out, *err;
@@ -63,31 +65,40 @@ static char *absolute(const char *path)
 }
 
 /*
- * One write to the log; the store is opened on the first. A failure is
- * said once, never changes COMMAND, and the finish is tried anyway.
+ * One write to the log through the sink (src/win/sink.c): the store,
+ * else the spool beside it, else the dropped-events count. The first
+ * store opened drains what earlier writers spooled. A failure is said
+ * once, with where the record was kept, and never changes COMMAND.
  */
 static void record(struct sup *s)
 {
 	int r = 0;
 
-	if (s->store == NULL) {
-		r = bgrun_store_new(&s->store);
+	if (s->sink == NULL) {
+		struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
+
+		o.db = s->db;
+		r = bgrun_sink_new(&s->sink);
 		if (r >= 0)
-			r = bgrun_store_open(s->store, s->db, 0);
+			r = bgrun_sink_open(s->sink, &o);
+		if (r < 0 && !s->said) {
+			s->said = true;
+			cli_msg("event %s cannot be recorded: %s", s->ev.id,
+				s->sink != NULL && bgrun_sink_errmsg(s->sink)[0]
+					? cli_printable(bgrun_sink_errmsg(s->sink))
+					: bgrun_strerror(r));
+		}
+		if (r < 0) {
+			bgrun_sink_close(s->sink);
+			s->sink = NULL;
+			return;
+		}
 	}
-	if (r >= 0)
-		r = bgrun_store_put(s->store, &s->ev);
+	r = bgrun_sink_put(s->sink, &s->ev);
 	if (r < 0 && !s->said) {
 		s->said = true;
 		cli_msg("event %s cannot be recorded: %s", s->ev.id,
-			s->store != NULL && bgrun_store_errmsg(s->store)[0]
-				? cli_printable(bgrun_store_errmsg(s->store))
-				: bgrun_strerror(r));
-	}
-	if (r < 0) {
-		/* Open again for the next write: the next try may work. */
-		bgrun_store_close(s->store);
-		s->store = NULL;
+			cli_printable(bgrun_sink_errmsg(s->sink)));
 	}
 }
 
@@ -281,7 +292,7 @@ int bgrun_cli_main(int argc, char **argv)
 	status = cli_status_code(&st);
 out:
 	bgrun_child_free(child);
-	bgrun_store_close(s.store);
+	bgrun_sink_close(s.sink);
 	free(s.db);
 	free(s.argv);
 	free(s.cwd);

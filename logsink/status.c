@@ -16,7 +16,8 @@ static const char status_help[] =
 	"Usage: logsink status [OPTION]...\n"
 	"Say where the event log is and whether it can be written, how many\n"
 	"events wait in its spool (DB.spool/: stored by the next writer that\n"
-	"works, the daemon included) or were set aside there, how many could\n"
+	"works, the daemon included) and why (what the writer that kept them\n"
+	"there met), or were set aside there, how many could\n"
 	"be kept nowhere (dropped: counted in the socket's directory until the\n"
 	"machine restarts), and whether a daemon answers ($BGRUN_SOCKET).\n"
 	"\n"
@@ -92,8 +93,12 @@ int lsink_status_main(int argc, char **argv, const char *db)
 		(void)printf("spool:    %lld waiting, %lld set aside (%s.spool)\n",
 			     (long long)waiting, (long long)bad,
 			     lsink_printable(db));
-	if (waiting > 0)
+	if (waiting > 0) {
 		status = LSINK_EXIT_FAILURE;
+		/* Why they wait: what the writer that kept them met. */
+		if (bgrun_sink_spool_reason(db, why, sizeof(why)) < 0)
+			(void)printf("reason:   %s\n", lsink_printable(why));
+	}
 	if (bgrun_sink_default_socket(&sock) < 0)
 		sock = NULL;
 	(void)bgrun_sink_dropped_path(sock, &dropped_at);

@@ -93,6 +93,12 @@ const char *bgrun__user_name(int64_t uid);
 void bgrun__random_bytes(unsigned char *buf, size_t len);
 /* The start time of process pid (opaque units), or BGRUN_NULL if none. */
 int64_t bgrun__proc_starttime(int64_t pid);
+/*
+ * When the live process pid started, on CLOCK_REALTIME in ns (to within
+ * the platform's tick: 10 ms on Linux), or BGRUN_NULL if there is none,
+ * it has ended (a zombie) or the platform cannot tell.
+ */
+int64_t bgrun__proc_start_realtime(int64_t pid);
 /* Whether a `running` row with these fields has lost its supervisor. */
 bool bgrun__supervisor_gone(const char *boot_id, int64_t supervisor_pid,
 			    int64_t supervisor_start);
@@ -152,6 +158,13 @@ int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns);
 void bgrun__filelock_release(struct bgrun__filelock *l);
 /* Releases (if held) and unmaps; fd is left open. */
 void bgrun__filelock_destroy(struct bgrun__filelock *l);
+/*
+ * Opens the existing file path for fdatasync (the store's WAL, flushed
+ * before a checkpoint): the descriptor, or -1 with errno. Read-only on
+ * POSIX; for writing on Windows, where FlushFileBuffers (_commit) fails
+ * on a handle without write access.
+ */
+int bgrun__filelock_open_sync(const char *path);
 
 /* The running program's path, not terminated: its length or -errno. */
 ssize_t bgrun__self_path(char *buf, size_t size);

@@ -491,10 +491,11 @@ else
 	eq "--no-ensurestart, missing command: exit 0" "$RC" 0
 	eq "--no-ensurestart, missing command: nothing on stderr" "$ERR" ""
 	ID=$OUT
-	# result_of ID: the recorded result, once the supervisor wrote it.
+	# result_of ID: the recorded result, once the supervisor wrote it
+	# (waiting out the recorder's checkpoint, which locks readers out).
 	result_of() {
-		sqlite3 "$BGRUN_DB" "SELECT result FROM events WHERE id = '$1'" \
-			2>/dev/null
+		sqlite3 -cmd '.timeout 5000' "$BGRUN_DB" \
+			"SELECT result FROM events WHERE id = '$1'" 2>/dev/null
 	}
 	end=$((SECONDS + 10))
 	until [ "$(result_of "$ID")" = spawn_failed ] || [ "$SECONDS" -ge "$end" ]; do

@@ -132,7 +132,26 @@ check "exec failure: recorded as spawn_failed" \
 	wait_result "$ID_NOCMD" spawn_failed
 eq "exec failure: no pid" "$(field "$ID_NOCMD" pid)" null
 
-# --- a vanished supervisor: lost ---
+# poll COMMAND...: until it succeeds (20 s).
+poll() {
+	local end=$((SECONDS + 20))
+	until "$@"; do
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.02
+	done
+}
+# parent_of PID: its parent's pid (the guardian, for a supervisor).
+parent_of() { awk '{print $4}' "/proc/$1/stat" 2>/dev/null; }
+# gone PID: no such process, or a zombie (what the lost rule sees).
+gone() {
+	local state
+	state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)
+	[ -z "$state" ] || [ "$state" = Z ]
+}
+
+# --- a vanished supervisor: lost, once its command has ended too ---
+# The guardian above the supervisor (bgrun-start's first process) would
+# take over from it: both are killed, the guardian first.
 launch -- "$RT" helper pause
 ID_LOST=$ID
 check "lost: launched" test -n "$ID_LOST"
@@ -141,8 +160,17 @@ PID_LOST=$(field "$ID_LOST" pid)
 [[ $PID_LOST =~ ^[0-9]+$ ]] && KILL_PIDS+=("$PID_LOST")
 SUP=$(supervisor_of "$ID_LOST")
 if check "lost: supervisor found" test -n "$SUP"; then
+	GUARD=$(parent_of "$SUP")
+	eq "lost: the supervisor's parent is bgrun-start (the guardian)" \
+		"$(awk '{print $2}' "/proc/$GUARD/stat" 2>/dev/null)" "(bgrun-start)"
+	kill -KILL "$GUARD"
+	check "lost: guardian gone" poll gone "$GUARD"
 	kill -KILL "$SUP"
+	check "lost: supervisor gone" poll gone "$SUP"
 fi
+eq "lost: not while its command runs (reported running)" \
+	"$(field "$ID_LOST" result)" running
+kill -KILL "$PID_LOST"
 # lost_listed: query --json reports the event as lost.
 lost_listed() {
 	"$LS" query --json | py '
@@ -150,13 +178,6 @@ import json, sys
 sys.exit(0 if any(json.loads(l)["id"] == sys.argv[1] and
                   json.loads(l)["result"] == "lost" for l in sys.stdin) else 1)' \
 		"$ID_LOST"
-}
-poll() {
-	local end=$((SECONDS + 20))
-	until "$@"; do
-		[ "$SECONDS" -ge "$end" ] && return 1
-		sleep 0.02
-	done
 }
 check "lost: query --json shows it lost" poll lost_listed
 eq "lost: still stored as running" \
@@ -176,7 +197,6 @@ lsink mark-lost
 eq "mark-lost again: prints 0" "$OUT" 0
 lsink show "$ID_LOST"
 check "show lost: now recorded lost" grep -qx 'result: lost' "$TMP/.stdout"
-[ -n "$PID_LOST" ] && kill -KILL "$PID_LOST" 2>/dev/null
 
 # --- a killed recorder: the supervisor starts another, nothing is lost ---
 # The recorder (bgrun-full, bgrun-start's other child) is killed once
@@ -277,6 +297,94 @@ eq "spawn_failed, recorder killed: bgrun exit 127" "$?" 127
 ID_REC=$(sed -n 1p "$TMP/.nocmd")
 check "spawn_failed, recorder killed: recorded" \
 	wait_result "$ID_REC" spawn_failed
+
+# --- a killed supervisor: the guardian takes over, nothing is lost ---
+# bgrun-start's first process, the guardian, is the supervisor's parent
+# and a subreaper: kill -9 of the supervisor while the command runs makes
+# the command the guardian's child, which reaps it and has the finish
+# recorded with the true exit code, duration and rusage (the row naming
+# it as the supervisor); the same when the supervisor is killed after it
+# reaped the command, before the finish was written (the log's lock held
+# meanwhile); and bgrun --wait still exits with the command's status.
+mkfifo "$TMP/go-sup" "$TMP/go-sup2" "$TMP/go-sup3"
+launch -s -- "read x <'$TMP/go-sup'; exit 4"
+ID_SUPK=$ID
+check "supervisor killed while running: running recorded" \
+	wait_result "$ID_SUPK" running
+PID_SUPK=$(field "$ID_SUPK" pid)
+[[ $PID_SUPK =~ ^[0-9]+$ ]] && KILL_PIDS+=("$PID_SUPK")
+SUP=$(supervisor_of "$ID_SUPK")
+GUARD=""
+if check "supervisor killed while running: supervisor found" test -n "$SUP"; then
+	GUARD=$(parent_of "$SUP")
+	kill -KILL "$SUP"
+fi
+# supervised_by ID PID: the row names PID as its supervisor.
+supervised_by() { [ "$(field "$1" supervisor_pid)" = "$2" ]; }
+check "supervisor killed while running: the row names the guardian" \
+	poll supervised_by "$ID_SUPK" "$GUARD"
+eq "supervisor killed while running: the command is the guardian's child" \
+	"$(parent_of "$PID_SUPK")" "$GUARD"
+eq "supervisor killed while running: still running, not lost" \
+	"$(field "$ID_SUPK" result)" running
+echo go >"$TMP/go-sup"
+finish_ok "supervisor killed while running" "$ID_SUPK" 4
+check "supervisor killed while running: the guardian ends" poll gone "$GUARD"
+
+# Killed once it has reaped the command, while its recorder waits for the
+# log's lock (a bound longer than the test: BGRUN_LOCK_TIMEOUT).
+exec {LOCK}>>"$BGRUN_DB-lock"
+flock -x "$LOCK"
+BGRUN_LOCK_TIMEOUT=120 "$BGRUN" --print-id --print-pid -s -- \
+	"read x <'$TMP/go-sup2'; exit 3" >"$TMP/.early" 2>&1 {LOCK}>&-
+ID_SUPK=$(sed -n 1p "$TMP/.early")
+PID_SUPK=$(sed -n 2p "$TMP/.early")
+SUP=$(parent_of "$PID_SUPK")
+if check "supervisor killed after the end: supervisor found" test -n "$SUP"; then
+	KILL_PIDS+=("$PID_SUPK")
+	echo go >"$TMP/go-sup2"
+	# Reaped by the supervisor: the end is in its hands (and the guardian's).
+	check "supervisor killed after the end: the command reaped" \
+		poll test ! -e "/proc/$PID_SUPK"
+	kill -KILL "$SUP"
+	check "supervisor killed after the end: supervisor gone" poll gone "$SUP"
+fi
+exec {LOCK}>&-
+finish_ok "supervisor killed after the end" "$ID_SUPK" 3
+
+# bgrun --wait: its child is the guardian, which exits with the status.
+"$BGRUN" --print-pid -w -s -- "read x <'$TMP/go-sup3'; exit 9" >"$TMP/.waited" 2>&1 &
+BG=$!
+PID_W=""
+# wait_pid_line FILE: the pid bgrun printed, once it has (20 s).
+wait_pid_line() {
+	local end=$((SECONDS + 20))
+	until [[ $(sed -n 1p "$1" 2>/dev/null) =~ ^[0-9]+$ ]]; do
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.02
+	done
+	sed -n 1p "$1"
+}
+PID_W=$(wait_pid_line "$TMP/.waited")
+if check "bgrun -w, supervisor killed: launched" test -n "$PID_W"; then
+	KILL_PIDS+=("$PID_W")
+	kill -KILL "$(parent_of "$PID_W")"
+fi
+echo go >"$TMP/go-sup3"
+wait "$BG"
+eq "bgrun -w, supervisor killed: exit status of the command" "$?" 9
+
+# What the command leaves behind, orphaned, is adopted by the guardian
+# (a subreaper), which reaps it when it ends: no zombie.
+launch -s -- "(exec '$RT' helper exit 0 & echo \$! >'$TMP/orphan'); read x <'$TMP/go-sup'"
+ID_ORPH=$ID
+check "orphan: running recorded" wait_result "$ID_ORPH" running
+ORPHAN=$(cat "$TMP/orphan" 2>/dev/null)
+if check "orphan: started" test -n "$ORPHAN"; then
+	check "orphan: reaped (no zombie left)" poll test ! -e "/proc/$ORPHAN"
+fi
+echo go >"$TMP/go-sup"
+check "orphan: the command's finish recorded" wait_result "$ID_ORPH" success
 export BGRUN_DB=$SAVED_DB
 
 # --- the recorder's options only from the supervisor chain ---

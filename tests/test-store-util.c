@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test-store-util.c: store-tests' runner, helper modes (writer, exit) and shared helpers. */
+/* test-store-util.c: store-tests' runner, helper modes (writer, exit, wait) and shared helpers. */
 
 #include "test-store.h"
 
@@ -414,10 +414,18 @@ static void before_case(void)
 int t_main(int argc, char **argv, const struct t_case *cases, size_t n)
 {
 	static const char usage[] =
-		"usage: store-tests CASE | --list | writer DB N | exit";
+		"usage: store-tests CASE | --list | writer DB N | exit | wait";
 
 	if (argc >= 2 && strcmp(argv[1], "exit") == 0)
 		return 0;
+	if (argc == 2 && strcmp(argv[1], "wait") == 0) {
+		/* Lives until its stdin reaches EOF. */
+		char c;
+
+		while (read(0, &c, 1) > 0 || errno == EINTR)
+			;
+		return 0;
+	}
 	if (argc == 4 && strcmp(argv[1], "writer") == 0)
 		return writer_main(argv[2], atoi(argv[3]));
 	if (argc > 2) {

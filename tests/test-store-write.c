@@ -4,6 +4,7 @@
 #include "test-store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -612,6 +613,70 @@ void case_lost(void)
 		ASSERT_STR_EQ(rows.ev[i].result, rows.stored_result[i]);
 	t_rows_free(&rows);
 	sqlite3_close(raw);
+	bgrun_store_close(s);
+	free(db);
+}
+
+/*
+ * A supervisor gone while its command still runs: running, not lost,
+ * until the command ends; a live process with the command's pid that
+ * started at another time (a recycled pid) is not it.
+ */
+void case_lost_command_alive(void)
+{
+	const char *argv[] = { t_self(), "wait", NULL };
+	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	struct bgrun_query q = BGRUN_QUERY_INIT;
+	struct t_rows rows = { 0 };
+	struct bgrun_event evs[2];
+	struct bgrun_child *child;
+	struct bgrun_status st;
+	struct bgrun_store *s;
+	char *db = t_path(t_tmpdir(), "events.db");
+	int64_t dead_start, start, count = -1;
+	pid_t dead, pid;
+	int fds[2];
+
+	t_spawn_exited(&dead, &dead_start, &st);
+	ASSERT_SYS(pipe2(fds, O_CLOEXEC));
+	opts.argv = argv;
+	opts.in.kind = BGRUN_STDIO_FD;
+	opts.in.fd = fds[0];
+	start = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
+	pid = bgrun_spawn(&opts, &child);
+	ASSERT_OK(pid);
+	ASSERT_SYS(close(fds[0]));
+	ASSERT_OK(t_open(db, 0, &s));
+	for (int i = 0; i < 2; i++) {
+		bgrun_event_init(&evs[i], "commandfinish", "bgrun");
+		evs[i].result = BGRUN_RESULT_RUNNING;
+		evs[i].supervisor_pid = dead;
+		evs[i].supervisor_start = dead_start;
+		evs[i].pid = pid;
+		evs[i].start_ns = start;
+	}
+	/* 1: the same pid, an hour before: another process, gone. */
+	evs[1].start_ns = start - INT64_C(3600000000000);
+	ASSERT_EQ(bgrun_store_put_batch(s, evs, 2), 2);
+	ASSERT_OK(bgrun_store_query(s, &q, t_collect, &rows));
+	ASSERT_EQ(rows.n, 2);
+	/* Newest first. */
+	ASSERT_STR_EQ(rows.ev[0].id, evs[0].id);
+	ASSERT_STR_EQ(rows.ev[0].result, "running");
+	ASSERT_STR_EQ(rows.ev[1].result, "lost");
+	t_rows_free(&rows);
+	ASSERT_OK(bgrun_store_mark_lost(s, &count));
+	ASSERT_EQ(count, 1);
+
+	/* The command ends (a zombie, then reaped): lost. */
+	ASSERT_SYS(close(fds[1]));
+	ASSERT_OK(bgrun_child_wait(child, 60000, &st));
+	bgrun_child_free(child);
+	ASSERT_OK(bgrun_store_query(s, &q, t_collect, &rows));
+	ASSERT_STR_EQ(rows.ev[0].result, "lost");
+	t_rows_free(&rows);
+	ASSERT_OK(bgrun_store_mark_lost(s, &count));
+	ASSERT_EQ(count, 1);
 	bgrun_store_close(s);
 	free(db);
 }

@@ -88,6 +88,69 @@ check "no daemon: status: the daemon does not answer" eval '[[ $OUT == *"daemon:
 run --wait -- true
 eq "no daemon: the next embedded writer stores it" "$(rows "$BGRUN_DB")" 5
 
+# --- a database damaged past its header: only SQLite sees it, at a write ---
+# The header is intact, so the check before the launch passes; the
+# recorder's write fails ("database disk image is malformed") and keeps
+# the event in the spool with that reason. bgrun --wait says so after the
+# wait; the next launch says so before (--strict-log refuses it); logsink
+# status says why; a new file in its place makes the reason void.
+export BGRUN_DB=$TMP/damaged/events.db
+mkdir "$TMP/damaged"
+run --wait -- true
+# Pages 1 and 2 past the 100-byte header, overwritten.
+head -c 4096 /dev/zero | tr '\0' '\377' |
+	dd of="$BGRUN_DB" bs=1 seek=100 conv=notrunc 2>/dev/null
+MALFORMED="$BGRUN_DB: database disk image is malformed"
+run --wait --print-id -- true
+ID=$OUT
+eq "damaged: the command still runs" "$RC" 0
+eq "damaged: one line on stderr" "$ERR_LINES" 1
+eq "damaged: after the wait: not recorded, why, and where it waits" "$ERR" \
+	"bgrun: $MALFORMED: event $ID was not recorded; it waits in the spool $BGRUN_DB.spool"
+lsink status
+eq "damaged: status: exit 1" "$RC" 1
+check "damaged: status: not writable, SQLite's reason" \
+	eval '[[ $OUT == *"writable: no: $MALFORMED (the last write failed)"* ]]'
+check "damaged: status: why the spool holds it" \
+	eval '[[ $OUT == *"reason:   $MALFORMED"* ]]'
+run --wait --print-id -- true
+eq "damaged, next launch: told before it launches, once" \
+	"$RC:$ERR_LINES:$ERR" \
+	"0:1:bgrun: $MALFORMED (the last write failed): event $OUT cannot be recorded now; it waits in the spool $BGRUN_DB.spool"
+run --strict-log -- touch "$TMP/ran"
+eq "damaged: --strict-log: exit 125, nothing launched" \
+	"$RC:$(test -e "$TMP/ran"; echo $?)" "125:1"
+eq "damaged: --strict-log: the message" "$ERR" \
+	"bgrun: $MALFORMED (the last write failed): not launched (--strict-log)"
+rm -f "$TMP/ran"
+mv "$BGRUN_DB" "$TMP/damaged.db"
+run --wait -- true
+eq "damaged, replaced by a new file: no message" "$ERR" ""
+eq "damaged, replaced: what waited is stored" "$(rows "$BGRUN_DB")" 3
+lsink status
+eq "damaged, replaced: status: all is well" "$RC" 0
+check "damaged, replaced: no reason left" eval '[[ $OUT != *reason:* ]]'
+
+# --- the lock held past its bound (a stopped writer): said after --wait ---
+# Held here as a stopped `logsink prune` would hold it.
+export BGRUN_DB=$TMP/held/events.db
+mkdir "$TMP/held"
+run --wait -- true
+exec {LOCK}>>"$BGRUN_DB-lock"
+flock -x "$LOCK"
+BGRUN_LOCK_TIMEOUT=1 run --wait --print-id -- true {LOCK}>&-
+ID=$OUT
+eq "lock held: the command still runs" "$RC" 0
+eq "lock held: one line after the wait: why, and where it waits" "$ERR" \
+	"bgrun: $BGRUN_DB-lock: another writer has held the log's lock for over 1 s (stopped?): event $ID was not recorded; it waits in the spool $BGRUN_DB.spool"
+lsink status
+check "lock held: status: why it waits" \
+	eval '[[ $OUT == *"reason:   $BGRUN_DB-lock: another writer has held the log"* ]]'
+exec {LOCK}>&-
+run --wait -- true
+eq "lock free again: no message, the waiting event stored" \
+	"$ERR:$(rows "$BGRUN_DB")" ":3"
+
 # --- HOME=/ as a user who cannot write there ---
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
 	setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$BGRUN"; then

@@ -222,6 +222,39 @@ BGRUN_EXTERN int bgrun_sink_spool_dir(const char *db, char **ret_path);
  */
 BGRUN_EXTERN int bgrun_sink_check_log(const char *db, char *why, size_t size);
 
+/*
+ * (bgrun_sink_check_log, continued.) A write that failed because the
+ * database is damaged past its header ("database disk image is
+ * malformed") leaves its reason in the spool (bgrun_sink_spool_reason):
+ * while events wait and the file is the same, unchanged, the check fails
+ * with -EBADMSG and that message.
+ */
+
+/*
+ * Why the events waiting in db's spool are there: the -errno the last
+ * writer that kept one there met, and why (size bytes, optional) its
+ * one-line message ("...: database disk image is malformed", "...-lock:
+ * another writer has held the log's lock for over 10 s (stopped?)"); 0
+ * when none waits or no reason was kept. The replay that empties the
+ * spool forgets the reason.
+ */
+BGRUN_EXTERN int bgrun_sink_spool_reason(const char *db, char *why,
+					 size_t size);
+
+/* What bgrun_sink_event_fate returns for an event not stored. */
+#define BGRUN_SINK_KEPT 1    /* it waits in db's spool */
+#define BGRUN_SINK_DROPPED 2 /* it was counted as dropped */
+
+/*
+ * Whether the event id (borrowed) of the log db was kept in its spool or
+ * dropped (socket: as for bgrun_sink_dropped_count, NULL: the default):
+ * BGRUN_SINK_KEPT, BGRUN_SINK_DROPPED, 0 if neither (stored, or not
+ * written at all), or -errno. No SQLite: for a launcher that waited for
+ * its recorder, to say what became of the record.
+ */
+BGRUN_EXTERN int bgrun_sink_event_fate(const char *db, const char *socket,
+				       const char *id);
+
 /* The same judgement for db's spool (bgrun_sink_spool_dir), made or not. */
 BGRUN_EXTERN int bgrun_sink_check_spool(const char *db, char *why,
 					size_t size);

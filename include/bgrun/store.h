@@ -161,12 +161,15 @@ BGRUN_EXTERN int bgrun_store_put_prepared(
 	struct bgrun_store_prepared *const *preps, size_t n);
 
 /*
- * Lost rows. A `running` row is lost when its supervisor is gone: its
- * boot_id differs from the current boot's, or no process supervisor_pid
- * exists (or it is a zombie), or its start time differs from
- * supervisor_start. (A row of this boot without supervisor_pid cannot be
- * judged and stays running; so does every row of this boot when /proc is
- * unreadable.) Queries report such rows as `lost` while the stored row
+ * Lost rows. A `running` row is lost when its supervisor is gone and its
+ * command with it. The supervisor is gone when the row's boot_id differs
+ * from the current boot's, or no process supervisor_pid exists (or it is
+ * a zombie), or its start time differs from supervisor_start. The command
+ * is gone when no live process pid exists that started within 5 seconds
+ * of start_ns (so a command whose supervisor was killed is `running` for
+ * as long as it runs). (A row of this boot without supervisor_pid cannot
+ * be judged and stays running; so does every row of this boot when /proc
+ * is unreadable.) Queries report such rows as `lost` while the stored row
  * stays `running`; bgrun_store_mark_lost() stores `lost` in them and sets
  * *ret_count (optional) to how many.
  */

@@ -131,11 +131,17 @@ class SinkCase(TmpCase):
         self.assertEqual(len(e.event_id), 36)
         self.assertIsInstance(e, OSError)
         spool = self.db + '.spool'
-        self.assertEqual(len(os.listdir(spool)), 1)
-        # The next embedded writer stores what the spool holds.
+        # One event file, and the reason it waits (.reason).
+        self.assertEqual([n for n in os.listdir(spool) if n.endswith('.ev')],
+                         [n for n in os.listdir(spool) if e.event_id in n])
+        self.assertEqual(len([n for n in os.listdir(spool) if n.endswith('.ev')]), 1)
+        self.assertIn('.reason', os.listdir(spool))
+        # The next embedded writer stores what the spool holds, and the
+        # reason goes with it.
         with bgrun.Sink(self.db, mode='embedded') as s:
             s.put('next')
         self.assertEqual(rows(self.db, "event = 'spooled-one'")[0]['id'], e.event_id)
+        self.assertEqual(os.listdir(spool), [])
 
     def test_broken_store(self):
         # A database under a regular file: no store, no spool.

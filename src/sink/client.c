@@ -161,6 +161,9 @@ static int deliver(struct bgrun_sink *sink, const struct bgrun_event *evs,
 		}
 	}
 	free(b.status);
+	if (sink->spooled)
+		(void)bgrun__spool_note_reason(sink->db, first,
+					       why[0] ? why : NULL);
 	if (spool_error != 0)
 		return bgrun__sink_fail(
 			sink, first, "%s; and not kept in the spool: %s "

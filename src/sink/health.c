@@ -86,8 +86,67 @@ static int check_dir_of(const char *path, char *why, size_t size)
 	return r;
 }
 
+/*
+ * The reason kept in db's spool (sink-internal.h): its -errno and
+ * message (why), whether db is still the file it was met on (*ret_same),
+ * or 0 if there is none.
+ */
+static int read_reason(const char *db, char *why, size_t size, bool *ret_same)
+{
+	unsigned long long dev, ino;
+	char *dir = NULL, line[1024];
+	long long mtime;
+	struct stat st;
+	int error, used = 0, fd, r;
+	ssize_t n;
+
+	r = bgrun_sink_spool_dir(db, &dir);
+	if (r < 0)
+		return 0;
+	fd = openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	free(dir);
+	if (fd < 0)
+		return 0;
+	r = openat(fd, BGRUN__SPOOL_REASON, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+						    O_NONBLOCK);
+	(void)close(fd);
+	if (r < 0)
+		return 0;
+	fd = r;
+	n = read(fd, line, sizeof(line) - 1);
+	(void)close(fd);
+	if (n <= 0)
+		return 0;
+	line[n] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	if (sscanf(line, "%d\t%llu\t%llu\t%lld\t%n", &error, &dev, &ino,
+		   &mtime, &used) != 4 || used == 0 || error <= 0)
+		return 0;
+	*ret_same = stat(db, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+		    (unsigned long long)st.st_ino == ino &&
+		    (long long)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec ==
+			    mtime;
+	return say(why, size, -error, "%s", line + used);
+}
+
+int bgrun_sink_spool_reason(const char *db, char *why, size_t size)
+{
+	int64_t waiting = 0;
+	bool same;
+
+	if (why != NULL && size > 0)
+		why[0] = '\0';
+	if (db == NULL || bgrun_sink_spool_count(db, &waiting, NULL) < 0 ||
+	    waiting == 0)
+		return 0;
+	return read_reason(db, why, size, &same);
+}
+
 int bgrun_sink_check_log(const char *db, char *why, size_t size)
 {
+	char reason[600];
+	int64_t waiting = 0;
+	bool same = false;
 	static const char magic[16] = "SQLite format 3";
 	char head[16];
 	struct stat st;
@@ -130,8 +189,19 @@ int bgrun_sink_check_log(const char *db, char *why, size_t size)
 	if (n != (ssize_t)sizeof(head) || memcmp(head, magic, sizeof(head)) != 0)
 		return say(why, size, -EBADMSG, "%s is not an SQLite database",
 			   db);
+	/*
+	 * Damage past the header shows only to SQLite, at a write: the
+	 * writer that met it left its reason in the spool. It holds while
+	 * the file is the same one, unchanged (a repair, a restored copy
+	 * or a new file makes it void), and events wait.
+	 */
+	if (read_reason(db, reason, sizeof(reason), &same) == -EBADMSG && same &&
+	    bgrun_sink_spool_count(db, &waiting, NULL) >= 0 && waiting > 0)
+		return say(why, size, -EBADMSG, "%s (the last write failed)",
+			   reason);
 	return 0;
 }
+
 
 int bgrun_sink_check_spool(const char *db, char *why, size_t size)
 {
@@ -340,5 +410,56 @@ out:
 	free(ids);
 	free(line);
 	(void)fclose(f);
+	return r;
+}
+
+int bgrun_sink_event_fate(const char *db, const char *socket, const char *id)
+{
+	char *dir = NULL, *path = NULL, *line = NULL;
+	size_t cap = 0, idlen;
+	struct dirent *d;
+	int r = 0;
+	FILE *f;
+	DIR *dp;
+
+	if (db == NULL || id == NULL || id[0] == '\0')
+		return -EINVAL;
+	idlen = strlen(id);
+	r = bgrun_sink_spool_dir(db, &dir);
+	if (r < 0)
+		return r;
+	dp = opendir(dir);
+	free(dir);
+	r = 0;
+	while (dp != NULL && r == 0 && (d = readdir(dp)) != NULL) {
+		const char *name = spooled_id(d->d_name);
+
+		if (d->d_name[0] != '.' && name != NULL &&
+		    strncmp(name, id, idlen) == 0 && strcmp(name + idlen, ".ev") == 0)
+			r = BGRUN_SINK_KEPT;
+	}
+	if (dp != NULL)
+		(void)closedir(dp);
+	if (r != 0)
+		return r;
+	if (bgrun_sink_dropped_path(socket, &path) < 0)
+		return 0;
+	f = fopen(path, "re");
+	free(path);
+	/* TIME_NS \t ID \t ERRNO \t DB \n (bgrun_sink_dropped_count). */
+	while (f != NULL && r == 0 && getline(&line, &cap, f) > 0) {
+		const char *p = strchr(line, '\t'), *q;
+
+		if (p == NULL || strncmp(p + 1, id, idlen) != 0 ||
+		    p[1 + idlen] != '\t')
+			continue;
+		q = strchr(p + 2 + idlen, '\t');
+		if (q != NULL && strncmp(q + 1, db, strlen(db)) == 0 &&
+		    (q[1 + strlen(db)] == '\n' || q[1 + strlen(db)] == '\0'))
+			r = BGRUN_SINK_DROPPED;
+	}
+	free(line);
+	if (f != NULL)
+		(void)fclose(f);
 	return r;
 }

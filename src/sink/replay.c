@@ -94,6 +94,27 @@ static int wanted(const struct dirent *d)
 	       strcmp(d->d_name + n - 3, ".ev") == 0;
 }
 
+/* Whether the spool holds no event to replay. */
+static bool spool_empty(int dfd)
+{
+	struct dirent *d;
+	bool empty = true;
+	DIR *dir;
+	int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+
+	if (fd < 0)
+		return false;
+	dir = fdopendir(fd);
+	if (dir == NULL) {
+		(void)close(fd);
+		return false;
+	}
+	while (empty && (d = readdir(dir)) != NULL)
+		empty = !wanted(d);
+	(void)closedir(dir);
+	return empty;
+}
+
 /* Temporary files of writers that died long ago are removed. */
 static void remove_stale(int dfd)
 {
@@ -219,6 +240,9 @@ int bgrun_sink_replay(struct bgrun_store *store, const char *db,
 	}
 	if (r >= 0 && ret_count != NULL)
 		*ret_count = count;
+	/* Emptied (or found empty): the reason why it was kept is past. */
+	if (r >= 0 && spool_empty(dfd))
+		(void)unlinkat(dfd, BGRUN__SPOOL_REASON, 0);
 cleanup:
 	for (int i = 0; i < n; i++)
 		free(list[i]);

@@ -104,6 +104,17 @@ int bgrun__sink_connect_daemon(struct bgrun_sink *sink);
  * (0700) are created. -EINVAL for an event that cannot be encoded.
  */
 int bgrun__spool_write(const char *db, const struct bgrun_event *ev);
+/*
+ * Why what waits in a spool is there: the file BGRUN__SPOOL_REASON in
+ * it, one line "ERRNO<TAB>DEV<TAB>INO<TAB>MTIME_NS<TAB>MESSAGE", the
+ * error the last writer that spooled met and the database file it met it
+ * on (stat(2) of db then: a reason holds only for that same file). Made
+ * by bgrun__spool_note_reason (error: -errno, why: the one-line message)
+ * when an event was spooled; removed by the replay that empties the
+ * spool; read by bgrun_sink_spool_reason and bgrun_sink_check_log.
+ */
+#define BGRUN__SPOOL_REASON ".reason"
+int bgrun__spool_note_reason(const char *db, int error, const char *why);
 /* The file counting dropped events: the directory of socket, "dropped". */
 int bgrun__dropped_path(const char *socket, char **ret_path);
 /*

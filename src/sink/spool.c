@@ -80,6 +80,63 @@ cleanup:
 	return r < 0 ? r : 0;
 }
 
+/*
+ * The reason is advice, not data: no fsync. Written whole (a temporary
+ * file renamed over it), so that a reader never sees half a line; a
+ * temporary left by a writer that died is removed as the spool's others
+ * are (replay.c: remove_stale).
+ */
+int bgrun__spool_note_reason(const char *db, int error, const char *why)
+{
+	char *dir = NULL, *tmp = NULL, *line = NULL;
+	struct stat st = { 0 };
+	int fd = -1, dfd = -1, n, r;
+
+	r = bgrun_sink_spool_dir(db, &dir);
+	if (r < 0)
+		return r;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		r = -errno;
+		goto out;
+	}
+	/* Which file failed: a reason holds only while it is the same. */
+	(void)stat(db, &st);
+	n = asprintf(&line, "%d\t%llu\t%llu\t%lld\t%s\n", -error,
+		     (unsigned long long)st.st_dev,
+		     (unsigned long long)st.st_ino,
+		     (long long)st.st_mtim.tv_sec * 1000000000 +
+			     st.st_mtim.tv_nsec,
+		     why != NULL && why[0] != '\0' ? why : strerror(-error));
+	if (n < 0 || asprintf(&tmp, ".tmp-reason-%d", (int)getpid()) < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (char *p = line; p < line + n - 1; p++)
+		if (*p == '\n')
+			*p = ' ';
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+				      O_CLOEXEC, 0600);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = bgrun__fd_write_all(fd, line, (size_t)n);
+	if (close(fd) < 0 && r >= 0)
+		r = -errno;
+	if (r >= 0 && renameat(dfd, tmp, dfd, BGRUN__SPOOL_REASON) < 0)
+		r = -errno;
+	if (r < 0)
+		(void)unlinkat(dfd, tmp, 0);
+out:
+	if (dfd >= 0)
+		(void)close(dfd);
+	free(dir);
+	free(tmp);
+	free(line);
+	return r < 0 ? r : 0;
+}
+
 int bgrun__dropped_path(const char *socket, char **ret_path)
 {
 	const char *slash = socket != NULL ? strrchr(socket, '/') : NULL;

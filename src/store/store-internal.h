@@ -198,10 +198,17 @@ enum { BGRUN__READ_ROWS, BGRUN__READ_STATS,
 int bgrun__store_filter_stmt(struct bgrun_store *store, unsigned kind,
 			     const struct bgrun_query *q,
 			     sqlite3_stmt **ret_stmt);
-/* The result to report: `lost` for a running row whose supervisor is gone. */
+/*
+ * Whether a `running` row is lost: its supervisor is gone (bgrun__
+ * supervisor_gone), and so is its command (pid, started at start_ns).
+ */
+bool bgrun__row_lost(const char *boot_id, int64_t supervisor_pid,
+		     int64_t supervisor_start, int64_t pid, int64_t start_ns);
+/* The result to report: `lost` for a lost running row (bgrun__row_lost). */
 const char *bgrun__reported_result(const char *stored, const char *boot_id,
 				   int64_t supervisor_pid,
-				   int64_t supervisor_start);
+				   int64_t supervisor_start, int64_t pid,
+				   int64_t start_ns);
 /* Whether a reported result passes q's conditions that SQL cannot decide. */
 bool bgrun__result_matches(const struct bgrun_query *q, const char *result);
 

@@ -55,7 +55,7 @@ static const char *const filter_sql[BGRUN__N_FILTERS] = {
 
 #define STATS_HEAD(key) \
 	"SELECT " key ", result, boot_id, supervisor_pid, supervisor_start, " \
-	"duration_ns FROM events WHERE 1"
+	"duration_ns, pid, start_ns FROM events WHERE 1"
 static const char *const kind_head[BGRUN__N_READS] = {
 	[BGRUN__READ_ROWS] = BGRUN__SQL_ROW " WHERE 1",
 	[BGRUN__READ_STATS + BGRUN_STATS_COMMAND] = STATS_HEAD("display"),
@@ -198,12 +198,40 @@ void bgrun__column_fields(sqlite3_stmt *stmt, int first,
 	}
 }
 
+/*
+ * How far a live process's start may be from a row's start_ns and still
+ * be its command: start_ns is read just before the launch (the launch may
+ * wait for a CPU), the kernel counts in ticks, and the clock may have
+ * been slewed since. A pid used again within this span of its first use
+ * is what it cannot tell apart.
+ */
+#define COMMAND_START_SLACK_NS INT64_C(5000000000)
+
+bool bgrun__row_lost(const char *boot_id, int64_t supervisor_pid,
+		     int64_t supervisor_start, int64_t pid, int64_t start_ns)
+{
+	const char *boot = bgrun__boot_id();
+	int64_t started;
+
+	if (!bgrun__supervisor_gone(boot_id, supervisor_pid, supervisor_start))
+		return false;
+	if (pid == BGRUN_NULL || start_ns == BGRUN_NULL ||
+	    (boot_id != NULL && boot != NULL && strcmp(boot_id, boot) != 0))
+		return true;
+	started = bgrun__proc_start_realtime(pid);
+	return started == BGRUN_NULL ||
+	       started < start_ns - COMMAND_START_SLACK_NS ||
+	       started > start_ns + COMMAND_START_SLACK_NS;
+}
+
 const char *bgrun__reported_result(const char *stored, const char *boot_id,
 				   int64_t supervisor_pid,
-				   int64_t supervisor_start)
+				   int64_t supervisor_start, int64_t pid,
+				   int64_t start_ns)
 {
 	if (stored != NULL && strcmp(stored, BGRUN_RESULT_RUNNING) == 0 &&
-	    bgrun__supervisor_gone(boot_id, supervisor_pid, supervisor_start))
+	    bgrun__row_lost(boot_id, supervisor_pid, supervisor_start, pid,
+			    start_ns))
 		return BGRUN_RESULT_LOST;
 	return stored;
 }
@@ -360,7 +388,9 @@ static int emit_row(struct bgrun_store *store, sqlite3_stmt *stmt,
 	row.json = bgrun__column_text(stmt, BGRUN__ROW_JSON);
 	row.stored_result = ev->result;
 	ev->result = bgrun__reported_result(ev->result, ev->boot_id,
-				     ev->supervisor_pid, ev->supervisor_start);
+					    ev->supervisor_pid,
+					    ev->supervisor_start, ev->pid,
+					    ev->start_ns);
 	if (!bgrun__result_matches(q, ev->result)) {
 		*ret_shown = false;
 		return 0;

@@ -76,7 +76,9 @@ int bgrun_store_stats_by(struct bgrun_store *store,
 		const char *result = bgrun__reported_result(bgrun__column_text(stmt, 1),
 						     bgrun__column_text(stmt, 2),
 						     bgrun__column_int(stmt, 3),
-						     bgrun__column_int(stmt, 4));
+						     bgrun__column_int(stmt, 4),
+						     bgrun__column_int(stmt, 6),
+						     bgrun__column_int(stmt, 7));
 		int64_t duration = bgrun__column_int(stmt, 5);
 
 		if (!started || !same_display(display, g.display)) {

@@ -568,9 +568,11 @@ int bgrun__store_mark_lost_locked(struct bgrun_store *store,
 		const char *id = bgrun__column_text(stmt, 0);
 
 		if (id == NULL || strlen(id) > BGRUN_EVENT_ID_MAX ||
-		    !bgrun__supervisor_gone(bgrun__column_text(stmt, 1),
-					    bgrun__column_int(stmt, 2),
-					    bgrun__column_int(stmt, 3)))
+		    !bgrun__row_lost(bgrun__column_text(stmt, 1),
+				     bgrun__column_int(stmt, 2),
+				     bgrun__column_int(stmt, 3),
+				     bgrun__column_int(stmt, 4),
+				     bgrun__column_int(stmt, 5)))
 			continue;
 		if (n == cap) {
 			cap = cap ? 2 * cap : 16;

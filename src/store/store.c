@@ -66,8 +66,8 @@ static const char *const stmt_sql[BGRUN__N_STMTS] = {
 	[BGRUN__STMT_GET_PART] = "SELECT id FROM events "
 				   "WHERE instr(id, ?1) > 0 LIMIT 2",
 	[BGRUN__STMT_RUNNING] =
-		"SELECT id, boot_id, supervisor_pid, supervisor_start "
-		"FROM events WHERE result = 'running' AND result != 'success'",
+		"SELECT id, boot_id, supervisor_pid, supervisor_start, pid, "
+		"start_ns FROM events WHERE result = 'running' AND result != 'success'",
 	[BGRUN__STMT_MARK_LOST] =
 		"UPDATE events SET result = 'lost', changed_seq = ?2 "
 		"WHERE id = ?1 AND result = 'running'",
@@ -327,7 +327,7 @@ static void flush_wal(struct bgrun_store *store)
 
 	if (asprintf(&wal, "%s-wal", store->path) < 0)
 		return;
-	fd = open(wal, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+	fd = bgrun__filelock_open_sync(wal);
 	free(wal);
 	if (fd < 0)
 		return;
@@ -489,14 +489,21 @@ static int reopen_immutable(struct bgrun_store *store, int64_t *ret_version)
 	if (abs == NULL)
 		return bgrun__store_failf(store, -errno, "%s: %s", store->path,
 					  strerror(errno));
-	uri = malloc(3 * strlen(abs) + sizeof("file://?immutable=1"));
+	uri = malloc(3 * strlen(abs) + sizeof("file:///?immutable=1"));
 	if (uri == NULL) {
 		free(abs);
 		return -ENOMEM;
 	}
-	o = uri + sprintf(uri, "file://");
+	/*
+	 * RFC 8089's form, which SQLite reads: the path with forward
+	 * slashes, after a '/' of its own where it has none (a drive,
+	 * "C:\...", on Windows: file:///C:/...; POSIX paths have theirs).
+	 */
+	o = uri + sprintf(uri, abs[0] == '/' ? "file://" : "file:///");
 	for (const char *p = abs; *p != '\0'; p++) {
-		if (strchr(plain, *p) != NULL)
+		if (strchr(BGRUN__PATH_SEPS, *p) != NULL)
+			*o++ = '/';
+		else if (strchr(plain, *p) != NULL)
 			*o++ = *p;
 		else
 			o += sprintf(o, "%%%02X", (unsigned char)*p);

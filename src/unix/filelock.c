@@ -89,6 +89,11 @@ void bgrun__filelock_destroy(struct bgrun__filelock *l)
 	l->map = NULL;
 }
 
+int bgrun__filelock_open_sync(const char *path)
+{
+	return open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+}
+
 /* Shared, not private: the word is in a file mapped by other processes. */
 static void futex_wait(_Atomic uint32_t *word, uint32_t value, int64_t ns)
 {

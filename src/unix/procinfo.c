@@ -186,6 +186,28 @@ int64_t bgrun__proc_starttime(int64_t pid)
 	return start;
 }
 
+int64_t bgrun__proc_start_realtime(int64_t pid)
+{
+	static long hz;
+	int64_t start, boot;
+	char state;
+
+	if (pid <= 0 || pid > INT_MAX || bgrun__boot_id() == NULL ||
+	    !fact_proc_ok || read_proc_stat((pid_t)pid, &state, &start) < 0 ||
+	    state == 'Z' || state == 'X' || state == 'x')
+		return BGRUN_NULL;
+	if (hz <= 0)
+		hz = sysconf(_SC_CLK_TCK);
+	if (hz <= 0)
+		return BGRUN_NULL;
+	/*
+	 * starttime counts clock ticks since the boot on CLOCK_BOOTTIME; the
+	 * boot's moment on CLOCK_REALTIME is the two clocks' difference now.
+	 */
+	boot = bgrun__now_ns(CLOCK_REALTIME) - bgrun__now_ns(CLOCK_BOOTTIME);
+	return boot + start * (1000000000 / hz);
+}
+
 bool bgrun__supervisor_gone(const char *boot_id, int64_t supervisor_pid,
 			    int64_t supervisor_start)
 {

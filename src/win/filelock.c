@@ -25,7 +25,9 @@
 #include "win.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <io.h>
+#include <stdlib.h>
 
 #define LOCK_OFFSET_HIGH 0x7fffffffu
 /* The pause between tries grows to this. */
@@ -40,6 +42,22 @@ void bgrun__filelock_destroy(struct bgrun__filelock *l)
 {
 	if (l->held)
 		bgrun__filelock_release(l);
+}
+
+int bgrun__filelock_open_sync(const char *path)
+{
+	WCHAR *w;
+	int fd, r;
+
+	r = bgrun__win_utf16(path, &w);
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	/* Shared with SQLite's own handle, which shares read and write. */
+	fd = _wopen(w, _O_RDWR | _O_BINARY | _O_NOINHERIT);
+	free(w);
+	return fd;
 }
 
 /* 1: ours; 0: held by someone else; -errno. */

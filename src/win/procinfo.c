@@ -80,6 +80,16 @@ int64_t bgrun__proc_starttime(int64_t pid)
 	return t;
 }
 
+int64_t bgrun__proc_start_realtime(int64_t pid)
+{
+	/* A FILETIME: 100 ns units since 1601, 11644473600 s before 1970. */
+	int64_t created = bgrun__proc_starttime(pid);
+
+	if (created == BGRUN_NULL)
+		return BGRUN_NULL;
+	return (created - INT64_C(116444736000000000)) * 100;
+}
+
 bool bgrun__supervisor_gone(const char *boot_id, int64_t supervisor_pid,
 			    int64_t supervisor_start)
 {

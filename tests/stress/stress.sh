@@ -285,6 +285,7 @@ kill -STOP "$holder"
 # logged launch writes twice (start, finish), each waiting at most that.
 BGRUN_LOCK_TIMEOUT=2 disk_case "lock held by a stopped writer (lock timeout 2 s)" "$W/held.db" 30
 finding 3 "stopped writer: bgrun --wait returns (bounded wait)" test "$DRC" != 124
+finding 3 "stopped writer: the user is told the event was not recorded" test -n "$DERR"
 st=$("$L" --db "$W/held.db" status 2>&1 | grep '^spool:')
 figure "disk: stopped writer: logsink status says: '$st'"
 check "stopped writer: logsink status shows the event waiting in the spool" \

@@ -229,9 +229,10 @@ void case_cli_logged_running(void)
 }
 
 /*
- * The supervisor ended while the command runs: its `running` row is
- * reported `lost` (the supervisor's pid and start time no longer name a
- * live process).
+ * The supervisor ended while the command runs: its `running` row stays
+ * `running` while the command lives, and is reported `lost` once it has
+ * ended too (the supervisor's pid and start time no longer name a live
+ * process, nor the command's pid and start).
  */
 void case_cli_logged_lost(void)
 {
@@ -252,6 +253,14 @@ void case_cli_logged_lost(void)
 	ASSERT(TerminateProcess(sup, 1));
 	ASSERT_INT(WaitForSingleObject(sup, DEADLINE_MS), ==, WAIT_OBJECT_0);
 	CloseHandle(sup);
+	/* While its command lives, it is running (bgrun/store.h: lost rows). */
+	ASSERT(get_event(db, id, NULL, &g));
+	ASSERT_STR(g.result, "running");
+	/* The command itself is not the supervisor's to end: it still runs. */
+	ASSERT_INT(WaitForSingleObject(cmd, 0), ==, WAIT_TIMEOUT);
+	ASSERT(TerminateProcess(cmd, 1));
+	ASSERT_INT(WaitForSingleObject(cmd, DEADLINE_MS), ==, WAIT_OBJECT_0);
+	CloseHandle(cmd);
 	ASSERT(get_event(db, id, NULL, &g));
 	ASSERT_STR(g.result, "lost");
 	/* logsink mark-lost stores it so: one row. */
@@ -267,10 +276,6 @@ void case_cli_logged_lost(void)
 			   ==, 0);
 		ASSERT_STR(lo, "0\n");
 	}
-	/* The command itself is not the supervisor's to end: it still runs. */
-	ASSERT_INT(WaitForSingleObject(cmd, 0), ==, WAIT_TIMEOUT);
-	ASSERT(TerminateProcess(cmd, 1));
-	CloseHandle(cmd);
 	got_free(&g);
 }
 
@@ -400,7 +405,8 @@ void case_cli_logged_unwritable(void)
 						   "echo", "ran", NULL },
 				 &out, &err), ==, 0);
 	ASSERT_STR(slurp(mark, NULL), "ran");
-	ASSERT(strstr(err, "cannot be recorded\n") != NULL);
+	ASSERT(strstr(err, "cannot be recorded; it goes to the spool ") !=
+	       NULL);
 }
 
 /*
@@ -431,4 +437,95 @@ void case_cli_logged_config(void)
 						   NULL }, &out, &err), ==, 2);
 	ASSERT(strstr(err, "config") != NULL);
 	got_free(&g);
+}
+
+/* --- The spool and the dropped count (src/win/sink.c) --- */
+
+/* bgrun's first line of stdout (--print-id), without its newline. */
+static char *first_line(char *out)
+{
+	out[strcspn(out, "\r\n")] = '\0';
+	return out;
+}
+
+/*
+ * A log that cannot take a record (its path is a directory): the command
+ * still runs, bgrun -w says the record was kept in the spool, `logsink
+ * query` warns while it waits there, and the next launch that can write
+ * stores it (running, then its finish) and empties the spool.
+ */
+void case_cli_logged_spool(void)
+{
+	char *db = tmp_path("events.db"), *mark = tmp_path("ran");
+	char *out, *err, *id;
+	struct bgrun_store *store;
+	struct got g = { .found = false };
+	int64_t waiting = -1, bad = -1;
+
+	set_env("BGRUN_DB", db);
+	ASSERT(CreateDirectoryW(wide(db), NULL));
+	ASSERT_INT(run_bgrun_out((const char *[]){ "-w", "--print-id", "-o",
+						   mark, helper, "echo", "ran",
+						   NULL }, &out, &err), ==, 0);
+	id = first_line(out);
+	ASSERT_STR(slurp(mark, NULL), "ran");
+	ASSERT(strstr(err, "kept in the spool") != NULL);
+	ASSERT(strstr(err, id) != NULL);
+	ASSERT_INT(bgrun_sink_spool_count(db, &waiting, &bad), ==, 0);
+	ASSERT_INT(waiting, ==, 1);
+	ASSERT_INT(bad, ==, 0);
+
+	/* A log there now (made without the sink: nothing replayed). */
+	ASSERT(RemoveDirectoryW(wide(db)));
+	ASSERT_INT(bgrun_store_new(&store), ==, 0);
+	ASSERT_INT(bgrun_store_open(store, db, 0), ==, 0);
+	bgrun_store_close(store);
+	ASSERT_INT(run_logsink((const char *[]){ "--db", db, "query", NULL },
+			       &out, &err), ==, 0);
+	ASSERT(strstr(err, "1 events wait in the spool") != NULL);
+	ASSERT(!get_event(db, id, NULL, &g));
+
+	/* The next writer drains it. */
+	ASSERT_INT(run_bgrun_out((const char *[]){ "-w", "--tag=next", helper,
+						   "exit", "0", NULL },
+				 &out, &err), ==, 0);
+	ASSERT_STR(err, "");
+	ASSERT(get_event(db, id, NULL, &g));
+	ASSERT_STR(g.result, "success");
+	ASSERT_INT(g.exit_code, ==, 0);
+	ASSERT(get_event(db, NULL, "next", &g));
+	ASSERT_INT(bgrun_sink_spool_count(db, &waiting, &bad), ==, 0);
+	ASSERT_INT(waiting, ==, 0);
+	ASSERT_INT(run_logsink((const char *[]){ "--db", db, "query", NULL },
+			       &out, &err), ==, 0);
+	ASSERT_STR(err, "");
+	got_free(&g);
+}
+
+/*
+ * Neither the log nor its spool can be written (both would be under a
+ * file): the command runs, bgrun -w says the record was not kept, and
+ * the event is counted in the dropped-events file, once for its two
+ * writes.
+ */
+void case_cli_logged_dropped(void)
+{
+	char *file = tmp_path("file"), *mark = tmp_path("ran");
+	char *db = tmp_path("file\\sub\\events.db"), *out, *err, *path = NULL;
+	int64_t dropped = -1;
+
+	spit(file, "not a directory");
+	set_env("BGRUN_DB", db);
+	set_env("XDG_RUNTIME_DIR", tmpdir);
+	ASSERT_INT(run_bgrun_out((const char *[]){ "-w", "-o", mark, helper,
+						   "echo", "ran", NULL },
+				 &out, &err), ==, 0);
+	ASSERT_STR(slurp(mark, NULL), "ran");
+	ASSERT(strstr(err, "not kept") != NULL);
+	ASSERT(strstr(err, "counted as dropped") != NULL);
+	ASSERT_INT(bgrun_sink_dropped_path(NULL, &path), ==, 0);
+	ASSERT_STR(path, tmp_path("bgrun\\dropped"));
+	ASSERT_INT(bgrun_sink_dropped_count(NULL, db, &dropped), ==, 0);
+	ASSERT_INT(dropped, ==, 1);
+	free(path);
 }

@@ -1,0 +1,746 @@
+/* SPDX-License-Identifier: MIT */
+/* sink.c: the sink client of the Windows build: the embedded store, else the spool, else the dropped-events count (no daemon). */
+
+/*
+ * bgrun/sink.h's contract with the one path Windows has: there is no
+ * sink daemon in this build yet, so a put goes to the store, and when
+ * the store cannot take it, to the spool beside the database (DB.spool\,
+ * one file per event, the same EVENT frame and names as POSIX's
+ * src/sink/spool.c, so a log and its spool can move between systems),
+ * and when even that fails, one line in the dropped-events file. The
+ * first store a sink opens replays the spool (bgrun_sink_replay), so the
+ * next writer that succeeds drains what the failed ones left.
+ *
+ * Written on Win32 calls rather than src/sink/'s openat/renameat/
+ * scandir, which the C runtime lacks: CreateFileW with CREATE_NEW for
+ * the temporary file, FlushFileBuffers, MoveFileExW with
+ * MOVEFILE_WRITE_THROUGH for the rename (NTFS has no directory fsync;
+ * write-through is its equivalent). $BGRUN_SINK=daemon is honoured as
+ * "no store": the event goes to the spool, as on POSIX with no daemon.
+ *
+ * The dropped-events file is %LOCALAPPDATA%\bgrun\dropped ($XDG_RUNTIME_DIR
+ * \bgrun\dropped when that is set, as on POSIX): the socket argument of
+ * bgrun/sink.h names a directory that does not exist on Windows.
+ */
+
+#include "win.h"
+#include "common/common.h"
+#include "bgrun/sink.h"
+#include "bgrun/wire.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Events stored per transaction when replaying, as src/sink/replay.c. */
+#define REPLAY_BATCH 256
+
+struct bgrun_sink {
+	bool open;
+	bool spooled;
+	bool replayed;   /* the spool was replayed into store */
+	bool no_store;   /* $BGRUN_SINK=daemon: there is no daemon here */
+	char *db;
+	struct bgrun_store *store;
+	char errmsg[512];
+};
+
+__attribute__((format(printf, 3, 4)))
+static int fail(struct bgrun_sink *sink, int error, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(sink->errmsg, sizeof(sink->errmsg), fmt, ap);
+	va_end(ap);
+	return error;
+}
+
+int bgrun_sink_spool_dir(const char *db, char **ret_path)
+{
+	char *path;
+
+	if (db == NULL)
+		return -EINVAL;
+	if (asprintf(&path, "%s.spool", db) < 0)
+		return -ENOMEM;
+	*ret_path = path;
+	return 0;
+}
+
+/* dir\name (or dir\*name), in UTF-16, malloc'd. */
+static int join_w(const char *dir, const char *name, WCHAR **ret)
+{
+	char *s;
+	int r;
+
+	if (asprintf(&s, "%s\\%s", dir, name) < 0)
+		return -ENOMEM;
+	r = bgrun__win_utf16(s, ret);
+	free(s);
+	return r;
+}
+
+/*
+ * The spool itself, not what a reparse point (a symbolic link or a
+ * junction) there leads to: a replay would never look there.
+ */
+static int check_spool_dir(const char *dir)
+{
+	WCHAR *w;
+	DWORD attr;
+	int r;
+
+	r = bgrun__win_utf16(dir, &w);
+	if (r < 0)
+		return r;
+	attr = GetFileAttributesW(w);
+	free(w);
+	if (attr == INVALID_FILE_ATTRIBUTES)
+		return bgrun__win_errno(GetLastError());
+	if (attr & FILE_ATTRIBUTE_REPARSE_POINT)
+		return -ELOOP;
+	if (!(attr & FILE_ATTRIBUTE_DIRECTORY))
+		return -ENOTDIR;
+	return 0;
+}
+
+static int write_file(const WCHAR *path, const void *data, size_t len)
+{
+	HANDLE h = CreateFileW(path, GENERIC_WRITE, 0, NULL, CREATE_NEW,
+			       FILE_ATTRIBUTE_NORMAL, NULL);
+	DWORD n;
+	int r = 0;
+
+	if (h == INVALID_HANDLE_VALUE)
+		return bgrun__win_errno(GetLastError());
+	if (!WriteFile(h, data, (DWORD)len, &n, NULL))
+		r = bgrun__win_errno(GetLastError());
+	else if (n != (DWORD)len)
+		r = -EIO;
+	if (r >= 0 && !FlushFileBuffers(h))
+		r = bgrun__win_errno(GetLastError());
+	if (!CloseHandle(h) && r >= 0)
+		r = bgrun__win_errno(GetLastError());
+	return r;
+}
+
+/* One event into db's spool, as src/sink/spool.c writes it. */
+static int spool_write(const char *db, const struct bgrun_event *ev)
+{
+	static volatile LONG counter;
+	struct bgrun_wire_buf b = { 0 };
+	char *dir = NULL, tmp[128], name[160];
+	WCHAR *wtmp = NULL, *wname = NULL;
+	unsigned k = (unsigned)InterlockedIncrement(&counter);
+	unsigned long pid = GetCurrentProcessId();
+	int r;
+
+	r = bgrun_wire_put_event(&b, 0, ev);
+	if (r < 0)
+		return r == -ENOMEM ? r : -EINVAL;
+	r = bgrun_sink_spool_dir(db, &dir);
+	if (r < 0)
+		goto out;
+	r = bgrun__mkdir_p(dir, 0700);
+	if (r >= 0)
+		r = check_spool_dir(dir);
+	if (r < 0)
+		goto out;
+	/* Names sort by time; pid and counter make them unique. */
+	(void)snprintf(tmp, sizeof(tmp), ".tmp-%lu-%u-%s", pid, k, ev->id);
+	(void)snprintf(name, sizeof(name), "%019lld-%lu-%u-%s.ev",
+		       (long long)bgrun__now_ns(CLOCK_REALTIME), pid, k, ev->id);
+	r = join_w(dir, tmp, &wtmp);
+	if (r >= 0)
+		r = join_w(dir, name, &wname);
+	if (r < 0)
+		goto out;
+	r = write_file(wtmp, b.data, b.len);
+	if (r >= 0 && !MoveFileExW(wtmp, wname, MOVEFILE_WRITE_THROUGH))
+		r = bgrun__win_errno(GetLastError());
+	if (r < 0)
+		(void)DeleteFileW(wtmp);
+out:
+	bgrun_wire_buf_free(&b);
+	free(dir);
+	free(wtmp);
+	free(wname);
+	return r < 0 ? r : 0;
+}
+
+int bgrun_sink_dropped_path(const char *socket, char **ret_path)
+{
+	(void)socket;
+	if (ret_path == NULL)
+		return -EINVAL;
+	return bgrun__user_path("XDG_RUNTIME_DIR", NULL, "bgrun/dropped",
+				ret_path);
+}
+
+/* One line "TIME_NS\tID\tERRNO\tDB\n" appended, as src/sink/spool.c does. */
+static int dropped_note(const char *db, const struct bgrun_event *ev,
+			int error)
+{
+	char *path = NULL, *line = NULL, *slash;
+	WCHAR *w = NULL;
+	HANDLE h;
+	DWORD done;
+	int n, r;
+
+	r = bgrun_sink_dropped_path(NULL, &path);
+	if (r < 0)
+		return r;
+	slash = strrchr(path, '\\');
+	if (slash != NULL) {
+		*slash = '\0';
+		(void)bgrun__mkdir_p(path, 0700);
+		*slash = '\\';
+	}
+	n = asprintf(&line, "%lld\t%s\t%d\t%s\n",
+		     (long long)bgrun__now_ns(CLOCK_REALTIME), ev->id, -error,
+		     db);
+	if (n < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (char *p = line; p < line + n - 1; p++)
+		if (*p == '\n')
+			*p = '?';
+	r = bgrun__win_utf16(path, &w);
+	if (r < 0)
+		goto out;
+	/* FILE_APPEND_DATA alone: each write lands at the end, whole. */
+	h = CreateFileW(w, FILE_APPEND_DATA, FILE_SHARE_READ | FILE_SHARE_WRITE,
+			NULL, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
+	if (h == INVALID_HANDLE_VALUE) {
+		r = bgrun__win_errno(GetLastError());
+		goto out;
+	}
+	if (!WriteFile(h, line, (DWORD)n, &done, NULL) || done != (DWORD)n)
+		r = -EIO;
+	(void)CloseHandle(h);
+out:
+	free(w);
+	free(line);
+	free(path);
+	return r;
+}
+
+int bgrun_sink_new(struct bgrun_sink **ret_sink)
+{
+	struct bgrun_sink *sink = calloc(1, sizeof(*sink));
+
+	if (sink == NULL)
+		return -ENOMEM;
+	*ret_sink = sink;
+	return 0;
+}
+
+int bgrun_sink_open(struct bgrun_sink *sink, const struct bgrun_sink_opts *opts)
+{
+	enum bgrun_sink_mode mode = opts != NULL ? opts->mode : BGRUN_SINK_ENV;
+	const char *env = getenv("BGRUN_SINK");
+	char *db = NULL;
+	int r;
+
+	if (sink == NULL)
+		return -EINVAL;
+	sink->errmsg[0] = '\0';
+	if (sink->open)
+		return fail(sink, -EINVAL, "the sink is open already");
+	if (mode == BGRUN_SINK_ENV && env != NULL && env[0] != '\0') {
+		if (strcmp(env, "daemon") == 0)
+			mode = BGRUN_SINK_DAEMON;
+		else if (strcmp(env, "auto") != 0 &&
+			 strcmp(env, "embedded") != 0)
+			return fail(sink, -EINVAL,
+				    "BGRUN_SINK: not auto, embedded or daemon");
+	}
+	if (mode > BGRUN_SINK_DAEMON ||
+	    (opts != NULL && opts->timeout_ms < 0))
+		return fail(sink, -EINVAL, "bad sink options");
+	if (opts != NULL && opts->db != NULL)
+		db = strdup(opts->db);
+	else if ((r = bgrun_store_default_path(&db)) < 0)
+		return fail(sink, r, "no event log: set BGRUN_DB or LOCALAPPDATA");
+	if (db == NULL)
+		return fail(sink, -ENOMEM, "out of memory");
+	sink->db = db;
+	sink->no_store = mode == BGRUN_SINK_DAEMON;
+	sink->open = true;
+	return 0;
+}
+
+/* The store, opened (and the spool replayed into it) on first use. */
+static int open_store(struct bgrun_sink *sink)
+{
+	int r;
+
+	if (sink->store != NULL)
+		return 0;
+	if (sink->no_store)
+		return fail(sink, -ENOTCONN,
+			    "BGRUN_SINK=daemon: no sink daemon in the Windows build");
+	r = bgrun_store_new(&sink->store);
+	if (r < 0)
+		return fail(sink, r, "%s", bgrun_strerror(r));
+	r = bgrun_store_open(sink->store, sink->db, 0);
+	if (r < 0) {
+		(void)fail(sink, r, "%s",
+			   bgrun_store_errmsg(sink->store)[0]
+				   ? bgrun_store_errmsg(sink->store)
+				   : bgrun_strerror(r));
+		bgrun_store_close(sink->store);
+		sink->store = NULL;
+		return r;
+	}
+	if (!sink->replayed) {
+		/* What earlier writers could not store; theirs to retry if this fails. */
+		sink->replayed = true;
+		(void)bgrun_sink_replay(sink->store, sink->db, NULL);
+	}
+	return 0;
+}
+
+int bgrun_sink_put(struct bgrun_sink *sink, const struct bgrun_event *ev)
+{
+	char why[sizeof(sink->errmsg)];
+	int r, s;
+
+	if (sink == NULL || ev == NULL)
+		return -EINVAL;
+	sink->errmsg[0] = '\0';
+	sink->spooled = false;
+	if (!sink->open)
+		return fail(sink, -EINVAL, "the sink is not open");
+	r = open_store(sink);
+	if (r >= 0) {
+		r = bgrun_store_put(sink->store, ev);
+		if (r >= 0)
+			return BGRUN_SINK_VIA_STORE;
+		(void)fail(sink, r, "%s",
+			   bgrun_store_errmsg(sink->store)[0]
+				   ? bgrun_store_errmsg(sink->store)
+				   : bgrun_strerror(r));
+		if (r == -EINVAL)
+			return r; /* refused: no store would take it */
+		/* Opened again at the next put: it may work then. */
+		bgrun_store_close(sink->store);
+		sink->store = NULL;
+	}
+	memcpy(why, sink->errmsg, sizeof(why));
+	s = spool_write(sink->db, ev);
+	if (s >= 0) {
+		sink->spooled = true;
+		return fail(sink, r, "%s; kept in the spool %s.spool", why,
+			    sink->db);
+	}
+	if (dropped_note(sink->db, ev, s) >= 0)
+		return fail(sink, r, "%s; not kept (the spool %s.spool: %s): "
+			    "counted as dropped", why, sink->db,
+			    bgrun_strerror(s));
+	return fail(sink, r, "%s; not kept (the spool %s.spool: %s)", why,
+		    sink->db, bgrun_strerror(s));
+}
+
+bool bgrun_sink_spooled(const struct bgrun_sink *sink)
+{
+	return sink != NULL && sink->spooled;
+}
+
+const char *bgrun_sink_errmsg(const struct bgrun_sink *sink)
+{
+	return sink != NULL ? sink->errmsg : "";
+}
+
+void bgrun_sink_close(struct bgrun_sink *sink)
+{
+	if (sink == NULL)
+		return;
+	bgrun_store_close(sink->store);
+	free(sink->db);
+	free(sink);
+}
+
+/* The names in dir ending in suffix (not beginning with '.'), UTF-8. */
+static int list_dir(const char *dir, const char *suffix, char ***ret_names,
+		    size_t *ret_n)
+{
+	WIN32_FIND_DATAW fd;
+	char **names = NULL;
+	size_t n = 0, cap = 0, slen = strlen(suffix);
+	WCHAR *pattern = NULL;
+	HANDLE h;
+	int r;
+
+	r = join_w(dir, "*", &pattern);
+	if (r < 0)
+		return r;
+	h = FindFirstFileW(pattern, &fd);
+	free(pattern);
+	if (h == INVALID_HANDLE_VALUE) {
+		r = bgrun__win_errno(GetLastError());
+		if (r == -ENOENT) {
+			*ret_names = NULL;
+			*ret_n = 0;
+			return 0;
+		}
+		return r;
+	}
+	do {
+		char *name;
+		size_t len;
+
+		if (fd.cFileName[0] == L'.' ||
+		    (fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY))
+			continue;
+		r = bgrun__win_utf8(fd.cFileName, -1, &name);
+		if (r < 0)
+			break;
+		len = strlen(name);
+		if (len <= slen || strcmp(name + len - slen, suffix) != 0 ||
+		    (strcmp(suffix, ".ev") == 0 && len > 7 &&
+		     strcmp(name + len - 7, ".ev.bad") == 0)) {
+			free(name);
+			continue;
+		}
+		if (n == cap) {
+			char **grown;
+
+			cap = cap ? 2 * cap : 64;
+			grown = realloc(names, cap * sizeof(*grown));
+			if (grown == NULL) {
+				free(name);
+				r = -ENOMEM;
+				break;
+			}
+			names = grown;
+		}
+		names[n++] = name;
+	} while (FindNextFileW(h, &fd));
+	(void)FindClose(h);
+	if (r < 0) {
+		for (size_t i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+		return r;
+	}
+	*ret_names = names;
+	*ret_n = n;
+	return 0;
+}
+
+static void free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* The event id in a spool file's name, TIME-PID-N-ID.ev[.bad]. */
+static const char *spooled_id(const char *name)
+{
+	for (int dashes = 0; dashes < 3 && name != NULL; dashes++) {
+		name = strchr(name, '-');
+		name = name != NULL ? name + 1 : NULL;
+	}
+	return name != NULL ? name : "";
+}
+
+static int cmp_name_id(const void *a, const void *b)
+{
+	return strcmp(spooled_id(*(char *const *)a),
+		      spooled_id(*(char *const *)b));
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Events, not files: the supervisor's two writes of one are one. */
+static int64_t distinct_events(char **names, size_t n)
+{
+	int64_t count = 0;
+
+	qsort(names, n, sizeof(*names), cmp_name_id);
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || cmp_name_id(&names[i], &names[i - 1]) != 0)
+			count++;
+	return count;
+}
+
+int bgrun_sink_spool_count(const char *db, int64_t *ret_waiting,
+			   int64_t *ret_bad)
+{
+	static const char *const suffix[2] = { ".ev", ".ev.bad" };
+	int64_t count[2] = { 0, 0 };
+	char *dir = NULL;
+	int r;
+
+	r = bgrun_sink_spool_dir(db, &dir);
+	if (r < 0)
+		return r;
+	for (int k = 0; k < 2 && r >= 0; k++) {
+		char **names;
+		size_t n;
+
+		r = list_dir(dir, suffix[k], &names, &n);
+		if (r < 0)
+			break;
+		count[k] = distinct_events(names, n);
+		free_names(names, n);
+	}
+	free(dir);
+	if (r < 0)
+		return r;
+	if (ret_waiting != NULL)
+		*ret_waiting = count[0];
+	if (ret_bad != NULL)
+		*ret_bad = count[1];
+	return 0;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+int bgrun_sink_dropped_count(const char *socket, const char *db,
+			     int64_t *ret_count)
+{
+	char *path = NULL, *line = NULL, (*ids)[BGRUN_EVENT_ID_MAX + 1] = NULL;
+	size_t cap = 0, dblen, n_ids = 0, cap_ids = 0;
+	int64_t count = 0;
+	WCHAR *w = NULL;
+	FILE *f;
+	int r;
+
+	if (db == NULL || ret_count == NULL)
+		return -EINVAL;
+	r = bgrun_sink_dropped_path(socket, &path);
+	if (r >= 0)
+		r = bgrun__win_utf16(path, &w);
+	free(path);
+	if (r == -ENOENT) {
+		/* No per-user directory: nothing can have been noted there. */
+		*ret_count = 0;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	f = _wfopen(w, L"rb");
+	free(w);
+	if (f == NULL) {
+		if (errno != ENOENT)
+			return -errno;
+		*ret_count = 0;
+		return 0;
+	}
+	dblen = strlen(db);
+	/* TIME_NS \t ID \t ERRNO \t DB \n: each event once (src/sink/health.c). */
+	while (getline(&line, &cap, f) > 0) {
+		const char *p = line, *id = NULL;
+
+		for (int tabs = 0; tabs < 3 && p != NULL; tabs++) {
+			p = strchr(p, '\t');
+			p = p != NULL ? p + 1 : NULL;
+			if (tabs == 0)
+				id = p;
+		}
+		if (p == NULL || id == NULL || strncmp(p, db, dblen) != 0 ||
+		    (p[dblen] != '\n' && p[dblen] != '\0') ||
+		    strcspn(id, "\t") > BGRUN_EVENT_ID_MAX)
+			continue;
+		if (n_ids == cap_ids) {
+			char (*grown)[BGRUN_EVENT_ID_MAX + 1];
+
+			cap_ids = cap_ids ? 2 * cap_ids : 64;
+			grown = realloc(ids, cap_ids * sizeof(*ids));
+			if (grown == NULL) {
+				r = -ENOMEM;
+				goto out;
+			}
+			ids = grown;
+		}
+		(void)snprintf(ids[n_ids++], sizeof(ids[0]), "%.*s",
+			       (int)strcspn(id, "\t"), id);
+	}
+	if (n_ids > 0)
+		qsort(ids, n_ids, sizeof(*ids), cmp_id);
+	for (size_t i = 0; i < n_ids; i++)
+		if (i == 0 || strcmp(ids[i], ids[i - 1]) != 0)
+			count++;
+	*ret_count = count;
+	r = 0;
+out:
+	free(ids);
+	free(line);
+	(void)fclose(f);
+	return r;
+}
+
+/* Reads and decodes one file: 0, -ENOENT (taken by another replay), -EBADMSG. */
+static int read_event(const WCHAR *path, struct bgrun_wire_msg *ret_msg)
+{
+	HANDLE h = CreateFileW(path, GENERIC_READ, FILE_SHARE_READ, NULL,
+			       OPEN_EXISTING,
+			       FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT,
+			       NULL);
+	struct bgrun_wire_msg m;
+	LARGE_INTEGER size;
+	uint8_t *data = NULL;
+	size_t frame;
+	DWORD got = 0;
+	int r = -EBADMSG;
+
+	if (h == INVALID_HANDLE_VALUE)
+		return bgrun__win_errno(GetLastError()) == -ENOENT ? -ENOENT
+								  : -EBADMSG;
+	if (!GetFileSizeEx(h, &size) || size.QuadPart < BGRUN_WIRE_HEADER ||
+	    size.QuadPart > BGRUN_WIRE_LEN_SIZE + BGRUN_WIRE_MAX_FRAME)
+		goto out;
+	data = malloc((size_t)size.QuadPart);
+	if (data == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (ReadFile(h, data, (DWORD)size.QuadPart, &got, NULL) &&
+	    got == (DWORD)size.QuadPart &&
+	    bgrun_wire_frame_size(data, got, BGRUN_WIRE_MAX_FRAME, &frame) == 1 &&
+	    frame == got && bgrun_wire_decode(data, frame, &m, NULL) == 0) {
+		if (m.type == BGRUN_WIRE_EVENT) {
+			*ret_msg = m;
+			r = 0;
+		} else {
+			bgrun_wire_msg_release(&m);
+		}
+	}
+out:
+	free(data);
+	(void)CloseHandle(h);
+	return r;
+}
+
+/* Sets a file aside for people to look at: NAME.bad, never replayed. */
+static void set_aside(const WCHAR *path)
+{
+	size_t n = wcslen(path);
+	WCHAR *bad = malloc((n + 5) * sizeof(*bad));
+
+	if (bad == NULL)
+		return;
+	memcpy(bad, path, n * sizeof(*bad));
+	memcpy(bad + n, L".bad", 5 * sizeof(*bad));
+	(void)MoveFileExW(path, bad, MOVEFILE_WRITE_THROUGH);
+	free(bad);
+}
+
+struct spooled {
+	WCHAR *path;
+	struct bgrun_wire_msg msg;
+};
+
+/* Stores one chunk; the files of stored events are deleted. */
+static int replay_chunk(struct bgrun_store *store, struct spooled *s, size_t n,
+			int64_t *count)
+{
+	struct bgrun_event *evs = calloc(n, sizeof(*evs));
+	int r;
+
+	if (evs == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		evs[i] = s[i].msg.ev;
+	r = bgrun_store_put_batch(store, evs, n);
+	if (r >= 0) {
+		for (size_t i = 0; i < n; i++)
+			(void)DeleteFileW(s[i].path);
+		*count += (int64_t)n;
+	} else if (r == -EINVAL) {
+		/* One by one: the refused ones are set aside. */
+		r = 0;
+		for (size_t i = 0; i < n && r >= 0; i++) {
+			r = bgrun_store_put(store, &s[i].msg.ev);
+			if (r == -EINVAL) {
+				set_aside(s[i].path);
+				r = 0;
+			} else if (r >= 0) {
+				(void)DeleteFileW(s[i].path);
+				(*count)++;
+			}
+		}
+	}
+	free(evs);
+	return r < 0 ? r : 0;
+}
+
+int bgrun_sink_replay(struct bgrun_store *store, const char *db,
+		      int64_t *ret_count)
+{
+	struct spooled *s = NULL;
+	char **names = NULL, *dir = NULL;
+	int64_t count = 0;
+	size_t n = 0;
+	int r;
+
+	if (store == NULL || db == NULL)
+		return -EINVAL;
+	r = bgrun_sink_spool_dir(db, &dir);
+	if (r < 0)
+		return r;
+	r = check_spool_dir(dir);
+	if (r == -ENOENT) {
+		r = 0;
+		goto out;
+	}
+	if (r >= 0)
+		r = list_dir(dir, ".ev", &names, &n);
+	if (r < 0)
+		goto out;
+	s = calloc(REPLAY_BATCH, sizeof(*s));
+	if (s == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* In the order they were written: the names begin with the time. */
+	qsort(names, n, sizeof(*names), cmp_name);
+	for (size_t done = 0; done < n && r >= 0;) {
+		size_t k = 0;
+
+		for (; done < n && k < REPLAY_BATCH && r >= 0; done++) {
+			WCHAR *path;
+			int e;
+
+			r = join_w(dir, names[done], &path);
+			if (r < 0)
+				break;
+			e = read_event(path, &s[k].msg);
+			if (e == -EBADMSG)
+				set_aside(path);
+			if (e == -ENOMEM)
+				r = e;
+			if (e < 0) {
+				free(path);
+				continue;
+			}
+			s[k++].path = path;
+		}
+		if (r >= 0 && k > 0)
+			r = replay_chunk(store, s, k, &count);
+		for (size_t i = 0; i < k; i++) {
+			bgrun_wire_msg_release(&s[i].msg);
+			free(s[i].path);
+		}
+	}
+	if (r >= 0 && ret_count != NULL)
+		*ret_count = count;
+out:
+	free(s);
+	free_names(names, n);
+	free(dir);
+	return r;
+}
