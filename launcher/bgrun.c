@@ -13,8 +13,14 @@
 #include "cli.h"
 #include "verbs.h"
 #include "bgrun/util.h"
+#if BGRUN_CLI_LOG
+#include "output.h"
+#include "verbs.h"
+#endif
 
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +55,64 @@ static int print_pid(bgrun_pid_t pid)
 	return print_line(buf);
 }
 
+#if !defined(_WIN32)
+/*
+ * --wait: SIGTERM, SIGINT and SIGHUP sent to bgrun are for the command.
+ * They go to our child (the supervisor, which passes them to the
+ * command's group; or, --no-log, the command), and bgrun waits on for
+ * the end, which is then the command's. One the terminal sent to the
+ * whole foreground group (SI_KERNEL) has reached our child already.
+ * Blocked from before the launch until the child's pid is known, so that
+ * none is lost; the primitive starts the child with none blocked.
+ */
+static volatile sig_atomic_t forward_pid;
+static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP };
+static sigset_t forward_old; /* the mask before forward_block */
+
+/* ASYNC-SIGNAL-SAFE: kill() only. */
+static void forward(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (forward_pid > 0 && si->si_code != SI_KERNEL)
+		(void)kill((pid_t)forward_pid, sig);
+}
+
+static void forward_block(void)
+{
+	sigset_t set;
+
+	(void)sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		(void)sigaddset(&set, forwarded[i]);
+	(void)sigprocmask(SIG_BLOCK, &set, &forward_old);
+}
+
+/* From now on to pid (0: nobody; the signals' defaults again). */
+static void forward_to(bgrun_pid_t pid)
+{
+	struct sigaction sa = { .sa_sigaction = forward,
+				.sa_flags = SA_SIGINFO | SA_RESTART };
+
+	forward_pid = pid;
+	if (pid <= 0)
+		sa = (struct sigaction){ .sa_handler = SIG_DFL };
+	(void)sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		(void)sigaction(forwarded[i], &sa, NULL);
+	(void)sigprocmask(SIG_SETMASK, &forward_old, NULL);
+}
+#else
+/* Windows: no signals to pass on (a console's Ctrl-C reaches the child). */
+static void forward_block(void)
+{
+}
+
+static void forward_to(bgrun_pid_t pid)
+{
+	(void)pid;
+}
+#endif
+
 /* --no-log: one posix_spawn of COMMAND, nothing recorded. */
 static int launch_direct(const struct cli *c)
 {
@@ -60,6 +124,8 @@ static int launch_direct(const struct cli *c)
 
 	cli_spawn_opts(c, &opts);
 	opts.failure = &failure;
+	if (c->wait)
+		forward_block();
 	/*
 	 * Without ensurestart bgrun still needs the outcome before it exits,
 	 * so it asks the handle for it. Detached, the handle is disowned: we
@@ -75,12 +141,16 @@ static int launch_direct(const struct cli *c)
 	if (c->print_pid)
 		status = print_pid(r);
 	if (c->wait) {
-		int code = wait_child(c->cmd[0], child);
+		int code;
 
+		forward_to(r);
+		code = wait_child(c->cmd[0], child);
 		if (status == EXIT_SUCCESS)
 			status = code;
 	}
 out:
+	if (c->wait)
+		forward_to(0);
 	bgrun_child_disown(child);
 	return status;
 }
@@ -108,8 +178,11 @@ static int launch_supervised(const struct cli *c, char **argv)
 	};
 	struct bgrun_failure failure = { .stage = BGRUN_STAGE_NONE };
 	struct bgrun_child *child = NULL;
+	struct capture cap;
+	struct follow_file f[2];
 	char id[BGRUN_EVENT_ID_MAX + 1];
-	int report_fd = -1, status = EXIT_SUCCESS, error = 0;
+	int report_fd = -1, status = EXIT_SUCCESS, error = 0, ifd = -1;
+	size_t n_follow = 0;
 	pid_t r;
 
 	/* The event id is chosen here, so --print-id needs no round trip. */
@@ -118,6 +191,37 @@ static int launch_supervised(const struct cli *c, char **argv)
 	if (status != EXIT_SUCCESS)
 		return status;
 	cli_spawn_opts(c, &cmd);
+	capture_init(&cap);
+	capture_open(c, id, &cmd, &cap);
+	l.out_capture = cap.path[0];
+	l.err_capture = cap.path[1];
+	l.max_output = cap.max_output;
+	/*
+	 * --wait shows the kept output as it comes by following the file,
+	 * not by a pipe (a tee): the command writes to a file either way,
+	 * and nothing of the job depends on us reading (we may be killed, or
+	 * our stdout may block). The watch is made before our descriptor is
+	 * closed, so the end cannot be missed (follow.c). Merged, both
+	 * streams come out on our stdout, in the order they were written.
+	 */
+	if (c->wait && cap.path[0] != NULL)
+		f[n_follow++] = (struct follow_file){ .path = cap.path[0],
+						      .out = 1 };
+	if (c->wait && cap.path[1] != NULL &&
+	    (cap.path[0] == NULL || strcmp(cap.path[0], cap.path[1]) != 0))
+		f[n_follow++] = (struct follow_file){
+			.path = cap.path[1], .out = cap.path[0] != NULL ? 2 : 1 };
+	if (n_follow > 0 && follow_open(f, n_follow, &ifd) < 0)
+		n_follow = 0;
+	/*
+	 * A reader of ours that goes away (bgrun -w | head) ends the display,
+	 * not bgrun: the job is still ours to wait for. The primitive starts
+	 * the supervisor with every signal at its default, so this stays ours.
+	 */
+	if (n_follow > 0)
+		(void)signal(SIGPIPE, SIG_IGN);
+	if (c->wait)
+		forward_block();
 	switch (launch_supervisor(id, &l, &child, &report_fd, &error,
 				  &failure)) {
 	case SUP_STARTED:
@@ -128,10 +232,15 @@ static int launch_supervised(const struct cli *c, char **argv)
 			status = print_line(id);
 		if (c->ensurestart || c->wait)
 			status = cli_report_failure(c, error, &failure);
-		return status;
+		goto out;
 	default:
-		return EXIT_CANCELED;
+		/* Nothing runs and nothing is recorded: no file either. */
+		capture_discard(&cap);
+		status = EXIT_CANCELED;
+		goto out;
 	}
+	/* The supervisor has its own descriptors of the files now. */
+	capture_close_fds(&cap);
 	if (c->print_id)
 		status = print_line(id);
 	if (!c->ensurestart && !c->wait)
@@ -148,14 +257,27 @@ static int launch_supervised(const struct cli *c, char **argv)
 		status = print_pid(r);
 	}
 	if (c->wait) {
-		int code = wait_child("the supervisor", child);
+		int code;
 
+		forward_to(bgrun_child_pid(child));
+		if (r > 0 && n_follow > 0) {
+			int e = follow_run(f, n_follow, ifd, false);
+
+			if (e < 0)
+				cli_msg("cannot follow the output: %s",
+					bgrun_strerror(e));
+		}
+		code = wait_child("the supervisor", child);
 		if (status == EXIT_SUCCESS)
 			status = code;
 		/* Its recorder has exited: what became of the record. */
 		cli_check_record(c, id);
 	}
 out:
+	if (c->wait)
+		forward_to(0);
+	follow_close(f, n_follow, ifd);
+	capture_free(&cap);
 	/*
 	 * The pipe stays open until we exit: bgrun-start waits for its end
 	 * to close before it loads the recorder, which would otherwise take
@@ -166,6 +288,7 @@ out:
 	bgrun_child_disown(child);
 	return status;
 }
+
 #endif
 
 /*

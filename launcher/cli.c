@@ -28,6 +28,9 @@ enum {
 	OPT_STRICT_LOG,
 	OPT_ON_EXIT,
 	OPT_NO_ON_EXIT,
+	OPT_NO_OUTPUT,
+	OPT_SPLIT_OUTPUT,
+	OPT_MAX_OUTPUT,
 };
 
 static const struct option longopts[] = {
@@ -54,6 +57,9 @@ static const struct option longopts[] = {
 	{ "strict-log", no_argument, NULL, OPT_STRICT_LOG },
 	{ "on-exit", required_argument, NULL, OPT_ON_EXIT },
 	{ "no-on-exit", no_argument, NULL, OPT_NO_ON_EXIT },
+	{ "no-output", no_argument, NULL, OPT_NO_OUTPUT },
+	{ "split-output", no_argument, NULL, OPT_SPLIT_OUTPUT },
+	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -61,9 +67,11 @@ static const char usage_text[] =
 	"Usage: bgrun [OPTION]... [--] COMMAND [ARG]...\n"
 	"  or:  bgrun VERB [OPTION]... [ID]...   (the verbs are listed below)\n"
 	"Launch COMMAND detached (in a new session) and return at once.\n"
-	"Its stdin, stdout and stderr are /dev/null unless redirected.\n"
+	"Its stdin is /dev/null unless redirected; its stdout and stderr are\n"
+	"kept in the event's output file (see 'bgrun logs'), or /dev/null\n"
+	"with --no-log or --no-output.\n"
 	"\n"
-	"  -o, --stdout=FILE     write the command's stdout to FILE\n"
+	"  -o, --stdout=FILE     write the command's stdout to FILE ('-': bgrun's)\n"
 	"  -e, --stderr=FILE     write its stderr to FILE (joined if FILE is stdout's)\n"
 	"  -a, --append          append to the output files instead of truncating\n"
 	"  -i, --stdin=FILE      read stdin from FILE ('-': bgrun's own stdin)\n"
@@ -95,11 +103,18 @@ static const char usage_text[] =
 	"                        BGRUN_EXIT_CODE, BGRUN_SIGNAL, BGRUN_DURATION_MS,\n"
 	"                        BGRUN_COMMAND, BGRUN_TAG, BGRUN_OUTPUT set\n"
 	"      --no-on-exit      not the configuration's [on-exit] commands\n"
+	"      --no-output       do not keep the output ($BGRUN_OUTPUT=none)\n"
+	"      --split-output    keep stdout and stderr apart ($BGRUN_OUTPUT=split)\n"
+	"      --max-output=SIZE keep at most the last SIZE bytes (512K, 16M, 1G;\n"
+	"                        0: no cap; default 16M, $BGRUN_MAX_OUTPUT)\n"
+	"\n"
+	"bgrun logs ID prints a job's kept output; -f follows it until the job\n"
+	"ends and exits with the job's status.\n"
 	"  -h, --help            display this help and exit\n"
 	"      --version         output version information and exit\n"
 	"\n"
 	"Exit status: 0 launched (with --wait: the command's status, 128+N for\n"
-	"signal N), 2 usage error, 125 bgrun failed (or, --strict-log, the log\n"
+	"signal N, 124 if --timeout ended it, 137 if --kill-after did), 2 usage error, 125 bgrun failed (or, --strict-log, the log\n"
 	"cannot be written: nothing launched), 126 COMMAND not executable,\n"
 	"127 COMMAND not found.\n";
 
@@ -195,8 +210,70 @@ static void check_sink(void)
 }
 #endif
 
+/*
+ * A size as people type it: a decimal number of bytes, or with K, M, G
+ * or T (powers of 1024, "KiB" and "KB" alike). -1 for anything else.
+ */
+static int64_t parse_size(const char *s)
+{
+	static const char units[] = "KMGT";
+	const char *u;
+	char *end;
+	unsigned long long n;
+	int shift = 0;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -1;
+	if (*end != '\0') {
+		u = strchr(units, end[0] & ~0x20);
+		if (end[0] == '\0' || u == NULL)
+			return -1;
+		shift = 10 * (int)(u - units + 1);
+		end++;
+		if ((end[0] == 'i' && (end[1] == 'B' || end[1] == 'b')))
+			end += 2;
+		else if (end[0] == 'B' || end[0] == 'b')
+			end++;
+		if (*end != '\0')
+			return -1;
+	}
+	if (n > (unsigned long long)(INT64_MAX >> shift))
+		return -1;
+	return (int64_t)(n << shift);
+}
+
+#define SIZE_EXPECTED "expected bytes, or a number and K, M, G (512K, 16M)"
+
+/* $BGRUN_OUTPUT and $BGRUN_MAX_OUTPUT ([output] in the file): the defaults. */
+static void output_defaults(struct cli *c)
+{
+	const char *mode = getenv("BGRUN_OUTPUT");
+	const char *max = getenv("BGRUN_MAX_OUTPUT");
+
+	c->max_output = CLI_MAX_OUTPUT_DEFAULT;
+	if (mode == NULL || mode[0] == '\0' || strcmp(mode, "merged") == 0)
+		c->capture = CLI_CAPTURE_MERGED;
+	else if (strcmp(mode, "split") == 0)
+		c->capture = CLI_CAPTURE_SPLIT;
+	else if (strcmp(mode, "none") == 0)
+		c->capture = CLI_CAPTURE_NONE;
+	else
+		usage_error("invalid BGRUN_OUTPUT '%s' ([output] capture): "
+			    "expected merged, split or none",
+			    cli_printable(mode));
+	if (max != NULL && max[0] != '\0' &&
+	    (c->max_output = parse_size(max)) < 0)
+		usage_error("invalid size '%s' for BGRUN_MAX_OUTPUT ([output] "
+			    "max-size): " SIZE_EXPECTED, cli_printable(max));
+}
+
 void cli_parse(struct cli *c, int argc, char **argv)
 {
+	bool output_opt = false;
 	int64_t ns;
 	int opt, r;
 
@@ -218,6 +295,7 @@ void cli_parse(struct cli *c, int argc, char **argv)
 	 * leading '+' stops at COMMAND, so its options stay its own.
 	 */
 	argv[0] = (char *)"bgrun";
+	output_defaults(c);
 	while ((opt = getopt_long(argc, argv, "+o:e:aC:E:u:i:swh", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
@@ -302,6 +380,20 @@ void cli_parse(struct cli *c, int argc, char **argv)
 		case OPT_NO_ON_EXIT:
 			c->no_on_exit = true;
 			break;
+		case OPT_NO_OUTPUT:
+			c->capture = CLI_CAPTURE_NONE;
+			break;
+		case OPT_SPLIT_OUTPUT:
+			c->capture = CLI_CAPTURE_SPLIT;
+			output_opt = true;
+			break;
+		case OPT_MAX_OUTPUT:
+			c->max_output = parse_size(optarg);
+			if (c->max_output < 0)
+				usage_error("invalid size '%s' for --max-output: "
+					    SIZE_EXPECTED, cli_printable(optarg));
+			output_opt = true;
+			break;
 		case 'h':
 			(void)fputs(usage_text, stdout);
 #if BGRUN_CLI_LOG
@@ -329,6 +421,8 @@ void cli_parse(struct cli *c, int argc, char **argv)
 	if (!c->log && (c->tag != NULL || c->timeout_ns > 0 || c->print_id ||
 			c->strict_log || c->n_on_exit > 0))
 		usage_error("--tag, --timeout, --print-id, --strict-log and --on-exit need the log; drop --no-log");
+	if (!c->log && output_opt)
+		usage_error("--split-output and --max-output need the log (it keeps the output); drop --no-log");
 	if (c->kill_after_ns > 0 && c->timeout_ns == 0)
 		usage_error("--kill-after needs --timeout");
 #if !BGRUN_CLI_LOG
@@ -362,6 +456,12 @@ static bool same_file(const char *a, const char *b)
 {
 	return _stricmp(a, b) == 0;
 }
+
+/* "-" is bgrun's own stream; Windows has no /dev/stdout. */
+static int stream_alias(const char *path, int own)
+{
+	return strcmp(path, "-") == 0 ? own : -1;
+}
 #else
 #define SHELL_NAME "/bin/sh"
 #define PATH_SEPS "/"
@@ -375,7 +475,54 @@ static bool same_file(const char *a, const char *b)
 	return stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
 	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
+
+/*
+ * The descriptor of bgrun's that path names, or -1: "-" is bgrun's own
+ * stream (own), /dev/stdout, /dev/stderr and /dev/fd/N its 1, 2 and N.
+ * Those are given to the command as they are: opening /dev/stdout again
+ * (O_TRUNC) would empty the file the caller redirected bgrun's stdout
+ * to, and on a socket it fails.
+ */
+static int stream_alias(const char *path, int own)
+{
+	char *end;
+	long n;
+
+	if (strcmp(path, "-") == 0)
+		return own;
+	if (strcmp(path, "/dev/stdout") == 0)
+		return 1;
+	if (strcmp(path, "/dev/stderr") == 0)
+		return 2;
+	if (strncmp(path, "/dev/fd/", 8) != 0 || path[8] < '0' || path[8] > '9')
+		return -1;
+	n = strtol(path + 8, &end, 10);
+	return *end == '\0' && n >= 0 && n <= 2 ? (int)n : -1;
+}
 #endif
+
+/* An output stream as -o or -e names it (kind NULL: not named). */
+static void output_stream(struct bgrun_stdio *s, const char *path, int own,
+			  bool append)
+{
+	int fd;
+
+	if (path == NULL)
+		return;
+	fd = stream_alias(path, own);
+	if (fd == own) {
+		s->kind = BGRUN_STDIO_INHERIT;
+	} else if (fd >= 0) {
+#if !defined(_WIN32)
+		s->kind = BGRUN_STDIO_FD;
+		s->fd = fd;
+#endif
+	} else {
+		s->kind = BGRUN_STDIO_FILE;
+		s->path = path;
+		s->append = append;
+	}
+}
 
 /*
  * Prints one line saying what failed and why, and returns the exit code:
@@ -460,19 +607,15 @@ void cli_spawn_opts(const struct cli *c, struct bgrun_spawn_opts *opts)
 		opts->in.kind = BGRUN_STDIO_FILE;
 		opts->in.path = c->in_path;
 	}
-	if (c->out_path != NULL) {
-		opts->out.kind = BGRUN_STDIO_FILE;
-		opts->out.path = c->out_path;
-		opts->out.append = c->append;
-	}
+	output_stream(&opts->out, c->out_path, 1, c->append);
 	if (c->err_path != NULL && c->out_path != NULL &&
+	    opts->out.kind == BGRUN_STDIO_FILE &&
+	    stream_alias(c->err_path, 2) < 0 &&
 	    same_file(c->out_path, c->err_path)) {
 		/* Two opens would clobber each other; share one instead. */
 		opts->err.kind = BGRUN_STDIO_STDOUT;
-	} else if (c->err_path != NULL) {
-		opts->err.kind = BGRUN_STDIO_FILE;
-		opts->err.path = c->err_path;
-		opts->err.append = c->append;
+	} else {
+		output_stream(&opts->err, c->err_path, 2, c->append);
 	}
 	opts->detach = !c->wait;
 	opts->ensurestart = c->ensurestart;

@@ -37,8 +37,18 @@ enum {
 	EXIT_ENOENT = 127,
 };
 
+/* What a logged launch keeps of the output the user did not redirect. */
+enum cli_capture {
+	CLI_CAPTURE_MERGED = 0, /* stdout and stderr in one file, ID.log */
+	CLI_CAPTURE_SPLIT,      /* ID.out and ID.err */
+	CLI_CAPTURE_NONE,       /* /dev/null, as with --no-log */
+};
+
+/* The default cap on a job's kept output (--max-output, [output] max-size). */
+#define CLI_MAX_OUTPUT_DEFAULT ((int64_t)16 << 20)
+
 struct cli {
-	const char *out_path;
+	const char *out_path;  /* "-": bgrun's own stdout */
 	const char *err_path;
 	const char *in_path;   /* "-": bgrun's own stdin */
 	const char *cwd;
@@ -56,6 +66,9 @@ struct cli {
 	bool no_on_exit;
 	int64_t timeout_ns;    /* 0: none */
 	int64_t kill_after_ns; /* 0: SIGKILL never follows SIGTERM */
+	/* Output capture (logged launches only; output.c). */
+	enum cli_capture capture;
+	int64_t max_output;    /* bytes kept per file at most; 0: no cap */
 	char **cmd;            /* COMMAND [ARGS...], NULL-terminated */
 };
 
@@ -121,6 +134,13 @@ struct sup_launch {
 	 * that job's event id; NULL: nothing.
 	 */
 	const char *link_key, *link_id;
+	/*
+	 * The kept output (output.c): the files of COMMAND's stdout and
+	 * stderr (NULL: not kept; the same name when merged), in cmd's out
+	 * and err as descriptors, and the cap on each in bytes (0: none).
+	 */
+	const char *out_capture, *err_capture;
+	int64_t max_output;
 };
 
 /* What launch_supervisor did. */

@@ -3,8 +3,8 @@
 
 /*
  * Installed beside bgrun-start, not on PATH: bgrun executes it for
- * its verbs (verbs.h: `bgrun ps`, `bgrun clone`..., with bgrun's
- * arguments), bgrun-start (or launch.c, when
+ * its verbs (verbs.h: `bgrun ps`, `bgrun logs`, `bgrun clone`..., with
+ * bgrun's arguments), bgrun-start (or launch.c, when
  * COMMAND cannot start) as the recorder, whose own options only
  * supervise.c parses.
  */

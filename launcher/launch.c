@@ -134,6 +134,32 @@ static void plan_all_signals(struct plan *p)
 }
 
 /*
+ * The kept output as bgrun-start sees it: its descriptor 1 and, when it
+ * is a file of its own, 2 (a merged stderr is stdout's open file).
+ */
+static void plan_outputs(struct plan *p, const struct sup_launch *l)
+{
+	bool out = l->out_capture != NULL;
+	bool err = l->err_capture != NULL &&
+		   l->cmd->err.kind != BGRUN_STDIO_STDOUT;
+	char *s;
+
+	plan_strf(p, "%d", (int)out + (int)err);
+	for (int fd = 1; fd <= 2; fd++) {
+		const char *path = fd == 1 ? l->out_capture : l->err_capture;
+
+		if (!(fd == 1 ? out : err))
+			continue;
+		if (asprintf(&s, "%d:%s", fd, path) < 0) {
+			p->failed = true;
+			return;
+		}
+		plan_str(p, s);
+		free(s);
+	}
+}
+
+/*
  * bgrun-start's plan: COMMAND as the primitive would launch it (the
  * library computes its argv and environment from the options), and the
  * recorder, REC = self --_supervise=ID --_origin=DIR [--_source=S] ARGS...
@@ -155,6 +181,8 @@ static int build_plan(struct plan *p, const char *path,
 	plan_all_signals(p);  /* SIGDEFAULT */
 	plan_strf(p, "%lld", (long long)l->timeout_ns);
 	plan_strf(p, "%lld", (long long)l->kill_after_ns);
+	plan_strf(p, "%lld", (long long)l->max_output);
+	plan_outputs(p, l);
 	plan_str(p, path);
 	plan_vec(p, NULL, argv);
 	plan_vec(p, NULL, envp);
@@ -190,11 +218,13 @@ static void send_plan(int fd, const struct plan *p, size_t *sent, bool wait)
 
 /* The recorder's own options, before bgrun's (supervise.c). */
 struct rec_opts {
-	const char *v[6];
+	const char *v[12];
 	char supervise[64]; /* --_supervise=ID */
 	char *origin;       /* --_origin=DIR */
 	char *source;       /* --_source=S */
 	char *link;         /* --_link=KEY:ID */
+	char *out, *err;    /* --_stdout=PATH, --_stderr=PATH: kept output */
+	char max[48];       /* --_max-output=BYTES */
 };
 
 /*
@@ -314,6 +344,22 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 		}
 		ro.v[k++] = ro.link;
 	}
+	if ((l->out_capture != NULL &&
+	     asprintf(&ro.out, "--_stdout=%s", l->out_capture) < 0) ||
+	    (l->err_capture != NULL &&
+	     asprintf(&ro.err, "--_stderr=%s", l->err_capture) < 0)) {
+		cli_msg("cannot start the supervisor: %s", strerror(ENOMEM));
+		goto out;
+	}
+	if (ro.out != NULL)
+		ro.v[k++] = ro.out;
+	if (ro.err != NULL)
+		ro.v[k++] = ro.err;
+	if (ro.out != NULL || ro.err != NULL) {
+		(void)snprintf(ro.max, sizeof(ro.max), "--_max-output=%lld",
+			       (long long)l->max_output);
+		ro.v[k++] = ro.max;
+	}
 
 	rt = bgrun_clock_ns(BGRUN_CLOCK_REALTIME);
 	mono = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
@@ -391,5 +437,7 @@ out:
 	free(ro.origin);
 	free(ro.source);
 	free(ro.link);
+	free(ro.out);
+	free(ro.err);
 	return status;
 }

@@ -29,6 +29,18 @@ static const char restart_help[] =
 	"Exit status: 0 launched, 1 ID names no job that ended, 2 usage error,\n"
 	"125 bgrun failed, 126 the command is not executable, 127 not found.\n";
 
+/* Whether path is one of the files bgrun keeps for job id (output.c). */
+static bool kept_file(const char *path, const char *id)
+{
+	const char *base = strrchr(path, '/');
+	size_t n = strlen(id);
+
+	base = base != NULL ? base + 1 : path;
+	return strncmp(base, id, n) == 0 &&
+	       (strcmp(base + n, ".log") == 0 || strcmp(base + n, ".out") == 0 ||
+		strcmp(base + n, ".err") == 0);
+}
+
 int jobs_restart_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -114,11 +126,16 @@ int jobs_restart_main(int argc, char **argv)
 		args[k++] = "--tag";
 		args[k++] = j.tag;
 	}
-	if (j.out != NULL) {
+	/*
+	 * A file bgrun kept for the old job (output.c: ID.log, ID.out,
+	 * ID.err) is that job's, not one the user named: the new job keeps
+	 * its own instead.
+	 */
+	if (j.out != NULL && !kept_file(j.out, j.id)) {
 		args[k++] = "-o";
 		args[k++] = j.out;
 	}
-	if (j.err != NULL) {
+	if (j.err != NULL && !kept_file(j.err, j.id)) {
 		args[k++] = "-e";
 		args[k++] = j.err;
 	}

@@ -42,8 +42,8 @@
  *
  * The report goes back on descriptor 3 (starter.h). The recorder reads
  * COMMAND's end on its descriptor 3, one line (see format_end). Exit
- * status: COMMAND's (128+N for signal N), or the recorder's when COMMAND
- * did not start.
+ * status: COMMAND's (128+N for signal N), 124 when the timeout's SIGTERM
+ * ended it (as timeout(1)), or the recorder's when COMMAND did not start.
  */
 
 #include "bgrun/spawn.h" /* enum bgrun_stage, for the report */
@@ -60,15 +60,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* A kept output file (starter.h: OUTPUT). */
+struct output {
+	const char *path;
+	int src;         /* our descriptor 1 or 2, as COMMAND got it */
+	int fd;          /* our own of it, kept until the finish is recorded */
+	int wd;          /* its inotify watch, for the cap */
+	int64_t dropped; /* bytes the cap took from its start */
+};
 
 struct start {
 	/* The plan, as bgrun sent it (starter.h). */
@@ -76,6 +87,9 @@ struct start {
 	bool setsid, setpgroup;
 	sigset_t mask, sigdefault;
 	int64_t timeout_ns, kill_after_ns;
+	int64_t output_max;
+	struct output out[2];
+	size_t n_out;
 	const char *path;
 	char **argv, **envp, **rec;
 	size_t n_rec;
@@ -221,7 +235,8 @@ static int parse_plan(struct start *st, size_t len)
 {
 	struct cursor c = { .p = st->plan, .end = st->plan + len };
 	const char *magic = next(&c), *flags, *mask, *dfl;
-	char **argv, **envp, **rec;
+	char **argv, **envp, **rec, **out;
+	size_t n_out = 0;
 
 	if (magic == NULL || strcmp(magic, STARTER_PLAN_MAGIC) != 0)
 		return -1;
@@ -230,6 +245,22 @@ static int parse_plan(struct start *st, size_t len)
 	dfl = next(&c);
 	st->timeout_ns = next_num(&c, INT64_MAX);
 	st->kill_after_ns = next_num(&c, INT64_MAX);
+	st->output_max = next_num(&c, INT64_MAX);
+	out = next_vec(&c, &n_out);
+	for (size_t i = 0; out != NULL && i < n_out && !c.bad; i++) {
+		const char *o = out[i];
+
+		/* "1:PATH" or "2:PATH", each at most once. */
+		if (n_out > 2 || (o[0] != '1' && o[0] != '2') || o[1] != ':' ||
+		    o[2] == '\0' || (i == 1 && o[0] == out[0][0]))
+			c.bad = true;
+		else
+			st->out[i] = (struct output){ .path = o + 2,
+						      .src = o[0] - '0',
+						      .fd = -1, .wd = -1 };
+	}
+	st->n_out = c.bad ? 0 : n_out;
+	free(out);
 	st->path = next(&c);
 	/* Kept in st before the checks, so that main frees them. */
 	st->argv = argv = next_vec(&c, NULL);
@@ -309,6 +340,18 @@ static void report(const struct start *st)
 		while (poll(&p, 1, 20) < 0 && errno == EINTR)
 			;
 	(void)close(STARTER_FD);
+}
+
+/*
+ * The kept output's descriptors, our own copies (close-on-exec: no
+ * recorder gets them), before null_stdio: their last close is the job's
+ * end for a reader (follow.c), so they stay open until the finish is
+ * recorded (main returns), and the cap works through them.
+ */
+static void keep_outputs(struct start *st)
+{
+	for (size_t i = 0; i < st->n_out; i++)
+		st->out[i].fd = fcntl(st->out[i].src, F_DUPFD_CLOEXEC, 3);
 }
 
 /* We must not hold COMMAND's streams (a pipe's end, a terminal). */
@@ -429,6 +472,90 @@ static void check_recorder(const struct start *st, struct recorder *r)
 	(void)start_recorder(st, r);
 }
 
+#ifndef FALLOC_FL_KEEP_SIZE
+#define FALLOC_FL_KEEP_SIZE 0x01
+#endif
+#ifndef FALLOC_FL_PUNCH_HOLE
+#define FALLOC_FL_PUNCH_HOLE 0x02
+#endif
+
+/*
+ * The cap keeps the tail: the last output_max bytes (in whole blocks,
+ * so a little more) are what a reader finds, the start of the file
+ * becomes a hole (its blocks given back; the file's size, where writes
+ * go, keeps growing, so COMMAND's writes are not disturbed). A reader
+ * skips the hole (follow.c). Where holes cannot be made, the file is
+ * emptied instead (O_APPEND: the next write goes to its new end), which
+ * keeps what comes after. Checked each time the file is written to
+ * (inotify): the file can pass the cap by what is written before we get
+ * a CPU, not more.
+ */
+static void cap(const struct start *st, struct output *o)
+{
+	struct stat sb;
+	int64_t keep_from;
+
+	if (o->fd < 0 || fstat(o->fd, &sb) < 0 ||
+	    (int64_t)sb.st_size - o->dropped <= st->output_max)
+		return;
+	keep_from = (int64_t)sb.st_size - st->output_max;
+	keep_from -= keep_from % (sb.st_blksize > 0 ? sb.st_blksize : 4096);
+	if (keep_from <= o->dropped)
+		return;
+	if (fallocate(o->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      o->dropped, keep_from - o->dropped) == 0) {
+		o->dropped = keep_from;
+	} else if (ftruncate(o->fd, 0) == 0) {
+		/* No holes here: what the file held is gone, its size is 0. */
+		o->dropped += sb.st_size;
+	}
+}
+
+/* Without inotify, the cap is checked this often. */
+#define CAP_POLL_NS 1000000000
+
+/*
+ * What wakes us to apply the cap: an inotify descriptor on the files, or,
+ * when the user has used up their inotify instances (128 by default: as
+ * many jobs running), a timer; -1 when there is no cap.
+ */
+static int watch_outputs(struct start *st)
+{
+	struct itimerspec its = { .it_interval = { 0, CAP_POLL_NS },
+				  .it_value = { 0, CAP_POLL_NS } };
+	int fd;
+
+	if (st->output_max <= 0 || st->n_out == 0)
+		return -1;
+	for (size_t i = 0; i < st->n_out; i++)
+		cap(st, &st->out[i]);
+	fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	for (size_t i = 0; fd >= 0 && i < st->n_out; i++) {
+		st->out[i].wd = inotify_add_watch(fd, st->out[i].path, IN_MODIFY);
+		if (st->out[i].wd < 0) {
+			(void)close(fd);
+			fd = -1;
+		}
+	}
+	if (fd >= 0)
+		return fd;
+	fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (fd >= 0)
+		(void)timerfd_settime(fd, 0, &its, NULL);
+	return fd;
+}
+
+/* Reads what woke us on fd (events, or the timer's ticks); applies the cap. */
+static void check_outputs(struct start *st, int fd)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	for (size_t i = 0; i < st->n_out; i++)
+		cap(st, &st->out[i]);
+}
+
 /*
  * The guardian (below) is a subreaper: what COMMAND leaves behind,
  * orphaned, becomes its child. Reaps those that have ended, never
@@ -480,12 +607,13 @@ static void forward(pid_t target, const struct signalfd_siginfo *si)
  * Waits for COMMAND, forwarding signals and enforcing the timeout, and
  * reaps it: 0 with *wstatus and *ru, or -1 (the status is lost).
  */
-static int supervise(const struct start *st, struct recorder *rec, int sfd,
+static int supervise(struct start *st, struct recorder *rec, int sfd,
 		     bool *timed_out, int *wstatus, struct rusage *ru)
 {
 	/* For kill(): COMMAND's group when it leads one. */
 	pid_t target = st->setsid || st->setpgroup ? -st->pid : st->pid;
-	int tfd = -1, stage = 0;
+	bool own_group = st->setsid || st->setpgroup;
+	int tfd = -1, ifd, stage = 0;
 	pid_t r;
 
 	if (sfd < 0) {
@@ -505,9 +633,11 @@ static int supervise(const struct start *st, struct recorder *rec, int sfd,
 			arm(tfd, ran < st->timeout_ns ? st->timeout_ns - ran
 						      : 1);
 	}
+	ifd = watch_outputs(st);
 	for (;;) {
-		struct pollfd p[2] = { { .fd = sfd, .events = POLLIN },
-				       { .fd = tfd, .events = POLLIN } };
+		struct pollfd p[3] = { { .fd = sfd, .events = POLLIN },
+				       { .fd = tfd, .events = POLLIN },
+				       { .fd = ifd, .events = POLLIN } };
 		struct signalfd_siginfo si;
 		uint64_t ticks;
 
@@ -517,12 +647,20 @@ static int supervise(const struct start *st, struct recorder *rec, int sfd,
 		/* SIGCHLD also says when the recorder ends. */
 		check_recorder(st, rec);
 		reap_adopted(st, rec);
-		if (poll(p, tfd >= 0 ? 2 : 1, -1) < 0)
+		if (poll(p, 3, -1) < 0) /* an fd of -1 is not polled */
 			continue; /* EINTR; nothing else can fail here */
+		/*
+		 * In the caller's group (--wait), a signal the terminal sent
+		 * to the whole group (SI_KERNEL) has reached COMMAND already:
+		 * once is enough (a second SIGINT may mean "now" to it).
+		 */
 		if ((p[0].revents & POLLIN) &&
 		    read(sfd, &si, sizeof(si)) == sizeof(si) &&
-		    si.ssi_signo != SIGCHLD)
+		    si.ssi_signo != SIGCHLD &&
+		    (own_group || si.ssi_code != SI_KERNEL))
 			forward(target, &si);
+		if (p[2].revents & POLLIN)
+			check_outputs(st, ifd);
 		if (tfd >= 0 && (p[1].revents & POLLIN) &&
 		    read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks)) {
 			*timed_out = true;
@@ -533,21 +671,30 @@ static int supervise(const struct start *st, struct recorder *rec, int sfd,
 	}
 	if (tfd >= 0)
 		(void)close(tfd);
+	if (ifd >= 0) {
+		/* What COMMAND wrote last is within the cap too. */
+		check_outputs(st, ifd);
+		(void)close(ifd);
+	}
 	return r == st->pid ? 0 : -1;
 }
 
 /*
  * COMMAND's end for the recorder, one line of decimal fields:
  * "end WSTATUS TIMED_OUT END_REALTIME_NS DURATION_NS UTIME_US STIME_US
- * MAXRSS_KB MINFLT MAJFLT INBLOCK OUBLOCK NVCSW NIVCSW" (supervise.c).
+ * MAXRSS_KB MINFLT MAJFLT INBLOCK OUBLOCK NVCSW NIVCSW DROPPED"
+ * (supervise.c); DROPPED: the bytes the cap took from the kept output.
  */
 static void format_end(char line[static 512], const struct start *st,
 		       int wstatus, bool timed_out, const struct rusage *ru)
 {
+	int64_t dropped = 0;
 	int n;
 
+	for (size_t i = 0; i < st->n_out; i++)
+		dropped += st->out[i].dropped;
 	n = snprintf(line, 512,
-		     "end %d %d %lld %lld %lld %lld %ld %ld %ld %ld %ld %ld %ld\n",
+		     "end %d %d %lld %lld %lld %lld %ld %ld %ld %ld %ld %ld %ld %lld\n",
 		     wstatus, timed_out ? 1 : 0,
 		     (long long)now_ns(CLOCK_REALTIME),
 		     (long long)(now_ns(CLOCK_MONOTONIC) - st->mono),
@@ -555,7 +702,7 @@ static void format_end(char line[static 512], const struct start *st,
 		     (long long)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec,
 		     ru->ru_maxrss, ru->ru_minflt, ru->ru_majflt,
 		     ru->ru_inblock, ru->ru_oublock, ru->ru_nvcsw,
-		     ru->ru_nivcsw);
+		     ru->ru_nivcsw, (long long)dropped);
 	if (n < 0 || n >= 512)
 		line[0] = '\0';
 }
@@ -765,16 +912,41 @@ static void close_others(int keep)
  * killed. Returns our exit status: the supervisor's, or COMMAND's
  * (128+N for signal N), or 125 if nothing was launched.
  */
+/*
+ * Waits for the supervisor to end (its status in *ws). bgrun signals its
+ * child, which is us: SIGTERM, SIGINT and SIGHUP go on to the supervisor,
+ * which forwards them to COMMAND as always. One the terminal sent to the
+ * whole group (SI_KERNEL) has reached the supervisor already.
+ */
+static void guard_wait(const struct guard *g, const sigset_t *set, int *ws)
+{
+	for (;;) {
+		siginfo_t si;
+		pid_t w = waitpid(g->sup, ws, WNOHANG);
+
+		if (w == g->sup || (w < 0 && errno != EINTR))
+			return;
+		if (sigwaitinfo(set, &si) < 0)
+			continue; /* EINTR */
+		if (si.si_signo == STARTER_KILL_SIGNAL) {
+			/* bgrun kill's, queued with its signal: as it came. */
+			if (si.si_code == SI_QUEUE)
+				(void)sigqueue(g->sup, si.si_signo, si.si_value);
+		} else if (si.si_signo != SIGCHLD && si.si_code != SI_KERNEL) {
+			(void)kill(g->sup, si.si_signo);
+		}
+	}
+}
+
 static int guard(struct start *st, struct guard *g, const sigset_t *set)
 {
 	struct recorder rec = { .pid = -1, .fd = -1 };
 	struct rusage ru = { 0 };
 	bool timed_out = false;
 	char end[512];
-	int sfd = -1, ws = 0, cws = 0;
+	int sfd = -1, ws = 0, cws = 0, to = 0;
 
-	while (waitpid(g->sup, &ws, 0) < 0 && errno == EINTR)
-		;
+	guard_wait(g, set, &ws);
 	guard_drain(g);
 	if (!WIFSIGNALED(ws) || guard_learn(g, st, end) < 0) {
 		/* It ended of itself (its status is COMMAND's), or too early. */
@@ -805,9 +977,12 @@ static int guard(struct start *st, struct guard *g, const sigset_t *set)
 		if (supervise(st, &rec, sfd, &timed_out, &cws, &ru) == 0)
 			format_end(end, st, cws, timed_out, &ru);
 	}
-	if (sscanf(end, "end %d", &cws) == 1)
+	if (sscanf(end, "end %d %d", &cws, &to) == 2) {
 		ws = WIFEXITED(cws) ? WEXITSTATUS(cws) : 128 + WTERMSIG(cws);
-	else
+		/* As the supervisor would have said (timeout(1)'s rule). */
+		if (to && !(WIFSIGNALED(cws) && WTERMSIG(cws) == SIGKILL))
+			ws = STARTER_EXIT_TIMEOUT;
+	} else
 		ws = 125; /* the status is lost, as in main */
 	(void)finish_recorder(st, &rec, end);
 out:
@@ -909,6 +1084,7 @@ static int supervisor(struct start *st, const sigset_t *set)
 	tell_guard_launch(st);
 	report(st);
 	/* bgrun has its answer: what follows is off its clock. */
+	keep_outputs(st);
 	null_stdio();
 	(void)start_recorder(st, &rec);
 	if (st->pid <= 0) {
@@ -926,9 +1102,20 @@ static int supervisor(struct start *st, const sigset_t *set)
 		tell_guard(end);
 		code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus)
 					  : 128 + WTERMSIG(wstatus);
+		/*
+		 * As timeout(1): 124 when the timeout ended it, but 137 when
+		 * it took the SIGKILL of --kill-after.
+		 */
+		if (timed_out && !(WIFSIGNALED(wstatus) &&
+				   WTERMSIG(wstatus) == SIGKILL))
+			code = STARTER_EXIT_TIMEOUT;
 	}
 	/* Done when the finish is recorded (bgrun --wait relies on it). */
 	(void)finish_recorder(st, &rec, end);
+	/* The finish is recorded: a follower may stop (follow.c). */
+	for (size_t i = 0; i < st->n_out; i++)
+		if (st->out[i].fd >= 0)
+			(void)close(st->out[i].fd);
 	/* The table is shared with the guardian: leave it as we found it. */
 	if (sfd >= 0)
 		(void)close(sfd);

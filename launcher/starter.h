@@ -29,6 +29,14 @@
  *                     library reserves included (start.c: sigset_from)
  *      TIMEOUT_NS     SIGTERM after it (0: never), then SIGKILL
  *      KILL_AFTER_NS  later (0: never)
+ *      OUTPUT_MAX     the cap on each kept output file, in bytes (0: none)
+ *      N OUTPUT...    the kept output (bgrun made the files: output.c):
+ *                     a count, then "FD:PATH" for each of bgrun-start's
+ *                     descriptors 1 and 2 that is one (a merged stderr
+ *                     is not listed: it is stdout's open file). bgrun-start
+ *                     keeps a descriptor of each until the finish is
+ *                     recorded (its close is the job's end for readers)
+ *                     and keeps each within OUTPUT_MAX (start.c: cap)
  *      PATH           the program to execute (relative: to the working
  *                     directory, which bgrun-start starts in)
  *      N ARGV...      COMMAND's argv: a decimal count, then the strings
@@ -41,6 +49,10 @@
  *                     own environment, which is bgrun's, and one end of
  *                     a socket pair it made as its descriptor 3 (the
  *                     recorder's proof of where it comes from).
+ *
+ * The exit status of bgrun-start is COMMAND's (128+N for signal N), or
+ * STARTER_EXIT_TIMEOUT when the timeout ended it, as timeout(1) says it
+ * (but 137 when it took the SIGKILL that follows, as timeout(1) too).
  *
  * 2. bgrun-start answers with one line, STARTER_REPORT_OK " PID\n" or
  *    STARTER_REPORT_ERROR " ERRNO STAGE\n" (STAGE a value of enum
@@ -58,7 +70,7 @@
 /* The descriptor of the channel, in bgrun-start. */
 #define STARTER_FD 3
 
-#define STARTER_PLAN_MAGIC "bgrun-start plan 1"
+#define STARTER_PLAN_MAGIC "bgrun-start plan 2"
 #define STARTER_SETSID 's'
 #define STARTER_SETPGROUP 'g'
 
@@ -66,6 +78,8 @@
 
 #define STARTER_REPORT_OK "ok"
 #define STARTER_REPORT_ERROR "error"
+
+#define STARTER_EXIT_TIMEOUT 124
 
 /* A plan larger than this is refused by bgrun-start (a sanity bound). */
 #define STARTER_PLAN_MAX (64u << 20)

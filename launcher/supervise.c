@@ -49,6 +49,9 @@ struct rec {
 	/* --_link=KEY:ID: what this job is to job ID (cli.h: sup_launch) */
 	char link_key[16];
 	const char *link_id;
+	/* --_stdout, --_stderr: the kept output's files (output.c), if any */
+	const char *out_capture, *err_capture;
+	const char *max_output; /* --_max-output: their cap, in bytes */
 	/*
 	 * COMMAND, already started by bgrun-start (--_child: child_pid > 0),
 	 * or why it could not be (--_failed), with the clocks read just
@@ -67,7 +70,14 @@ struct sup {
 	struct bgrun_sink *sink;
 	char **argv;
 	char *cwd, *out, *err, *db;
-	const char *options[5]; /* NAME, VALUE..., NULL */
+	/*
+	 * options_kv, NAME, VALUE..., NULL: what was kept of the output, what
+	 * this job is to another, -a (see describe); output_dropped at the
+	 * end once known.
+	 */
+	const char *kv[13];
+	size_t n_kv;
+	char dropped[32];
 };
 
 /* path made absolute against dir (itself absolute, or NULL: ours). */
@@ -120,7 +130,6 @@ static void describe(struct sup *s)
 	const char *origin = s->rec->origin;
 	struct bgrun_spawn_opts opts;
 	char **envp = NULL, *dir;
-	size_t k = 0;
 
 	/* What runs, as the library makes it (-s: the shell's words first). */
 	cli_spawn_opts(c, &opts);
@@ -134,8 +143,30 @@ static void describe(struct sup *s)
 	if (s->cwd == NULL)
 		s->cwd = dir, dir = NULL;
 	free(dir);
-	s->out = absolute(c->out_path, origin);
-	s->err = absolute(c->err_path, origin);
+	/* "-", /dev/stdout: bgrun's own stream, no file of the command's. */
+	s->out = c->out_path != NULL && strcmp(c->out_path, "-") != 0
+			 ? absolute(c->out_path, origin) : NULL;
+	s->err = c->err_path != NULL && strcmp(c->err_path, "-") != 0
+			 ? absolute(c->err_path, origin) : NULL;
+	if (s->rec->out_capture != NULL || s->rec->err_capture != NULL) {
+		/*
+		 * The files are bgrun's: `output` says so, and prune removes
+		 * them with the event (store-prune.c), those alone.
+		 */
+		if (s->rec->out_capture != NULL) {
+			free(s->out);
+			s->out = strdup(s->rec->out_capture);
+		}
+		if (s->rec->err_capture != NULL) {
+			free(s->err);
+			s->err = strdup(s->rec->err_capture);
+		}
+		s->kv[s->n_kv++] = "output";
+		s->kv[s->n_kv++] = "kept";
+		s->kv[s->n_kv++] = "output_max";
+		s->kv[s->n_kv++] = s->rec->max_output != NULL
+					   ? s->rec->max_output : "0";
+	}
 	s->db = absolute(c->db, origin);
 	s->ev.argv = (const char *const *)s->argv;
 	s->ev.cwd = s->cwd;
@@ -148,15 +179,16 @@ static void describe(struct sup *s)
 	 * columns of their own.
 	 */
 	if (s->rec->link_id != NULL) {
-		s->options[k++] = s->rec->link_key;
-		s->options[k++] = s->rec->link_id;
+		s->kv[s->n_kv++] = s->rec->link_key;
+		s->kv[s->n_kv++] = s->rec->link_id;
 	}
 	if (c->append && (c->out_path != NULL || c->err_path != NULL)) {
-		s->options[k++] = "append";
-		s->options[k++] = "1";
+		s->kv[s->n_kv++] = "append";
+		s->kv[s->n_kv++] = "1";
 	}
-	if (k > 0)
-		s->ev.options_kv = s->options;
+	s->kv[s->n_kv] = NULL;
+	if (s->n_kv > 0)
+		s->ev.options_kv = s->kv;
 	/* The supervisor is bgrun-start, our parent. */
 	s->ev.supervisor_pid = getppid();
 	s->ev.supervisor_start = bgrun_proc_starttime(getppid());
@@ -166,7 +198,8 @@ static void describe(struct sup *s)
 }
 
 /* Reads bgrun-start's line about COMMAND's end (start.c: format_end). */
-static int read_end(struct bgrun_status *st, bool *timed_out)
+static int read_end(struct bgrun_status *st, bool *timed_out,
+		    long long *dropped)
 {
 	char line[512];
 	size_t len = 0;
@@ -184,9 +217,9 @@ static int read_end(struct bgrun_status *st, bool *timed_out)
 		len += (size_t)n;
 	}
 	line[len] = '\0';
-	if (sscanf(line, "end %d %d %lld %lld %lld %lld %ld %ld %ld %ld %ld %ld %ld",
+	if (sscanf(line, "end %d %d %lld %lld %lld %lld %ld %ld %ld %ld %ld %ld %ld %lld",
 		   &ws, &to, &v[0], &v[1], &v[2], &v[3], &r[0], &r[1], &r[2],
-		   &r[3], &r[4], &r[5], &r[6]) != 13)
+		   &r[3], &r[4], &r[5], &r[6], dropped) != 14)
 		return -1;
 	*st = (struct bgrun_status){ .pid = 0 };
 	st->exited = WIFEXITED(ws);
@@ -314,7 +347,14 @@ static int parse_rec(struct rec *r, int argc, char **argv)
 		else if (is_opt(argv[i], "link", &v) && r->link_id == NULL) {
 			if (parse_link(r, v) < 0)
 				return -1;
-		} else if ((is_opt(argv[i], "child", &v) ||
+		} else if (is_opt(argv[i], "stdout", &v) && r->out_capture == NULL)
+			r->out_capture = v;
+		else if (is_opt(argv[i], "stderr", &v) && r->err_capture == NULL)
+			r->err_capture = v;
+		else if (is_opt(argv[i], "max-output", &v) &&
+			 r->max_output == NULL)
+			r->max_output = v;
+		else if ((is_opt(argv[i], "child", &v) ||
 			  is_opt(argv[i], "failed", &v)) &&
 			 !started && parse_start(r, argv[i][3] == 'f', v) == 0)
 			started = true;
@@ -331,6 +371,7 @@ int supervise_main(int argc, char **argv)
 	struct bgrun_failure failure;
 	struct bgrun_status st;
 	bool timed_out = false;
+	long long dropped = 0;
 	int status = EXIT_SUCCESS, k;
 	struct cli c;
 
@@ -380,13 +421,20 @@ int supervise_main(int argc, char **argv)
 	s.ev.pid = rec.child_pid;
 	s.ev.result = BGRUN_RESULT_RUNNING;
 	record(&s);
-	if (read_end(&st, &timed_out) < 0)
+	if (read_end(&st, &timed_out, &dropped) < 0)
 		goto out; /* stays running: lost, once bgrun-start is gone */
 	st.pid = rec.child_pid;
 	st.start_realtime_ns = rec.start_realtime_ns;
 	bgrun_event_set_status(&s.ev, &st);
 	if (timed_out)
 		s.ev.result = BGRUN_RESULT_TIMEOUT;
+	if (dropped > 0 && s.ev.options_kv != NULL) {
+		/* The cap took the start of the output: said with the event. */
+		(void)snprintf(s.dropped, sizeof(s.dropped), "%lld", dropped);
+		s.kv[s.n_kv++] = "output_dropped";
+		s.kv[s.n_kv++] = s.dropped;
+		s.kv[s.n_kv] = NULL;
+	}
 	record(&s);
 	/* After the row: a notification never delays it. */
 	on_exit_run(&c, &s.ev);

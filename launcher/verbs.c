@@ -66,6 +66,7 @@ static const struct verb verbs[] = {
 	{ "wait", FULL(jobs_wait_main), "wait for jobs to end; exit with the last one's status" },
 	{ "restart", FULL(jobs_restart_main), "launch a job's command again, as it was launched" },
 	{ "show", run_show, "everything recorded about one job (logsink show)" },
+	{ "logs", FULL(logs_main), "print a job's kept output; -f follows it to the job's end" },
 	{ "clone", FULL(clone_main), "apply a Mercurial stream clone bundle (bgrun clone --help)" },
 };
 

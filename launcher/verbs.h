@@ -36,4 +36,7 @@ int jobs_kill_main(int argc, char **argv);
 int jobs_wait_main(int argc, char **argv);
 int jobs_restart_main(int argc, char **argv);
 
+/* logs.c (bgrun-full): `bgrun logs [-f] ID`. */
+int logs_main(int argc, char **argv);
+
 #endif /* BGRUN_VERBS_H */

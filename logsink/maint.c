@@ -16,7 +16,8 @@ static const char prune_help[] =
 	"Events still running are kept. Running events whose supervisor vanished\n"
 	"are first recorded as lost (see mark-lost). The space the events took is\n"
 	"given back to the file system, and the command says how much:\n"
-	"'pruned N events; the log shrank by B bytes (SIZE)'.\n"
+	"'pruned N events; the log shrank by B bytes (SIZE)'. The output bgrun\n"
+	"kept for them (bgrun logs) is removed with them, and counted.\n"
 	"\n"
 	"      --older-than=AGE  how old an event must be to go\n"
 	"      --keep=N          keep the N newest events of each command\n"
@@ -128,19 +129,29 @@ int lsink_prune_main(int argc, char **argv, const char *db)
 		lsink_store_error(store, r, "cannot prune");
 		status = LSINK_EXIT_FAILURE;
 	} else {
+		char osize[32];
+
 		fmt_bytes(size, sizeof(size), res.freed_bytes);
+		fmt_bytes(osize, sizeof(osize), res.output_bytes);
 		if (how.dry_run)
 			(void)printf("would prune %lld event%s; the log would "
-				     "shrink by about %lld bytes (%s)\n",
+				     "shrink by about %lld bytes (%s)",
 				     (long long)res.deleted,
 				     res.deleted == 1 ? "" : "s",
 				     (long long)res.freed_bytes, size);
 		else
 			(void)printf("pruned %lld event%s; the log shrank by "
-				     "%lld bytes (%s)\n",
+				     "%lld bytes (%s)",
 				     (long long)res.deleted,
 				     res.deleted == 1 ? "" : "s",
 				     (long long)res.freed_bytes, size);
+		/* Said only when there were some, as bgrun keeps them. */
+		if (res.output_files > 0)
+			(void)printf("; %s %lld output file%s (%s)",
+				     how.dry_run ? "would remove" : "removed",
+				     (long long)res.output_files,
+				     res.output_files == 1 ? "" : "s", osize);
+		(void)putchar('\n');
 	}
 	if (lsink_flush_stdout() != 0)
 		status = LSINK_EXIT_FAILURE;

@@ -3,7 +3,7 @@
 #
 # Source it after setting USAGE_PROG (the program whose usage hint
 # expect_usage looks for). It makes TMP (removed at exit, with every pid in
-# KILL_PIDS killed first), cds into it, and counts failures in FAILED;
+# KILL_PIDS killed first), cds into it (BGRUN_OUTPUT_DIR is $TMP/output), and counts failures in FAILED;
 # finish exits 1 if any check failed.
 
 TMP=$(mktemp -d) || exit 1
@@ -17,6 +17,8 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$TMP" || exit 1
+# A logged launch keeps its output in the state directory: here, not $HOME's.
+export BGRUN_OUTPUT_DIR=$TMP/output
 FAILED=0
 
 # The sqlite3 shell with a busy timeout: a test that reads the log while a

@@ -93,8 +93,16 @@ eq "plain launch: new session (sid = pid)" "$(key "$R" sid)" "$PID"
 eq "plain launch: own process group (pgid = pid)" "$(key "$R" pgid)" "$PID"
 eq "plain launch: descriptors 0,1,2 only" "$(key "$R" fds)" "0,1,2"
 eq "plain launch: stdin is /dev/null" "$(key "$R" fd0)" /dev/null
-eq "plain launch: stdout is /dev/null" "$(key "$R" fd1)" /dev/null
-eq "plain launch: stderr is /dev/null" "$(key "$R" fd2)" /dev/null
+if [ "$MODE" = log ]; then
+	# Kept: one file for both streams, named after the event.
+	check "plain launch: stdout is the kept output" \
+		eval '[[ $(key "$R" fd1) == "$TMPR/output/"*.log ]]'
+	eq "plain launch: stderr is the same file" "$(key "$R" fd2)" \
+		"$(key "$R" fd1)"
+else
+	eq "plain launch: stdout is /dev/null" "$(key "$R" fd1)" /dev/null
+	eq "plain launch: stderr is /dev/null" "$(key "$R" fd2)" /dev/null
+fi
 eq "plain launch: stdin empty" "$(key "$R" stdin_len)" 0
 eq "plain launch: cwd inherited" "$(key "$R" cwd)" "$TMPR"
 eq "plain launch: argc" "$(key "$R" argc)" 4
@@ -147,11 +155,30 @@ eq "argv: options after COMMAND and odd strings kept" "$(keys "$R" arg)" \
 R=$TMP/r-out
 launch_report "-o" "$R" -o out.log
 eq "-o: stdout is the file" "$(key "$R" fd1)" "$TMPR/out.log"
-eq "-o: stderr still /dev/null" "$(key "$R" fd2)" /dev/null
+if [ "$MODE" = log ]; then
+	check "-o: stderr kept" eval '[[ $(key "$R" fd2) == "$TMPR/output/"*.log ]]'
+else
+	eq "-o: stderr still /dev/null" "$(key "$R" fd2)" /dev/null
+fi
 R=$TMP/r-err
 launch_report "-e" "$R" --stderr "$TMP/err.log"
 eq "-e: stderr is the file" "$(key "$R" fd2)" "$TMPR/err.log"
-eq "-e: stdout still /dev/null" "$(key "$R" fd1)" /dev/null
+if [ "$MODE" = log ]; then
+	check "-e: stdout kept" eval '[[ $(key "$R" fd1) == "$TMPR/output/"*.log ]]'
+else
+	eq "-e: stdout still /dev/null" "$(key "$R" fd1)" /dev/null
+fi
+R=$TMP/r-nullout
+launch_report "--no-output" "$R" --no-output
+eq "--no-output: stdout is /dev/null" "$(key "$R" fd1)" /dev/null
+eq "--no-output: stderr is /dev/null" "$(key "$R" fd2)" /dev/null
+R=$TMP/r-devnull
+launch_report "-o /dev/null" "$R" -o /dev/null
+eq "-o /dev/null: stdout is /dev/null" "$(key "$R" fd1)" /dev/null
+if [ "$MODE" = log ]; then
+	check "-o /dev/null: stderr kept" \
+		eval '[[ $(key "$R" fd2) == "$TMPR/output/"*.log ]]'
+fi
 
 "$RT" helper stdout hello >"$TMP/want-hello" 2>/dev/null </dev/null
 printf 'old contents, longer than the new\n' >"$TMP/t.log"
@@ -244,6 +271,22 @@ done
 run -w "$RT" helper exit 0 "${BIG_ARGS[@]}"
 eq "60% of ARG_MAX in argv: exit 0" "$RC" 0
 eq "60% of ARG_MAX in argv: nothing on stderr" "$ERR" ""
+# As much as bgrun itself can be given (90%: the environment and bgrun's
+# own words take the rest): logged as --no-log launches it, and recorded
+# whole. 11 arguments of 100 kB each used to fail with E2BIG when logged.
+BIG_ARGS=()
+for ((i = 0; i < $(getconf ARG_MAX) * 9 / 10 / 100001; i++)); do
+	BIG_ARGS+=("$BIG")
+done
+PRINT_ID=()
+[ "$MODE" = log ] && PRINT_ID=(--print-id)
+run -w "${PRINT_ID[@]}" "$RT" helper exit 0 "${BIG_ARGS[@]}"
+eq "90% of ARG_MAX in argv (${#BIG_ARGS[@]} x 100 kB): exit 0" "$RC" 0
+if [ "$MODE" = log ]; then
+	eq "90% of ARG_MAX in argv: recorded whole" \
+		"$(sqlite3 -cmd '.timeout 10000' "$BGRUN_DB" "SELECT json_array_length(argv) || ' ' || (length(argv) > ${#BIG_ARGS[@]} * 100000) FROM events WHERE id = '$OUT'")" \
+		"$((${#BIG_ARGS[@]} + 4)) 1"
+fi
 unset BIG BIG_ARGS
 
 # --- -i ---

@@ -187,7 +187,7 @@ ID7=$OUT
 next_line
 eq "--on-exit: the hook ran" "$LINE" "explicit notified"
 eq "--on-exit: its environment" \
-	"$(grep -v '^BGRUN_\(DB\|CONFIG\|DURATION_MS\)=' "$TMP/hooks.env")" \
+	"$(grep -v '^BGRUN_\(DB\|CONFIG\|DURATION_MS\|OUTPUT_DIR\)=' "$TMP/hooks.env")" \
 "BGRUN_COMMAND=$RT helper exit 6
 BGRUN_EXIT_CODE=6
 BGRUN_ID=$ID7

@@ -112,7 +112,7 @@ eq "signal 9: exit_code null" "$(field "$ID_SIG" exit_code)" null
 
 launch -w --timeout 0.2 -- "$RT" helper pause
 ID_TMO=$ID
-eq "timeout: bgrun exit 143" "$BRC" 143
+eq "timeout: bgrun exit 124, as timeout(1)" "$BRC" 124
 eq "timeout: result" "$(field "$ID_TMO" result)" timeout
 eq "timeout: SIGTERM" "$(field "$ID_TMO" signal)" 15
 eq "timeout: exit_code null" "$(field "$ID_TMO" exit_code)" null

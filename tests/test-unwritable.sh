@@ -158,7 +158,10 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
 		--clear-groups "$BGRUN" --wait -- true
 	eq "HOME=/: the command still runs" "$RC" 0
 	check "HOME=/: said in one line: nowhere to keep it" \
-		eval '[[ $ERR == "bgrun: cannot write in /: Permission denied: event "*" cannot be recorded, nor kept in the spool" && $ERR_LINES == 1 ]]'
+		eval '[[ ${ERR%%$'"'\\n'"'*} == "bgrun: cannot write in /: Permission denied: event "*" cannot be recorded, nor kept in the spool" ]]'
+	# The output cannot be kept either ($BGRUN_OUTPUT_DIR: this script's).
+	check "HOME=/: and one line for the output" \
+		eval '[[ ${ERR#*$'"'\\n'"'} == "bgrun: cannot keep the output of event "*" in $BGRUN_OUTPUT_DIR: Permission denied; it is discarded" && $ERR_LINES == 2 ]]'
 else
 	echo "ok - HOME=/ # SKIP needs root, setpriv and a bgrun nobody may run"
 fi

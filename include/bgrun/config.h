@@ -102,7 +102,9 @@ BGRUN_EXTERN int bgrun_config_default_path(char **ret_path);
  * Reads the user's bgrun configuration (bgrun_config_default_path; a
  * missing file is no error) into config, then makes its [log] db,
  * [log] strict, [sink] mode and [sink] socket the environment's BGRUN_DB,
- * BGRUN_STRICT_LOG, BGRUN_SINK and BGRUN_SOCKET where those are not set (an option on the command
+ * BGRUN_STRICT_LOG, BGRUN_SINK and BGRUN_SOCKET, and its [output] capture,
+ * max-size and dir BGRUN_OUTPUT, BGRUN_MAX_OUTPUT and BGRUN_OUTPUT_DIR,
+ * where those are not set (an option on the command
  * line comes first, then the environment, then this file; a leading "~/"
  * in those paths is $HOME): the library
  * reads those, and so does every program of a supervised launch's chain

@@ -308,11 +308,19 @@ struct bgrun_prune_result {
 	 * deleted rows' pages hold, about what a prune would give back.
 	 */
 	int64_t freed_bytes;
+	/*
+	 * The deleted events' kept output (bgrun's files, options "output"
+	 * "kept", named ID.log, ID.out or ID.err): files removed (dry run:
+	 * that would be) and the space they took.
+	 */
+	int64_t output_files;
+	int64_t output_bytes;
 };
 
 /*
  * Marks lost rows (as bgrun_store_mark_lost), then deletes the events
- * that how chooses, never a running one, in one transaction, then gives
+ * that how chooses, never a running one, in one transaction, removes the
+ * output files bgrun kept for them (once the deletion is committed), then gives
  * the freed pages back to the file system (incremental vacuum; a file
  * made before stores had auto_vacuum is rebuilt once, by VACUUM) and
  * checkpoints the WAL, so that the file is smaller when this returns.

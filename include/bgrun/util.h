@@ -80,6 +80,15 @@ BGRUN_EXTERN int bgrun_write_all(bgrun_os_fd_t fd, const void *buf,
 BGRUN_EXTERN int bgrun_mkdir_p(const char *path, unsigned mode);
 
 /*
+ * Where a logged launch keeps its command's output (a file per event):
+ * $BGRUN_OUTPUT_DIR, else $XDG_STATE_HOME/bgrun/output, else
+ * $HOME/.local/state/bgrun/output, as bgrun_store_default_path() finds
+ * the database. *ret_path is malloc'd; -ENOENT when neither
+ * XDG_STATE_HOME nor HOME is set.
+ */
+BGRUN_EXTERN int bgrun_output_default_dir(char **ret_path);
+
+/*
  * A helper program: NAME beside the program self (NULL: the running
  * program's own path, as the platform tells it) when one is there, as in
  * a build tree; else installed. The path is written into buf (size

@@ -365,6 +365,9 @@ int bgrun_config_read_user(struct bgrun_config *c)
 		{ "log", "strict", "BGRUN_STRICT_LOG" },
 		{ "sink", "mode", "BGRUN_SINK" },
 		{ "sink", "socket", "BGRUN_SOCKET" },
+		{ "output", "capture", "BGRUN_OUTPUT" },
+		{ "output", "max-size", "BGRUN_MAX_OUTPUT" },
+		{ "output", "dir", "BGRUN_OUTPUT_DIR" },
 	};
 	char *path = NULL;
 	int r = bgrun_config_default_path(&path);

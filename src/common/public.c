@@ -60,6 +60,21 @@ int bgrun_store_default_path(char **ret_path)
 	return 0;
 }
 
+int bgrun_output_default_dir(char **ret_path)
+{
+	const char *dir = getenv("BGRUN_OUTPUT_DIR");
+	char *path;
+
+	if (dir == NULL || dir[0] == '\0')
+		return bgrun__user_path("XDG_STATE_HOME", ".local/state",
+					"bgrun/output", ret_path);
+	path = strdup(dir);
+	if (path == NULL)
+		return -ENOMEM;
+	*ret_path = path;
+	return 0;
+}
+
 const char *bgrun_helper_path(const char *self, const char *name,
 			      const char *installed, char *buf, size_t size)
 {

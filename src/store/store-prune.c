@@ -5,11 +5,23 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/*
+ * What each deleted row leaves of its kept output (bgrun's own files,
+ * options.output = 'kept': launcher/output.c), to be removed with it.
+ */
+#define RETURNING_OUTPUT                                                   \
+	" RETURNING CASE WHEN json_extract(options, '$.output') = 'kept' " \
+	"THEN id END, stdout_path, stderr_path"
 
 /* Rows past the age bound, running ones never (their end is still to come). */
 static const char prune_sql[] =
-	"DELETE FROM events WHERE time_ns < ?1 AND result IS NOT 'running'";
+	"DELETE FROM events WHERE time_ns < ?1 AND result IS NOT 'running'"
+	RETURNING_OUTPUT;
 /*
  * With a number to keep: the newest rows of each command (events without
  * one: of each event name) are spared, counting finished rows only.
@@ -19,7 +31,83 @@ static const char prune_keep_sql[] =
 	"SELECT rowid FROM (SELECT rowid, time_ns, row_number() OVER ("
 	"PARTITION BY event, display ORDER BY time_ns DESC, rowid DESC) AS newer "
 	"FROM events WHERE result IS NOT 'running') "
-	"WHERE newer > ?2 AND time_ns < ?1)";
+	"WHERE newer > ?2 AND time_ns < ?1)" RETURNING_OUTPUT;
+
+/* The kept output files of the deleted rows, removed after the commit. */
+struct outputs {
+	char **path;
+	size_t n, cap;
+	bool failed; /* out of memory: some are not listed */
+};
+
+static void outputs_free(struct outputs *o)
+{
+	for (size_t i = 0; i < o->n; i++)
+		free(o->path[i]);
+	free(o->path);
+}
+
+/*
+ * Whether path is the kept output of event id: its name is ID.log,
+ * ID.out or ID.err (output.c), so that no row, whatever it says, makes
+ * prune remove a file bgrun did not make for that event.
+ */
+static bool is_output_of(const char *path, const char *id)
+{
+	const char *base = path;
+	size_t n = strlen(id);
+
+	for (const char *p = path; *p != '\0'; p++)
+		if (strchr(BGRUN__PATH_SEPS, *p) != NULL)
+			base = p + 1;
+	return strncmp(base, id, n) == 0 &&
+	       (strcmp(base + n, ".log") == 0 || strcmp(base + n, ".out") == 0 ||
+		strcmp(base + n, ".err") == 0);
+}
+
+static void outputs_add(struct outputs *o, const char *path, const char *id)
+{
+	if (path == NULL || id == NULL || !is_output_of(path, id))
+		return;
+	/* Merged: stdout_path and stderr_path name one file. */
+	if (o->n > 0 && strcmp(o->path[o->n - 1], path) == 0)
+		return;
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? 2 * o->cap : 16;
+		char **v = realloc(o->path, cap * sizeof(*v));
+
+		if (v == NULL) {
+			o->failed = true;
+			return;
+		}
+		o->path = v;
+		o->cap = cap;
+	}
+	if ((o->path[o->n] = strdup(path)) != NULL)
+		o->n++;
+	else
+		o->failed = true;
+}
+
+/*
+ * Counts the files and the space they take (their blocks: the cap's
+ * holes take none), and removes them unless dry. A file already gone is
+ * not counted.
+ */
+static void outputs_remove(const struct outputs *o, bool dry,
+			   struct bgrun_prune_result *res)
+{
+	for (size_t i = 0; i < o->n; i++) {
+		struct stat sb;
+
+		if (lstat(o->path[i], &sb) < 0 || !S_ISREG(sb.st_mode))
+			continue;
+		if (!dry && unlink(o->path[i]) < 0)
+			continue;
+		res->output_files++;
+		res->output_bytes += BGRUN__STAT_SPACE(&sb);
+	}
+}
 
 /* The bytes the database's pages take (its file, once checkpointed). */
 static int db_bytes(struct bgrun_store *store, int64_t *ret_bytes)
@@ -44,8 +132,9 @@ static int exec(struct bgrun_store *store, const char *sql)
 
 /* Deletes what how says, in the transaction the caller holds. */
 static int delete_rows(struct bgrun_store *store, const struct bgrun_prune *how,
-		       int64_t *ret_deleted)
+		       int64_t *ret_deleted, struct outputs *out)
 {
+	int64_t n = 0;
 	sqlite3_stmt *stmt = NULL;
 	int64_t before = how->older_than_ns != BGRUN_NULL ? how->older_than_ns
 							 : INT64_MAX;
@@ -61,10 +150,18 @@ static int delete_rows(struct bgrun_store *store, const struct bgrun_prune *how,
 		rc = sqlite3_bind_int64(stmt, 1, before);
 	if (rc == SQLITE_OK && how->keep > 0)
 		rc = sqlite3_bind_int64(stmt, 2, how->keep);
-	if (rc == SQLITE_OK)
+	while (rc == SQLITE_OK || rc == SQLITE_ROW) {
 		rc = sqlite3_step(stmt);
+		if (rc != SQLITE_ROW)
+			break;
+		n++;
+		outputs_add(out, (const char *)sqlite3_column_text(stmt, 1),
+			    (const char *)sqlite3_column_text(stmt, 0));
+		outputs_add(out, (const char *)sqlite3_column_text(stmt, 2),
+			    (const char *)sqlite3_column_text(stmt, 0));
+	}
 	if (rc == SQLITE_DONE)
-		*ret_deleted = sqlite3_changes(store->db);
+		*ret_deleted = n;
 	(void)sqlite3_finalize(stmt);
 	return rc == SQLITE_DONE ? 0 : bgrun__store_fail(store, rc, "pruning");
 }
@@ -93,6 +190,7 @@ int bgrun_store_prune_with(struct bgrun_store *store,
 			   struct bgrun_prune_result *ret_result)
 {
 	struct bgrun_prune_result res = { 0 };
+	struct outputs out = { .path = NULL };
 	int64_t before = 0, after = 0, mode = 0, free_pages = 0, page = 0;
 	int r;
 
@@ -106,7 +204,7 @@ int bgrun_store_prune_with(struct bgrun_store *store,
 	if (r >= 0)
 		r = bgrun__store_query_int(store, "PRAGMA auto_vacuum", &mode);
 	if (r >= 0)
-		r = delete_rows(store, how, &res.deleted);
+		r = delete_rows(store, how, &res.deleted, &out);
 	if (r >= 0 && how->dry_run) {
 		/* What the deletion left free: about what pruning gives back. */
 		r = bgrun__store_query_int(store, "PRAGMA freelist_count", &free_pages);
@@ -115,12 +213,17 @@ int bgrun_store_prune_with(struct bgrun_store *store,
 		res.freed_bytes = free_pages * page;
 		/* Nothing of it stays: the same end as an error's. */
 		(void)bgrun__store_end(store, r >= 0 ? -ECANCELED : r);
+		if (r >= 0)
+			outputs_remove(&out, true, &res);
 		goto out;
 	}
 	/* mode 2: incremental; it may run inside the transaction. */
 	if (r >= 0 && mode == 2)
 		r = exec(store, "PRAGMA incremental_vacuum");
 	r = bgrun__store_end(store, r);
+	/* The events are gone for good: their files go too. */
+	if (r >= 0)
+		outputs_remove(&out, false, &res);
 	if (r >= 0 && mode != 2 && res.deleted > 0)
 		r = convert(store);
 	/*
@@ -137,6 +240,7 @@ int bgrun_store_prune_with(struct bgrun_store *store,
 		r = db_bytes(store, &after);
 	res.freed_bytes = before > after ? before - after : 0;
 out:
+	outputs_free(&out);
 	if (r < 0)
 		return r;
 	if (ret_result != NULL)

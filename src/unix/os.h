@@ -26,6 +26,9 @@ struct bgrun__watch {
 	void *data;
 };
 
+/* The space the file a struct stat describes takes: its blocks (a hole takes none). */
+#define BGRUN__STAT_SPACE(sb) ((int64_t)(sb)->st_blocks * 512)
+
 /* The characters that separate a path's components. */
 #define BGRUN__PATH_SEPS "/"
 

@@ -30,6 +30,9 @@ struct bgrun__watch {
 	void *data;
 };
 
+/* The space the file a struct stat describes takes: its size (the C runtime counts no blocks). */
+#define BGRUN__STAT_SPACE(sb) ((int64_t)(sb)->st_size)
+
 /* The characters that separate a path's components. */
 #define BGRUN__PATH_SEPS "/\\"
 
