@@ -7,6 +7,7 @@
 #include "bgrun/spawn.h"
 #include "common/common.h"
 
+#include <signal.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -137,6 +138,98 @@ int bgrun__os_std_fd(int i, bgrun_os_fd_t *ret);
  * -errno (-ENOTDIR: path or a parent is not a directory).
  */
 int bgrun__mkdir_p(const char *path, unsigned mode);
+
+/*
+ * dir.c: the files of a tree being built (the clone pipeline), named
+ * relative to a directory: struct bgrun__dir (os.h) is a descriptor on
+ * POSIX (openat and its kin) and a full \\?\ path on Windows, where a
+ * path may then be up to 32767 characters long and names are taken as
+ * they are (no device names, no trimming of dots and spaces). A name
+ * is a relative path with '/' between components and no "." or ".."
+ * component. Files are bgrun_os_fd_t, opened not inheritable; a file
+ * opened here may be renamed or removed while open (Windows:
+ * FILE_SHARE_DELETE). Every call returns 0 or -errno unless it says;
+ * -EEXIST for what exists, -ENOENT for a missing parent, -ENOTDIR where
+ * a file stands in for a directory.
+ */
+/* Opens the directory path; -ENOTDIR if it is something else. */
+int bgrun__dir_open(const char *path, struct bgrun__dir *ret);
+/* Opens the directory name in d, never through a symbolic link. */
+int bgrun__dir_open_at(const struct bgrun__dir *d, const char *name,
+		       struct bgrun__dir *ret);
+/* Closes d and makes it BGRUN__DIR_INIT; accepts a closed one. */
+void bgrun__dir_close(struct bgrun__dir *d);
+int bgrun__dir_mkdir(const struct bgrun__dir *d, const char *name);
+/* Creates the file name in d, which must not exist, for reading and writing. */
+int bgrun__dir_create(const struct bgrun__dir *d, const char *name,
+		      bgrun_os_fd_t *ret);
+/* Opens the existing file name in d for reading and locking. */
+int bgrun__dir_open_file(const struct bgrun__dir *d, const char *name,
+			 bgrun_os_fd_t *ret);
+/* Removes the file (or, with is_dir, the empty directory) name. */
+int bgrun__dir_unlink(const struct bgrun__dir *d, const char *name,
+		      bool is_dir);
+/*
+ * Renames from to to, both in d: with replace, over an empty directory
+ * to; without, -EEXIST if to exists.
+ */
+int bgrun__dir_rename(const struct bgrun__dir *d, const char *from,
+		      const char *to, bool replace);
+/*
+ * Calls cb for each entry of d but "." and ".." (name borrowed for the
+ * call) until cb returns non-zero, which is returned; 0 at the end.
+ */
+int bgrun__dir_list(const struct bgrun__dir *d,
+		    int (*cb)(void *data, const char *name), void *data);
+/*
+ * Whether name in d is a directory (not a link to one) that the
+ * calling user owns (Windows: any directory; who may touch it is its
+ * ACL's business).
+ */
+bool bgrun__dir_is_own_dir(const struct bgrun__dir *d, const char *name);
+/* Removes name (a tree we made) in d, everything in it first; errors ignored. */
+void bgrun__dir_remove_tree(const struct bgrun__dir *d, const char *name);
+/* Opens the file path for reading. */
+int bgrun__file_open_read(const char *path, bgrun_os_fd_t *ret);
+/*
+ * Closes a file written: 0 or -errno (the file is closed either way;
+ * on POSIX, EINTR is no error: close(2) released the descriptor).
+ */
+int bgrun__file_close(bgrun_os_fd_t fd);
+/*
+ * Whether fd is a regular file (a file that can be read at offsets),
+ * then its size and the current offset.
+ */
+int bgrun__file_info(bgrun_os_fd_t fd, bool *ret_regular,
+		     uint64_t *ret_size, uint64_t *ret_offset);
+/*
+ * Reads into iov (n buffers) at offset off, or (off < 0) at the
+ * current position: how many bytes (0 at the end) or -errno. -EINTR
+ * means: look at the cancel flag, then call again; with cancel, a read
+ * that could block (a pipe) waits a slice of time at most, then gives
+ * -EINTR.
+ */
+ssize_t bgrun__file_readv(bgrun_os_fd_t fd, const struct iovec *iov, int n,
+			  int64_t off, const volatile sig_atomic_t *cancel);
+/*
+ * Copies up to len bytes at *in_off of in to the end of out within the
+ * kernel (copy_file_range): how many, moving *in_off; -EXDEV, -EINVAL,
+ * -ENOSYS or -EOPNOTSUPP when it cannot between these files (then copy
+ * by hand; Windows: always -ENOSYS).
+ */
+ssize_t bgrun__file_copy_range(bgrun_os_fd_t in, uint64_t *in_off,
+			       bgrun_os_fd_t out, size_t len);
+/*
+ * An exclusive lock on fd that lasts while it is open (flock;
+ * on Windows a byte-range lock far past any data, so that reading is never
+ * blocked): 0, -EWOULDBLOCK when another holds it, -ENOLCK where the
+ * file system has no locks.
+ */
+int bgrun__file_trylock(bgrun_os_fd_t fd);
+/* Whether the file open as fd has been removed (no name left). */
+bool bgrun__file_removed(bgrun_os_fd_t fd);
+/* The calling process's id. */
+int64_t bgrun__self_pid(void);
 
 /*
  * filelock.c: a write lock shared by processes through a file (the

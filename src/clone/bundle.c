@@ -23,14 +23,10 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 /* The smallest entry: a one-byte name, NUL, one digit, newline. */
 #define MIN_ENTRY 4
@@ -107,22 +103,21 @@ static uint64_t room(const struct bgrun__bundle *b, uint64_t off)
 	return b->size > off ? b->size - off : 0;
 }
 
-int bgrun__bundle_open_fd(struct bgrun__bundle *b, int fd, size_t bufsize)
+int bgrun__bundle_open_fd(struct bgrun__bundle *b, bgrun_os_fd_t fd,
+			  size_t bufsize)
 {
-	struct stat st;
-	off_t off;
+	uint64_t size, off;
+	bool regular;
+	int r;
 
 	*b = (struct bgrun__bundle){ .fd = fd };
-	if (fstat(fd, &st) < 0)
-		return fail_errno(b, errno);
-	if (S_ISREG(st.st_mode)) {
-		off = lseek(fd, 0, SEEK_CUR);
-		if (off >= 0) {
-			b->seekable = b->sized = true;
-			b->base = (uint64_t)off;
-			b->size = st.st_size > off ? (uint64_t)(st.st_size - off)
-						   : 0;
-		}
+	r = bgrun__file_info(fd, &regular, &size, &off);
+	if (r < 0)
+		return fail_errno(b, -r);
+	if (regular) {
+		b->seekable = b->sized = true;
+		b->base = off;
+		b->size = size > off ? size - off : 0;
 	}
 	if (bufsize < 512)
 		bufsize = 512;
@@ -137,7 +132,8 @@ int bgrun__bundle_open_fd(struct bgrun__bundle *b, int fd, size_t bufsize)
 void bgrun__bundle_open_mem(struct bgrun__bundle *b, const void *data,
 			    size_t len)
 {
-	*b = (struct bgrun__bundle){ .fd = -1, .sized = true, .size = len };
+	*b = (struct bgrun__bundle){ .fd = BGRUN_OS_FD_NONE, .sized = true,
+				     .size = len };
 	b->mem = data;
 	b->buf = (unsigned char *)data;
 	b->cap = b->tail = len;
@@ -170,7 +166,7 @@ ssize_t bgrun__bundle_raw_readv(struct bgrun__bundle *b,
 
 		if (canceled(b))
 			return bgrun__bundle_error(b, -ECANCELED, "interrupted");
-		if (b->fd < 0) {
+		if (bgrun__os_fd_bad(b->fd)) {
 			size_t left = b->size - b->raw_pos;
 
 			got = 0;
@@ -182,28 +178,16 @@ ssize_t bgrun__bundle_raw_readv(struct bgrun__bundle *b,
 				got += (ssize_t)k;
 				left -= k;
 			}
-		} else if (b->seekable) {
-			got = preadv(b->fd, iov, n, (off_t)(b->base + b->raw_pos));
 		} else {
-			/*
-			 * A signal that sets the cancel flag just before a
-			 * blocking read would not interrupt it: wait in
-			 * slices, looking at the flag in between.
-			 */
-			if (b->cancel != NULL) {
-				struct pollfd p = { .fd = b->fd, .events = POLLIN };
-
-				int k = poll(&p, 1, 200);
-
-				if (k == 0 || (k < 0 && errno == EINTR))
-					continue;
-			}
-			got = readv(b->fd, iov, n);
+			got = bgrun__file_readv(b->fd, iov, n,
+						b->seekable ? (int64_t)(b->base + b->raw_pos)
+							    : -1,
+						b->cancel);
 		}
-		if (got < 0 && errno == EINTR)
+		if (got == -EINTR)
 			continue; /* the flag is looked at first */
 		if (got < 0)
-			return fail_errno(b, errno);
+			return fail_errno(b, (int)-got);
 		b->raw_pos += (uint64_t)got;
 		return got;
 	}

@@ -44,7 +44,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/uio.h>
 
 /*
  * Raw bytes read past the end of a frame at most: the payload goes
@@ -212,9 +211,9 @@ static size_t unquote(char *s, size_t len)
  */
 static int start_raw(struct bgrun__bundle *b)
 {
-	size_t cap = b->fd < 0 ? (size_t)65536 : b->cap;
+	size_t cap = bgrun__os_fd_bad(b->fd) ? (size_t)65536 : b->cap;
 
-	if (b->fd >= 0 && !b->seekable) {
+	if (!bgrun__os_fd_bad(b->fd) && !b->seekable) {
 		unsigned char *payload = malloc(cap);
 
 		if (payload == NULL)
@@ -230,7 +229,7 @@ static int start_raw(struct bgrun__bundle *b)
 		if (b->rbuf == NULL)
 			return oom(b);
 		b->rcap = RAW_READ;
-		if (b->fd < 0) {
+		if (bgrun__os_fd_bad(b->fd)) {
 			b->buf = malloc(cap);
 			if (b->buf == NULL)
 				return oom(b);

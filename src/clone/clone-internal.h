@@ -63,7 +63,7 @@ struct bgrun__bundle_seg {
 };
 
 struct bgrun__bundle {
-	int fd;               /* borrowed; -1 for a bundle in memory */
+	bgrun_os_fd_t fd;     /* borrowed; BGRUN_OS_FD_NONE for a bundle in memory */
 	const unsigned char *mem; /* the bundle in memory (fd -1) */
 	bool seekable;        /* a regular file: read with pread */
 	bool sized;           /* size is known (a regular file, or memory) */
@@ -117,7 +117,8 @@ struct bgrun__entry {
 };
 
 /* Reads from fd (borrowed) with a buffer of bufsize bytes. */
-int bgrun__bundle_open_fd(struct bgrun__bundle *b, int fd, size_t bufsize);
+int bgrun__bundle_open_fd(struct bgrun__bundle *b, bgrun_os_fd_t fd,
+			  size_t bufsize);
 /* Reads from len bytes at data (borrowed until bgrun__bundle_close). */
 void bgrun__bundle_open_mem(struct bgrun__bundle *b, const void *data,
 			    size_t len);
@@ -168,7 +169,6 @@ int bgrun__bundle_error(struct bgrun__bundle *b, int error,
 ssize_t bgrun__bundle_fill(struct bgrun__bundle *b, size_t need);
 ssize_t bgrun__bundle_take(struct bgrun__bundle *b, void *dst, size_t n);
 uint64_t bgrun__bundle_here(const struct bgrun__bundle *b);
-struct iovec;
 ssize_t bgrun__bundle_raw_readv(struct bgrun__bundle *b,
 				const struct iovec *iov, int n);
 int bgrun__bundle_check_name(struct bgrun__bundle *b, uint64_t off);
@@ -205,39 +205,46 @@ struct bgrun__closer;
 
 /*
  * Starts threads (>= 1) with room for queue descriptors. close_fn NULL is
- * close(2); tests pass one that fails.
+ * bgrun__file_close (close(2), CloseHandle); tests pass one that fails.
  */
 int bgrun__closer_start(unsigned int threads, size_t queue,
-			int (*close_fn)(int fd),
+			int (*close_fn)(bgrun_os_fd_t fd),
 			struct bgrun__closer **ret_closer);
 /*
  * Queues fd (consumed, even on error), waiting while the queue is full.
  * Returns the error of an earlier close if one failed (the caller stops),
  * else 0.
  */
-int bgrun__closer_submit(struct bgrun__closer *c, int fd);
+int bgrun__closer_submit(struct bgrun__closer *c, bgrun_os_fd_t fd);
 /*
  * Closes what is queued, joins the threads, frees c, and returns the first
  * close error (-errno) or 0. Accepts NULL.
  */
 int bgrun__closer_finish(struct bgrun__closer *c);
+/*
+ * Closes fd (consumed) with close_fn, which reports as close(2) does
+ * (-1, errno), or with bgrun__file_close when it is NULL: 0 or -errno.
+ */
+int bgrun__closer_close(int (*close_fn)(bgrun_os_fd_t fd), bgrun_os_fd_t fd);
 
 /*
  * writer.c: places the entries under .hg/store with the store's names and
  * collects the fncache.
  */
 struct bgrun__writer {
-	int store_fd;       /* borrowed: the new .hg/store */
-	int hg_fd;          /* borrowed: the new .hg (for cache entries) */
-	int cache_fd;       /* .hg/cache, made at the first cache entry */
-	int dir_fd;         /* the directory of the last file (cache) */
-	char *dir;          /* its encoded path relative to the store */
+	struct bgrun__dir store;  /* borrowed: the new .hg/store */
+	struct bgrun__dir hg;     /* borrowed: the new .hg (for cache entries) */
+	struct bgrun__dir cache;  /* .hg/cache, made at the first cache entry */
+	bool have_cache;    /* cache is open */
+	struct bgrun__dir dir;    /* the directory of the last file */
+	bool have_dir;      /* dir is open (it is the store itself when dir_len is 0) */
+	char *dir_name;     /* its encoded path relative to the store */
 	size_t dir_len;
 	size_t chunk;       /* largest write */
 	bool copy_range;    /* copy_file_range from a seekable bundle */
 	bool dotencode;
 	struct bgrun__closer *closer; /* NULL: close here */
-	int (*close_fn)(int fd);
+	int (*close_fn)(bgrun_os_fd_t fd);
 	char *fncache;      /* the fncache file's text */
 	size_t fncache_len, fncache_cap;
 	uint64_t files, bytes; /* written so far */
@@ -248,7 +255,7 @@ struct bgrun__writer {
 	void *progress_data;
 };
 
-void bgrun__writer_init(struct bgrun__writer *w, int store_fd);
+void bgrun__writer_init(struct bgrun__writer *w, const struct bgrun__dir *store);
 /* Writes the entry just read by bgrun__bundle_next and consumes its data. */
 int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 		      const struct bgrun__entry *e);
@@ -263,28 +270,26 @@ void bgrun__writer_release(struct bgrun__writer *w);
  * gone.
  */
 #define BGRUN__CLONE_OWNER ".bgrun-clone-owner"
-/* Removes name (a tree we made) under dirfd; errors are ignored. */
-void bgrun__clone_remove_tree(int dirfd, const char *name);
 /*
- * Writes the owner file in tmp_fd and gives its descriptor, which holds
- * the lock (the caller closes it once the directory is no longer a
- * temporary): 0 or -errno.
+ * Writes the owner file in tmp and gives its file, which holds the lock
+ * (the caller removes the owner file, then closes it, before the
+ * directory stops being a temporary): 0 or -errno.
  */
-int bgrun__clone_own(int tmp_fd, const char *id, const char *dest,
-		     int64_t start_ns, int *ret_fd);
+int bgrun__clone_own(const struct bgrun__dir *tmp, const char *id,
+		     const char *dest, int64_t start_ns, bgrun_os_fd_t *ret_fd);
 /*
- * Removes every temporary in parent_fd (named parent in messages) whose
+ * Removes every temporary in parent_dir (named parent in messages) whose
  * owner is gone, calling cb (may be NULL) for each: how many, or -errno
  * if the directory cannot be read.
  */
-int bgrun__clone_sweep(int parent_fd, const char *parent,
+int bgrun__clone_sweep(const struct bgrun__dir *parent_dir, const char *parent,
 		       bgrun_clone_stale_cb cb, void *data);
 
 /*
- * What closes the files written: close(2), or a test's replacement
- * (bgrun__test_control).
+ * What closes the files written: bgrun__file_close, or a test's
+ * replacement (bgrun__test_control).
  */
-extern int (*bgrun__clone_close_fn)(int fd);
+extern int (*bgrun__clone_close_fn)(bgrun_os_fd_t fd);
 
 
 #endif /* BGRUN_CLONE_INTERNAL_H */

@@ -3,18 +3,12 @@
 
 #include "clone-internal.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 /*
  * Requirements. A stream clone bundle lists those of its source that fix
@@ -95,10 +89,12 @@ struct job {
 	struct bgrun__writer w;
 	struct bgrun_clone_progress p;
 	const char *bundle_name;
-	int bundle_fd;              /* ours when the options gave a path */
-	int parent_fd, tmp_fd, hg_fd, store_fd;
-	int owner_fd;               /* the owner file, locked (stale.c) */
-	char *parent, *base, tmpname[NAME_MAX + 1];
+	bgrun_os_fd_t bundle_fd;    /* ours when the options gave a path */
+	bool own_bundle;
+	struct bgrun__dir parent_dir, tmp, hg, store;
+	bgrun_os_fd_t owner_fd;     /* the owner file, locked (stale.c) */
+	bool owned;
+	char *parent, *base, tmpname[256];
 	bool dest_exists;           /* an empty directory: rename over it */
 	const char *reqs[32];       /* the final requirements, sorted */
 	size_t n_reqs;
@@ -189,24 +185,23 @@ static int requirements(struct job *j)
 	return 0;
 }
 
-/* Creates name in dirfd (exclusively) holding len bytes of data. */
-static int write_file(int dirfd, const char *name, const void *data,
-		      size_t len)
+/* Creates name in dir (exclusively) holding len bytes of data. */
+static int write_file(const struct bgrun__dir *dir, const char *name,
+		      const void *data, size_t len)
 {
-	int fd, r;
+	bgrun_os_fd_t fd;
+	int r, r2;
 
-	fd = openat(dirfd, name,
-		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-	if (fd < 0)
-		return -errno;
+	r = bgrun__dir_create(dir, name, &fd);
+	if (r < 0)
+		return r;
 	r = bgrun__fd_write_all(fd, data, len);
-	if (close(fd) < 0 && r == 0 && errno != EINTR)
-		r = -errno;
-	return r;
+	r2 = bgrun__file_close(fd);
+	return r < 0 ? r : r2;
 }
 
 /* Writes the requirements of one side (working directory or store). */
-static int write_requires(struct job *j, int dirfd, bool wd)
+static int write_requires(struct job *j, const struct bgrun__dir *dir, bool wd)
 {
 	char text[1024];
 	size_t n = 0;
@@ -215,7 +210,7 @@ static int write_requires(struct job *j, int dirfd, bool wd)
 		if (working_dir_requirement(j->reqs[i]) == wd)
 			n += (size_t)snprintf(text + n, sizeof(text) - n, "%s\n",
 					      j->reqs[i]);
-	return write_file(dirfd, "requires", text, n);
+	return write_file(dir, "requires", text, n);
 }
 
 /* Splits dest into its parent and base name. */
@@ -247,47 +242,46 @@ static int split_dest(struct job *j)
 	return 0;
 }
 
+static int count_entry(void *data, const char *name)
+{
+	(void)name;
+	++*(size_t *)data;
+	return 1; /* one is enough */
+}
+
 /* Splits dest into its parent and base name, and checks it is free. */
 static int check_dest(struct job *j)
 {
 	const char *dest = j->o->dest;
-	struct stat st;
-	DIR *d;
+	struct bgrun__dir d = BGRUN__DIR_INIT;
+	size_t entries = 0;
 	int r;
 
 	r = split_dest(j);
 	if (r < 0)
 		return r;
-	if (lstat(dest, &st) < 0) {
-		if (errno != ENOENT)
-			return job_fail(j, -errno, "%s: %s", dest,
-					strerror(errno));
-	} else if (!S_ISDIR(st.st_mode)) {
+	r = bgrun__dir_open(dest, &d);
+	if (r == -ENOTDIR)
 		return job_fail(j, -EEXIST,
 			"%s: the destination exists and is not a directory",
 			dest);
-	} else {
-		struct dirent *de;
-		bool empty = true;
-
-		d = opendir(dest);
-		if (d == NULL)
-			return job_fail(j, -errno, "%s: %s", dest,
-					strerror(errno));
-		while (empty && (de = readdir(d)) != NULL)
-			empty = strcmp(de->d_name, ".") == 0 ||
-				strcmp(de->d_name, "..") == 0;
-		(void)closedir(d);
-		if (!empty)
+	if (r < 0 && r != -ENOENT)
+		return job_fail(j, r, "%s: %s", dest, strerror(-r));
+	if (r == 0) {
+		r = bgrun__dir_list(&d, count_entry, &entries);
+		bgrun__dir_close(&d);
+		if (r < 0)
+			return job_fail(j, r, "%s: %s", dest, strerror(-r));
+		if (entries > 0)
 			return job_fail(j, -ENOTEMPTY,
 				"%s: the destination exists and is not empty",
 				dest);
 		j->dest_exists = true;
 	}
-	j->parent_fd = open(j->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (j->parent_fd < 0)
-		return job_fail(j, -errno, "%s: cannot open the parent directory: %s",
-				dest, strerror(errno));
+	r = bgrun__dir_open(j->parent, &j->parent_dir);
+	if (r < 0)
+		return job_fail(j, r, "%s: cannot open the parent directory: %s",
+				dest, strerror(-r));
 	return 0;
 }
 
@@ -297,50 +291,52 @@ static int make_tmp(struct job *j)
 	/* What `hg init` puts there, so that pre-store clients give up. */
 	static const char dummy[] =
 		"\0\0\xff\xff dummy changelog to prevent using the old repo layout";
-	unsigned int rnd;
+	unsigned char rnd[3];
 	int r;
 
 	for (int tries = 0;; tries++) {
-		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
-			rnd = (unsigned int)getpid() * 2654435761u ^
-			      (unsigned int)clock();
-		(void)snprintf(j->tmpname, sizeof(j->tmpname), ".%.200s.clone-%06x",
-			       j->base, rnd & 0xffffff);
-		if (mkdirat(j->parent_fd, j->tmpname, 0777) == 0)
+		bgrun__random_bytes(rnd, sizeof(rnd));
+		(void)snprintf(j->tmpname, sizeof(j->tmpname),
+			       ".%.200s.clone-%02x%02x%02x", j->base, rnd[0],
+			       rnd[1], rnd[2]);
+		r = bgrun__dir_mkdir(&j->parent_dir, j->tmpname);
+		if (r == 0)
 			break;
-		if (errno != EEXIST || tries == 100) {
+		if (r != -EEXIST || tries == 100) {
 			j->tmpname[0] = '\0';
-			return job_fail(j, -errno,
+			return job_fail(j, r,
 				"%s: cannot create a temporary directory in %s: %s",
-				j->o->dest, j->parent, strerror(errno));
+				j->o->dest, j->parent, strerror(-r));
 		}
 	}
-	j->tmp_fd = openat(j->parent_fd, j->tmpname,
-			   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (j->tmp_fd < 0)
-		return job_fail(j, -errno, "%s/%s: %s", j->parent, j->tmpname,
-				strerror(errno));
+	r = bgrun__dir_open_at(&j->parent_dir, j->tmpname, &j->tmp);
+	if (r < 0)
+		return job_fail(j, r, "%s/%s: %s", j->parent, j->tmpname,
+				strerror(-r));
 	/* First, so that a kill -9 from now on leaves a temporary we can judge. */
-	r = bgrun__clone_own(j->tmp_fd, j->o->id, j->o->dest,
+	r = bgrun__clone_own(&j->tmp, j->o->id, j->o->dest,
 			     j->o->start_ns ? j->o->start_ns
 					    : bgrun__now_ns(CLOCK_REALTIME),
 			     &j->owner_fd);
 	if (r < 0)
 		return job_fail(j, r, "%s/%s: cannot write its owner file: %s",
 				j->parent, j->tmpname, strerror(-r));
-	if (mkdirat(j->tmp_fd, ".hg", 0777) < 0 ||
-	    (j->hg_fd = openat(j->tmp_fd, ".hg", O_RDONLY | O_DIRECTORY |
-							 O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    mkdirat(j->hg_fd, "store", 0777) < 0 ||
-	    (j->store_fd = openat(j->hg_fd, "store", O_RDONLY | O_DIRECTORY |
-							     O_NOFOLLOW | O_CLOEXEC)) < 0)
-		return job_fail(j, -errno, "%s/%s: %s", j->parent, j->tmpname,
-				strerror(errno));
-	r = write_file(j->hg_fd, "00changelog.i", dummy, sizeof(dummy) - 1);
+	j->owned = true;
+	r = bgrun__dir_mkdir(&j->tmp, ".hg");
+	if (r == 0)
+		r = bgrun__dir_open_at(&j->tmp, ".hg", &j->hg);
+	if (r == 0)
+		r = bgrun__dir_mkdir(&j->hg, "store");
+	if (r == 0)
+		r = bgrun__dir_open_at(&j->hg, "store", &j->store);
+	if (r < 0)
+		return job_fail(j, r, "%s/%s: %s", j->parent, j->tmpname,
+				strerror(-r));
+	r = write_file(&j->hg, "00changelog.i", dummy, sizeof(dummy) - 1);
 	if (r >= 0)
-		r = write_requires(j, j->hg_fd, true);
+		r = write_requires(j, &j->hg, true);
 	if (r >= 0)
-		r = write_requires(j, j->store_fd, false);
+		r = write_requires(j, &j->store, false);
 	if (r < 0)
 		return job_fail(j, r, "%s/%s: cannot write the requirements: %s",
 				j->parent, j->tmpname, strerror(-r));
@@ -383,8 +379,8 @@ static int apply(struct job *j, unsigned int *ret_threads)
 					strerror(-r));
 		*ret_threads = threads;
 	}
-	bgrun__writer_init(&j->w, j->store_fd);
-	j->w.hg_fd = j->hg_fd;
+	bgrun__writer_init(&j->w, &j->store);
+	j->w.hg = j->hg;
 	j->w.chunk = o->chunk_size ? o->chunk_size : BGRUN_CLONE_CHUNK_DEFAULT;
 	j->w.copy_range = o->copy_file_range;
 	j->w.closer = closer;
@@ -415,28 +411,26 @@ static int apply(struct job *j, unsigned int *ret_threads)
 /* Moves the finished repository to dest. */
 static int commit(struct job *j)
 {
-	int r = -1;
+	int r;
 
 	/*
 	 * The owner file must not reach dest. From here to the rename, a
 	 * kill leaves a temporary without one, which the sweep leaves alone:
-	 * a window of two system calls.
+	 * a window of a few system calls. The lock goes with the file: a
+	 * sweeper that opened the file before it went finds it removed
+	 * once it has the lock (stale.c), and on Windows a directory with
+	 * a file open inside cannot be renamed.
 	 */
-	if (unlinkat(j->tmp_fd, BGRUN__CLONE_OWNER, 0) < 0)
-		return job_fail(j, -errno, "%s/%s/%s: %s", j->parent,
-				j->tmpname, BGRUN__CLONE_OWNER, strerror(errno));
-	if (!j->dest_exists) {
-		r = renameat2(j->parent_fd, j->tmpname, j->parent_fd, j->base,
-			      RENAME_NOREPLACE);
-		if (r < 0 && errno != EINVAL && errno != ENOSYS)
-			return job_fail(j, -errno, "%s: %s", j->o->dest,
-					strerror(errno));
-	}
-	/* Over an empty directory (or where RENAME_NOREPLACE is missing). */
-	if (r < 0 && renameat(j->parent_fd, j->tmpname, j->parent_fd,
-			      j->base) < 0)
-		return job_fail(j, -errno, "%s: %s", j->o->dest,
-				strerror(errno));
+	r = bgrun__dir_unlink(&j->tmp, BGRUN__CLONE_OWNER, false);
+	if (r < 0)
+		return job_fail(j, r, "%s/%s/%s: %s", j->parent, j->tmpname,
+				BGRUN__CLONE_OWNER, strerror(-r));
+	(void)bgrun__file_close(j->owner_fd);
+	j->owned = false;
+	r = bgrun__dir_rename(&j->parent_dir, j->tmpname, j->base,
+			      j->dest_exists);
+	if (r < 0)
+		return job_fail(j, r, "%s: %s", j->o->dest, strerror(-r));
 	j->tmpname[0] = '\0';
 	return 0;
 }
@@ -469,8 +463,7 @@ void bgrun_clone_close(struct bgrun_clone *c)
 /* What a job leaves when it ends: r, its message kept in c. */
 static int job_end(struct bgrun_clone *c, struct job *j, int r)
 {
-	if (j->parent_fd >= 0)
-		(void)close(j->parent_fd);
+	bgrun__dir_close(&j->parent_dir);
 	free(j->parent);
 	free(j->base);
 	if (r < 0)
@@ -483,20 +476,21 @@ static int job_end(struct bgrun_clone *c, struct job *j, int r)
 int bgrun_clone(struct bgrun_clone *c, const struct bgrun_clone_opts *opts,
 		struct bgrun_clone_result *ret_result)
 {
-	struct job j = { .o = opts, .bundle_fd = -1, .parent_fd = -1,
-			 .tmp_fd = -1, .hg_fd = -1, .store_fd = -1,
-			 .owner_fd = -1 };
+	struct job j = { .o = opts, .parent_dir = BGRUN__DIR_INIT,
+			 .tmp = BGRUN__DIR_INIT, .hg = BGRUN__DIR_INIT,
+			 .store = BGRUN__DIR_INIT };
 	int64_t start = bgrun__now_ns(CLOCK_MONOTONIC);
 	unsigned int threads = 0;
+	bgrun_os_fd_t fd;
 	size_t chunk;
-	int fd, r;
+	int r;
 
 	if (c == NULL)
 		return -EINVAL;
 	c->errmsg[0] = '\0';
-	bgrun__writer_init(&j.w, -1);
+	bgrun__writer_init(&j.w, &j.store);
 	if (opts == NULL || opts->dest == NULL ||
-	    (opts->bundle == NULL && opts->bundle_fd < 0)) {
+	    (opts->bundle == NULL && bgrun__os_fd_bad(opts->bundle_fd))) {
 		r = job_fail(&j, -EINVAL, "invalid clone options");
 		goto out;
 	}
@@ -506,13 +500,15 @@ int bgrun_clone(struct bgrun_clone *c, const struct bgrun_clone_opts *opts,
 	if (r < 0)
 		goto out;
 	fd = opts->bundle_fd;
-	if (fd < 0) {
-		fd = j.bundle_fd = open(opts->bundle, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			r = job_fail(&j, -errno, "%s: %s", opts->bundle,
-				     strerror(errno));
+	if (bgrun__os_fd_bad(fd)) {
+		r = bgrun__file_open_read(opts->bundle, &j.bundle_fd);
+		if (r < 0) {
+			(void)job_fail(&j, r, "%s: %s", opts->bundle,
+				       strerror(-r));
 			goto out;
 		}
+		fd = j.bundle_fd;
+		j.own_bundle = true;
 	}
 	r = bgrun__bundle_open_fd(&j.b, fd, chunk);
 	j.b.cancel = opts->cancel;
@@ -526,7 +522,7 @@ int bgrun_clone(struct bgrun_clone *c, const struct bgrun_clone_opts *opts,
 	if (r < 0)
 		goto out;
 	/* What killed clones left beside dest (never a reason to fail). */
-	(void)bgrun__clone_sweep(j.parent_fd, j.parent, opts->stale,
+	(void)bgrun__clone_sweep(&j.parent_dir, j.parent, opts->stale,
 				 opts->stale_data);
 	j.p.files_total = j.b.file_count;
 	j.p.bytes_total = j.b.byte_count;
@@ -559,20 +555,18 @@ int bgrun_clone(struct bgrun_clone *c, const struct bgrun_clone_opts *opts,
 	}
 out:
 	bgrun__writer_release(&j.w);
-	if (j.store_fd >= 0)
-		(void)close(j.store_fd);
-	if (j.hg_fd >= 0)
-		(void)close(j.hg_fd);
-	if (j.tmp_fd >= 0)
-		(void)close(j.tmp_fd);
+	bgrun__dir_close(&j.store);
+	bgrun__dir_close(&j.hg);
 	/* A failure after make_tmp: take everything back. */
+	if (j.owned) {
+		(void)bgrun__dir_unlink(&j.tmp, BGRUN__CLONE_OWNER, false);
+		(void)bgrun__file_close(j.owner_fd);
+	}
+	bgrun__dir_close(&j.tmp);
 	if (j.tmpname[0] != '\0')
-		bgrun__clone_remove_tree(j.parent_fd, j.tmpname);
-	/* The lock goes last: the temporary is gone or is dest by now. */
-	if (j.owner_fd >= 0)
-		(void)close(j.owner_fd);
-	if (j.bundle_fd >= 0)
-		(void)close(j.bundle_fd);
+		bgrun__dir_remove_tree(&j.parent_dir, j.tmpname);
+	if (j.own_bundle)
+		(void)bgrun__file_close(j.bundle_fd);
 	bgrun__bundle_close(&j.b);
 	r = job_end(c, &j, r);
 	return r < 0 ? r : 0;
@@ -582,7 +576,7 @@ int bgrun_clone_cleanup(struct bgrun_clone *c, const char *dest,
 			bgrun_clone_stale_cb cb, void *data)
 {
 	struct bgrun_clone_opts o = BGRUN_CLONE_OPTS_INIT;
-	struct job j = { .o = &o, .parent_fd = -1 };
+	struct job j = { .o = &o, .parent_dir = BGRUN__DIR_INIT };
 	const char *dir;
 	int r;
 
@@ -598,16 +592,16 @@ int bgrun_clone_cleanup(struct bgrun_clone *c, const char *dest,
 	} else {
 		dir = ".";
 	}
-	j.parent_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (j.parent_fd < 0) {
-		r = job_fail(&j, -errno, "%s: %s", dir, strerror(errno));
+	r = bgrun__dir_open(dir, &j.parent_dir);
+	if (r < 0) {
+		(void)job_fail(&j, r, "%s: %s", dir, strerror(-r));
 		goto out;
 	}
-	r = bgrun__clone_sweep(j.parent_fd, dir, cb, data);
+	r = bgrun__clone_sweep(&j.parent_dir, dir, cb, data);
 	if (r < 0)
 		(void)job_fail(&j, r, "%s: %s", dir, strerror(-r));
 out:
 	return job_end(c, &j, r);
 }
 
-int (*bgrun__clone_close_fn)(int fd);
+int (*bgrun__clone_close_fn)(bgrun_os_fd_t fd);

@@ -18,17 +18,16 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 struct bgrun__closer {
 	pthread_mutex_t mu;
 	pthread_cond_t not_empty, not_full;
-	int *queue;
+	bgrun_os_fd_t *queue;
 	size_t cap, head, count;
 	size_t batch;          /* wake a closer every batch descriptors */
 	bool done;
 	int error;             /* the first close error, -errno */
-	int (*close_fn)(int fd);
+	int (*close_fn)(bgrun_os_fd_t fd); /* NULL: bgrun__file_close */
 	unsigned int nthreads; /* started */
 	pthread_t threads[];
 };
@@ -39,7 +38,8 @@ static void *closer_main(void *arg)
 
 	(void)pthread_mutex_lock(&c->mu);
 	for (;;) {
-		int fd, r;
+		bgrun_os_fd_t fd;
+		int r;
 
 		while (c->count == 0 && !c->done)
 			(void)pthread_cond_wait(&c->not_empty, &c->mu);
@@ -56,10 +56,10 @@ static void *closer_main(void *arg)
 		 * reports an error, so EINTR is not retried (that could
 		 * close a descriptor another thread just opened).
 		 */
-		r = c->close_fn(fd) < 0 ? -errno : 0;
+		r = bgrun__closer_close(c->close_fn, fd);
 
 		(void)pthread_mutex_lock(&c->mu);
-		if (r < 0 && r != -EINTR && c->error == 0)
+		if (r < 0 && c->error == 0)
 			c->error = r;
 	}
 	(void)pthread_mutex_unlock(&c->mu);
@@ -67,7 +67,7 @@ static void *closer_main(void *arg)
 }
 
 int bgrun__closer_start(unsigned int threads, size_t queue,
-			int (*close_fn)(int fd),
+			int (*close_fn)(bgrun_os_fd_t fd),
 			struct bgrun__closer **ret_closer)
 {
 	struct bgrun__closer *c;
@@ -85,7 +85,7 @@ int bgrun__closer_start(unsigned int threads, size_t queue,
 	}
 	c->cap = queue;
 	c->batch = queue >= 64 ? 16 : 1;
-	c->close_fn = close_fn != NULL ? close_fn : close;
+	c->close_fn = close_fn;
 	(void)pthread_mutex_init(&c->mu, NULL);
 	(void)pthread_cond_init(&c->not_empty, NULL);
 	(void)pthread_cond_init(&c->not_full, NULL);
@@ -105,7 +105,7 @@ int bgrun__closer_start(unsigned int threads, size_t queue,
 	return 0;
 }
 
-int bgrun__closer_submit(struct bgrun__closer *c, int fd)
+int bgrun__closer_submit(struct bgrun__closer *c, bgrun_os_fd_t fd)
 {
 	int r;
 
@@ -147,4 +147,11 @@ int bgrun__closer_finish(struct bgrun__closer *c)
 	free(c->queue);
 	free(c);
 	return r;
+}
+
+int bgrun__closer_close(int (*close_fn)(bgrun_os_fd_t fd), bgrun_os_fd_t fd)
+{
+	if (close_fn == NULL)
+		return bgrun__file_close(fd);
+	return close_fn(fd) < 0 && errno != EINTR ? -errno : 0;
 }

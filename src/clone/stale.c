@@ -6,14 +6,17 @@
  * remove its temporary directory, which may hold most of a repository.
  * So each temporary holds an owner file, OWNER below, naming the process
  * (pid, its start time, the boot id), the clone's id and start and the
- * destination, and locked by the clone (flock) from its creation until
- * the rename into place. A later clone into the same directory, or
+ * destination, and locked by the clone (bgrun__file_trylock: flock, or
+ * a byte-range lock on Windows) from its creation until just before the rename
+ * into place, when the file goes and then the lock. A later clone into the same directory, or
  * bgrun_clone_cleanup, removes a temporary when both say the owner is
  * gone: the lock is free (the kernel dropped it with the owner's last
  * descriptor) and the recorded process no longer runs (another boot, or
  * no process with that pid and start time: bgrun__supervisor_gone, the
  * rule for `running` rows). The lock also makes two sweepers agree: the
- * one holding it removes the directory, the other passes.
+ * one holding it removes the directory, the other passes: the holder
+ * removes the file before it lets go, and a sweeper that gets the lock
+ * of a file already removed passes too.
  *
  * The owner file is written under another name and renamed once it is
  * complete and locked, so a sweeper never sees a half-written or unlocked
@@ -25,55 +28,25 @@
 
 #include "clone-internal.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #define OWNER BGRUN__CLONE_OWNER
 #define OWNER_NEW BGRUN__CLONE_OWNER ".new"
 #define OWNER_MAX 8192
 
-void bgrun__clone_remove_tree(int dirfd, const char *name)
-{
-	int fd = openat(dirfd, name,
-			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct dirent *de;
-	DIR *d;
-
-	if (fd >= 0) {
-		d = fdopendir(fd);
-		if (d == NULL) {
-			(void)close(fd);
-		} else {
-			while ((de = readdir(d)) != NULL) {
-				if (strcmp(de->d_name, ".") == 0 ||
-				    strcmp(de->d_name, "..") == 0)
-					continue;
-				if (unlinkat(fd, de->d_name, 0) < 0 &&
-				    (errno == EISDIR || errno == EPERM))
-					bgrun__clone_remove_tree(fd, de->d_name);
-			}
-			(void)closedir(d);
-		}
-	}
-	(void)unlinkat(dirfd, name, AT_REMOVEDIR);
-}
-
-int bgrun__clone_own(int tmp_fd, const char *id, const char *dest,
-		     int64_t start_ns, int *ret_fd)
+int bgrun__clone_own(const struct bgrun__dir *tmp, const char *id,
+		     const char *dest, int64_t start_ns, bgrun_os_fd_t *ret_fd)
 {
 	const char *boot = bgrun__boot_id();
-	int64_t pid = (int64_t)getpid(), start = bgrun__proc_starttime(pid);
+	int64_t pid = bgrun__self_pid(), start = bgrun__proc_starttime(pid);
+	bgrun_os_fd_t fd;
 	char *text = NULL;
-	int fd, n, r;
+	int n, r;
 
 	n = asprintf(&text,
 		     "bgrun clone temporary directory\n"
@@ -83,24 +56,23 @@ int bgrun__clone_own(int tmp_fd, const char *id, const char *dest,
 		     id != NULL ? id : "", start_ns, dest);
 	if (n < 0)
 		return -ENOMEM;
-	fd = openat(tmp_fd, OWNER_NEW,
-		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-	if (fd < 0) {
-		r = -errno;
+	r = bgrun__dir_create(tmp, OWNER_NEW, &fd);
+	if (r < 0) {
 		free(text);
 		return r;
 	}
-	r = flock(fd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
+	r = bgrun__file_trylock(fd);
 	/* A file system without locks still has the pid and boot id. */
-	if (r == -ENOLCK || r == -EOPNOTSUPP || r == -EINVAL)
+	if (r == -ENOLCK)
 		r = 0;
 	if (r == 0)
 		r = bgrun__fd_write_all(fd, text, (size_t)n);
-	if (r == 0 && renameat(tmp_fd, OWNER_NEW, tmp_fd, OWNER) < 0)
-		r = -errno;
+	if (r == 0)
+		r = bgrun__dir_rename(tmp, OWNER_NEW, OWNER, true);
 	free(text);
 	if (r < 0) {
-		(void)close(fd);
+		(void)bgrun__dir_unlink(tmp, OWNER_NEW, false);
+		(void)bgrun__file_close(fd);
 		return r;
 	}
 	*ret_fd = fd;
@@ -161,37 +133,36 @@ static int64_t number(const char *s)
 }
 
 /*
- * Looks at the temporary name in parent_fd: 1 removed (and cb told), 0
+ * Looks at the temporary name in parent_dir: 1 removed (and cb told), 0
  * left (in use, not ours, no owner file), or -errno.
  */
-static int sweep_one(int parent_fd, const char *parent, const char *name,
-		     bgrun_clone_stale_cb cb, void *data)
+static int sweep_one(const struct bgrun__dir *parent_dir, const char *parent,
+		     const char *name, bgrun_clone_stale_cb cb, void *data)
 {
+	struct bgrun__dir d = BGRUN__DIR_INIT;
 	struct bgrun_clone_stale s;
 	char text[OWNER_MAX + 1], *path = NULL, *boot;
+	struct iovec iov = { text, OWNER_MAX };
+	bgrun_os_fd_t fd = BGRUN_OS_FD_NONE;
 	struct owner o;
 	int64_t pid, owner_start;
-	struct stat st;
 	ssize_t n;
-	int dfd = -1, fd = -1, r = 0;
+	int r = 0;
 
-	if (fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+	if (!bgrun__dir_is_own_dir(parent_dir, name) ||
+	    bgrun__dir_open_at(parent_dir, name, &d) < 0)
 		return 0;
-	dfd = openat(parent_fd, name,
-		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return 0;
-	fd = openat(dfd, OWNER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	if (bgrun__dir_open_file(&d, OWNER, &fd) < 0)
 		goto out;
 	/* Held by its owner, or by another sweeper: not ours to judge. */
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK)
+	if (bgrun__file_trylock(fd) == -EWOULDBLOCK)
 		goto out;
-	/* Another sweeper removed it while we waited for the lock. */
-	if (fstat(fd, &st) < 0 || st.st_nlink == 0 || !S_ISREG(st.st_mode))
+	/* Another sweeper (or the owner, as it finished) removed it first. */
+	if (bgrun__file_removed(fd))
 		goto out;
-	n = pread(fd, text, OWNER_MAX, 0);
+	do
+		n = bgrun__file_readv(fd, &iov, 1, 0, NULL);
+	while (n == -EINTR);
 	if (n <= 0)
 		goto out;
 	text[n] = '\0';
@@ -209,9 +180,16 @@ static int sweep_one(int parent_fd, const char *parent, const char *name,
 		r = -ENOMEM;
 		goto out;
 	}
-	(void)close(dfd);
-	dfd = -1;
-	bgrun__clone_remove_tree(parent_fd, name);
+	/*
+	 * The owner file goes first, with the lock held, then the lock: a
+	 * sweeper waiting for it finds the file removed; and on Windows a
+	 * directory with a file open inside it cannot be removed.
+	 */
+	(void)bgrun__dir_unlink(&d, OWNER, false);
+	(void)bgrun__file_close(fd);
+	fd = BGRUN_OS_FD_NONE;
+	bgrun__dir_close(&d);
+	bgrun__dir_remove_tree(parent_dir, name);
 	s = (struct bgrun_clone_stale){
 		.path = path,
 		.dest = o.dest != NULL ? o.dest : "",
@@ -225,39 +203,41 @@ static int sweep_one(int parent_fd, const char *parent, const char *name,
 	r = 1;
 out:
 	free(path);
-	if (fd >= 0)
-		(void)close(fd);
-	if (dfd >= 0)
-		(void)close(dfd);
+	if (!bgrun__os_fd_bad(fd))
+		(void)bgrun__file_close(fd);
+	bgrun__dir_close(&d);
 	return r;
 }
 
-int bgrun__clone_sweep(int parent_fd, const char *parent,
+struct sweep {
+	const struct bgrun__dir *parent_dir;
+	const char *parent;
+	bgrun_clone_stale_cb cb;
+	void *data;
+	int removed;
+};
+
+static int sweep_entry(void *data, const char *name)
+{
+	struct sweep *sw = data;
+	int r;
+
+	if (!tmp_name(name))
+		return 0;
+	r = sweep_one(sw->parent_dir, sw->parent, name, sw->cb, sw->data);
+	if (r < 0)
+		return r;
+	sw->removed += r;
+	return 0;
+}
+
+int bgrun__clone_sweep(const struct bgrun__dir *parent_dir, const char *parent,
 		       bgrun_clone_stale_cb cb, void *data)
 {
-	struct dirent *de;
-	int fd, removed = 0, r = 0;
-	DIR *d;
+	struct sweep sw = { .parent_dir = parent_dir, .parent = parent,
+			    .cb = cb, .data = data };
+	int r;
 
-	fd = openat(parent_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (d == NULL) {
-		r = -errno;
-		(void)close(fd);
-		return r;
-	}
-	while ((errno = 0, de = readdir(d)) != NULL) {
-		if (!tmp_name(de->d_name))
-			continue;
-		r = sweep_one(parent_fd, parent, de->d_name, cb, data);
-		if (r < 0)
-			break;
-		removed += r;
-	}
-	if (r == 0 && errno != 0)
-		r = -errno;
-	(void)closedir(d);
-	return r < 0 ? r : removed;
+	r = bgrun__dir_list(parent_dir, sweep_entry, &sw);
+	return r < 0 ? r : sw.removed;
 }

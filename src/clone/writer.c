@@ -16,34 +16,29 @@
 #include "clone-internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-void bgrun__writer_init(struct bgrun__writer *w, int store_fd)
+void bgrun__writer_init(struct bgrun__writer *w, const struct bgrun__dir *store)
 {
 	*w = (struct bgrun__writer){
-		.store_fd = store_fd,
-		.hg_fd = -1,
-		.cache_fd = -1,
-		.dir_fd = -1,
+		.hg = BGRUN__DIR_INIT,
+		.cache = BGRUN__DIR_INIT,
+		.dir = BGRUN__DIR_INIT,
 		.chunk = BGRUN_CLONE_CHUNK_DEFAULT,
 		.dotencode = true,
 	};
+	w->store = *store;
 }
 
 void bgrun__writer_release(struct bgrun__writer *w)
 {
-	if (w->dir_fd >= 0)
-		(void)close(w->dir_fd);
-	if (w->cache_fd >= 0)
-		(void)close(w->cache_fd);
-	w->dir_fd = w->cache_fd = -1;
-	free(w->dir);
+	bgrun__dir_close(&w->dir);
+	bgrun__dir_close(&w->cache);
+	w->have_dir = w->have_cache = false;
+	free(w->dir_name);
 	free(w->fncache);
-	w->dir = w->fncache = NULL;
+	w->dir_name = w->fncache = NULL;
 }
 
 /*
@@ -114,10 +109,11 @@ static int make_dirs(struct bgrun__writer *w, char *path, size_t len)
 	int r;
 
 	path[len] = '\0';
-	if (mkdirat(w->store_fd, path, 0777) == 0 || errno == EEXIST)
+	r = bgrun__dir_mkdir(&w->store, path);
+	if (r == 0 || r == -EEXIST)
 		return 0;
-	if (errno != ENOENT)
-		return -errno;
+	if (r != -ENOENT)
+		return r;
 	/* The parent is missing too: make it, then try again. */
 	slash = memrchr(path, '/', len);
 	if (slash == NULL)
@@ -126,38 +122,33 @@ static int make_dirs(struct bgrun__writer *w, char *path, size_t len)
 	*slash = '/';
 	if (r < 0)
 		return r;
-	return mkdirat(w->store_fd, path, 0777) == 0 || errno == EEXIST ? 0 : -errno;
+	r = bgrun__dir_mkdir(&w->store, path);
+	return r == -EEXIST ? 0 : r;
 }
 
-/* Makes w->dir_fd the directory enc[0..dir_len) (dir_len 0: the store). */
+/* Makes w->dir the directory enc[0..dir_len) (dir_len 0: the store). */
 static int open_dir(struct bgrun__writer *w, struct bgrun__bundle *b,
 		    const struct bgrun__entry *e, char *enc, size_t dir_len)
 {
 	char q[256];
-	int fd, r;
+	int r;
 
-	if (w->dir != NULL && w->dir_len == dir_len &&
-	    memcmp(w->dir, enc, dir_len) == 0)
+	if (w->have_dir && w->dir_len == dir_len &&
+	    memcmp(w->dir_name, enc, dir_len) == 0)
 		return 0;
-	if (w->dir_fd >= 0)
-		(void)close(w->dir_fd);
-	if (w->cache_fd >= 0)
-		(void)close(w->cache_fd);
-	w->dir_fd = w->cache_fd = -1;
-	free(w->dir);
-	w->dir = NULL;
+	bgrun__dir_close(&w->dir);
+	bgrun__dir_close(&w->cache);
+	w->have_dir = w->have_cache = false;
+	free(w->dir_name);
+	w->dir_name = NULL;
 	if (dir_len > 0) {
 		enc[dir_len] = '\0';
-		fd = openat(w->store_fd, enc, O_RDONLY | O_DIRECTORY |
-						 O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 && errno == ENOENT) {
+		r = bgrun__dir_open_at(&w->store, enc, &w->dir);
+		if (r == -ENOENT) {
 			r = make_dirs(w, enc, dir_len);
-			fd = r < 0 ? (errno = -r, -1)
-				   : openat(w->store_fd, enc,
-					    O_RDONLY | O_DIRECTORY |
-						    O_NOFOLLOW | O_CLOEXEC);
+			if (r == 0)
+				r = bgrun__dir_open_at(&w->store, enc, &w->dir);
 		}
-		r = fd < 0 ? -errno : 0;
 		enc[dir_len] = '/';
 		bgrun__quote(q, sizeof(q), e->name, e->name_len);
 		if (r == -ENOTDIR || r == -EEXIST || r == -ELOOP)
@@ -168,13 +159,13 @@ static int open_dir(struct bgrun__writer *w, struct bgrun__bundle *b,
 			return bgrun__bundle_error(b, r,
 				"cannot create the directory of %s: %s", q,
 				strerror(-r));
-		w->dir_fd = fd;
 	}
-	w->dir = malloc(dir_len + 1);
-	if (w->dir == NULL)
+	w->dir_name = malloc(dir_len + 1);
+	if (w->dir_name == NULL)
 		return bgrun__bundle_error(b, -ENOMEM, "%s", strerror(ENOMEM));
-	memcpy(w->dir, enc, dir_len);
+	memcpy(w->dir_name, enc, dir_len);
 	w->dir_len = dir_len;
+	w->have_dir = true;
 	return 0;
 }
 
@@ -190,9 +181,9 @@ static int write_error(struct bgrun__bundle *b, int error)
 
 /* Copies the entry's remaining bytes from the bundle's descriptor. */
 static int copy_direct(struct bgrun__writer *w, struct bgrun__bundle *b,
-		       int fd, uint64_t off, uint64_t len)
+		       bgrun_os_fd_t fd, uint64_t off, uint64_t len)
 {
-	loff_t in = (loff_t)off;
+	uint64_t in = off;
 	bool fallback = false;
 	char *buf = NULL;
 	int r = 0;
@@ -202,34 +193,34 @@ static int copy_direct(struct bgrun__writer *w, struct bgrun__bundle *b,
 		ssize_t n;
 
 		if (!fallback) {
-			n = copy_file_range(b->fd, &in, fd, NULL, want, 0);
-			if (n < 0 && (errno == EXDEV || errno == EINVAL ||
-				      errno == ENOSYS || errno == EOPNOTSUPP)) {
+			n = bgrun__file_copy_range(b->fd, &in, fd, want);
+			if (n == -EXDEV || n == -EINVAL || n == -ENOSYS ||
+			    n == -EOPNOTSUPP) {
 				fallback = true; /* not between these files */
 				continue;
 			}
-			if (n < 0 && errno == EINTR)
-				continue;
 			if (n < 0)
-				r = write_error(b, -errno);
+				r = write_error(b, (int)n);
 		} else {
+			struct iovec iov;
+
 			if (buf == NULL && (buf = malloc(w->chunk)) == NULL) {
 				r = bgrun__bundle_error(b, -ENOMEM, "%s",
 							strerror(ENOMEM));
 				break;
 			}
-			n = pread(b->fd, buf, want < w->chunk ? want : w->chunk,
-				  in);
-			if (n < 0 && errno == EINTR)
+			iov = (struct iovec){ buf, want < w->chunk ? want : w->chunk };
+			n = bgrun__file_readv(b->fd, &iov, 1, (int64_t)in, NULL);
+			if (n == -EINTR)
 				continue;
 			if (n < 0)
-				r = bgrun__bundle_error(b, -errno,
+				r = bgrun__bundle_error(b, (int)n,
 					"cannot read the bundle: %s",
-					strerror(errno));
+					strerror((int)-n));
 			else if (n > 0 && (r = bgrun__fd_write_all(fd, buf, (size_t)n)) < 0)
 				r = write_error(b, r);
 			else
-				in += n;
+				in += (uint64_t)n;
 		}
 		if (r == 0 && n == 0)
 			r = bgrun__bundle_error(b, -EIO,
@@ -247,7 +238,7 @@ static int copy_direct(struct bgrun__writer *w, struct bgrun__bundle *b,
 
 /* Writes (or, when discard, skips) the data of the current entry. */
 static int write_data(struct bgrun__writer *w, struct bgrun__bundle *b,
-		      int fd, bool discard)
+		      bgrun_os_fd_t fd, bool discard)
 {
 	const void *p;
 	size_t n;
@@ -274,7 +265,7 @@ static int write_data(struct bgrun__writer *w, struct bgrun__bundle *b,
 
 /* Closes the file just written (fd, consumed): in the pool or here. */
 static int close_written(struct bgrun__writer *w, struct bgrun__bundle *b,
-			 const struct bgrun__entry *e, int fd)
+			 const struct bgrun__entry *e, bgrun_os_fd_t fd)
 {
 	char q[256];
 	int r;
@@ -286,8 +277,7 @@ static int close_written(struct bgrun__writer *w, struct bgrun__bundle *b,
 				"cannot close a file written: %s", strerror(-r));
 		return r;
 	}
-	r = (w->close_fn != NULL ? w->close_fn(fd) : close(fd)) < 0 &&
-			    errno != EINTR ? -errno : 0;
+	r = bgrun__closer_close(w->close_fn, fd);
 	if (r < 0) {
 		bgrun__quote(q, sizeof(q), e->name, e->name_len);
 		r = bgrun__bundle_error(b, r, "cannot close %s: %s", q,
@@ -304,31 +294,32 @@ static int close_written(struct bgrun__writer *w, struct bgrun__bundle *b,
 static int put_cache(struct bgrun__writer *w, struct bgrun__bundle *b,
 		     const struct bgrun__entry *e)
 {
+	bgrun_os_fd_t fd;
 	char q[256];
-	int fd, r;
+	int r;
 
-	if (w->cache_fd < 0) {
-		if (mkdirat(w->hg_fd, "cache", 0777) < 0 && errno != EEXIST)
-			return bgrun__bundle_error(b, -errno,
-				"cannot create .hg/cache: %s", strerror(errno));
-		w->cache_fd = openat(w->hg_fd, "cache", O_RDONLY | O_DIRECTORY |
-							O_NOFOLLOW | O_CLOEXEC);
-		if (w->cache_fd < 0)
-			return bgrun__bundle_error(b, -errno,
-				"cannot open .hg/cache: %s", strerror(errno));
+	if (!w->have_cache) {
+		r = bgrun__dir_mkdir(&w->hg, "cache");
+		if (r < 0 && r != -EEXIST)
+			return bgrun__bundle_error(b, r,
+				"cannot create .hg/cache: %s", strerror(-r));
+		r = bgrun__dir_open_at(&w->hg, "cache", &w->cache);
+		if (r < 0)
+			return bgrun__bundle_error(b, r,
+				"cannot open .hg/cache: %s", strerror(-r));
+		w->have_cache = true;
 	}
 	bgrun__quote(q, sizeof(q), e->name, e->name_len);
-	fd = openat(w->cache_fd, e->name,
-		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-	if (fd < 0 && errno == EEXIST)
+	r = bgrun__dir_create(&w->cache, e->name, &fd);
+	if (r == -EEXIST)
 		return bgrun__bundle_fail(b, e->offset,
 			"cache entry %s collides with an earlier entry", q);
-	if (fd < 0)
-		return bgrun__bundle_error(b, -errno,
-			"cannot create .hg/cache/%s: %s", q, strerror(errno));
+	if (r < 0)
+		return bgrun__bundle_error(b, r,
+			"cannot create .hg/cache/%s: %s", q, strerror(-r));
 	r = write_data(w, b, fd, false);
 	if (r < 0) {
-		(void)close(fd);
+		(void)bgrun__file_close(fd);
 		return r;
 	}
 	r = close_written(w, b, e, fd);
@@ -344,7 +335,8 @@ int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 {
 	char *path = NULL, *enc = NULL, *slash, q[256], qe[256];
 	size_t len, enc_len, dir_len;
-	int fd = -1, r;
+	bgrun_os_fd_t fd;
+	int r;
 
 	if (e->cache)
 		return put_cache(w, b, e);
@@ -363,7 +355,7 @@ int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 		goto oom;
 	if (is_root_nodemap(path, len)) {
 		w->skipped++;
-		r = write_data(w, b, -1, true);
+		r = write_data(w, b, BGRUN_OS_FD_NONE, true);
 		goto out;
 	}
 	if ((len > 5 && memcmp(path, "data/", 5) == 0) ||
@@ -380,11 +372,9 @@ int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 	r = open_dir(w, b, e, enc, dir_len);
 	if (r < 0)
 		goto out;
-	fd = openat(w->dir_fd >= 0 ? w->dir_fd : w->store_fd,
-		    slash != NULL ? slash + 1 : enc,
-		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-	if (fd < 0) {
-		r = -errno;
+	r = bgrun__dir_create(dir_len > 0 ? &w->dir : &w->store,
+			      slash != NULL ? slash + 1 : enc, &fd);
+	if (r < 0) {
 		bgrun__quote(q, sizeof(q), e->name, e->name_len);
 		bgrun__quote(qe, sizeof(qe), enc, enc_len);
 		if (r == -EEXIST)
@@ -398,7 +388,7 @@ int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 	}
 	r = write_data(w, b, fd, false);
 	if (r < 0) {
-		(void)close(fd);
+		(void)bgrun__file_close(fd);
 		goto out;
 	}
 	r = close_written(w, b, e, fd);
@@ -415,16 +405,15 @@ out:
 
 int bgrun__writer_fncache(struct bgrun__writer *w)
 {
-	int fd, r;
+	bgrun_os_fd_t fd;
+	int r, r2;
 
 	if (w->fncache_len == 0)
 		return 0;
-	fd = openat(w->store_fd, "fncache",
-		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-	if (fd < 0)
-		return -errno;
+	r = bgrun__dir_create(&w->store, "fncache", &fd);
+	if (r < 0)
+		return r;
 	r = bgrun__fd_write_all(fd, w->fncache, w->fncache_len);
-	if (close(fd) < 0 && r == 0 && errno != EINTR)
-		r = -errno;
-	return r;
+	r2 = bgrun__file_close(fd);
+	return r < 0 ? r : r2;
 }

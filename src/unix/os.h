@@ -5,6 +5,7 @@
 #define BGRUN_UNIX_OS_H
 
 #include <stdbool.h>
+#include <sys/uio.h> /* struct iovec, for bgrun__file_readv */
 
 /* The clock the library's condition variables time out on (spawn/child.c). */
 #define BGRUN__COND_CLOCK CLOCK_MONOTONIC
@@ -31,5 +32,11 @@ struct bgrun__watch {
 
 /* The characters that separate a path's components. */
 #define BGRUN__PATH_SEPS "/"
+
+/* A directory files are named relative to (dir.c): a descriptor. */
+struct bgrun__dir {
+	int fd; /* -1 when closed */
+};
+#define BGRUN__DIR_INIT { .fd = -1 }
 
 #endif /* BGRUN_UNIX_OS_H */
