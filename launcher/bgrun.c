@@ -333,6 +333,13 @@ int BGRUN_CLI_MAIN(int argc, char **argv)
 		if (v != NULL)
 			return v->fn(argc - 1, argv + 1);
 	}
+#elif BGRUN_CLI_CLONE
+	/*
+	 * The Windows build: no bgrun-full to execute, the clone pipeline is
+	 * linked in, and the clone runs here (unlogged, for now).
+	 */
+	if (argc > 1 && strcmp(argv[1], "clone") == 0)
+		return clone_main(argc - 1, argv + 1);
 #endif
 	cli_parse(&c, argc, argv);
 #if BGRUN_CLI_LOG

@@ -105,6 +105,7 @@ static int start_hook(const struct hook *hk, const struct hook_run *run,
 		pid = bgrun_spawn(&o, run->wait ? &child : NULL);
 		id[0] = '\0';
 	} else {
+#if BGRUN_CLI_LOG
 		bgrun_event_new_id(id);
 		l.source = "clone-hook";
 		args[n++] = "--tag";
@@ -140,6 +141,15 @@ static int start_hook(const struct hook *hk, const struct hook_run *run,
 			bgrun_child_free(child);
 			return -1;
 		}
+#else
+		/* A build without the store: run->log is never set. */
+		(void)l;
+		(void)args;
+		(void)n;
+		(void)fd;
+		(void)error;
+		return -1;
+#endif
 	}
 	if (pid < 0) {
 		cli_msg("clone: hook %s cannot start (%s): %s",

@@ -18,6 +18,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(_WIN32)
+#include <io.h>
+#endif
 
 enum {
 	OPT_CLOSE_THREADS = 256,
@@ -253,7 +256,8 @@ static void parse(struct clone_cli *cc, int argc, char **argv)
 	int opt;
 
 	cc->opts = (struct bgrun_clone_opts)BGRUN_CLONE_OPTS_INIT;
-	cc->log = true;
+	/* Without the store (BGRUN_CLI_LOG 0) nothing is recorded: --no-log. */
+	cc->log = BGRUN_CLI_LOG;
 	cc->timeout = 60;
 	/* The user's configuration's [hooks] first, as hg reads its hgrc. */
 	if (bgrun_config_default_path(&user) == 0 &&
@@ -303,6 +307,8 @@ static void parse(struct clone_cli *cc, int argc, char **argv)
 			}
 			break;
 		case OPT_DB:
+			if (!BGRUN_CLI_LOG)
+				usage_error("--db: this build has no log (its hooks run unlogged)", NULL);
 			cc->db = optarg;
 			break;
 		case OPT_NO_LOG:
@@ -407,6 +413,26 @@ static void progress(void *data, const struct bgrun_clone_progress *p)
 		      cc->tty ? "\033[K" : "\n");
 }
 
+#if defined(_WIN32)
+/*
+ * Windows: DEST made absolute by the C runtime (_fullpath: a drive, or
+ * a server and share, and '\\' between components); bgrun's standard
+ * input as the handle the clone reads.
+ */
+static char *absolute(const char *path)
+{
+	char *out = _fullpath(NULL, path, 0);
+
+	return out != NULL ? out : strdup(path);
+}
+
+static bgrun_os_fd_t stdin_fd(void)
+{
+	intptr_t h = _get_osfhandle(0);
+
+	return h == -1 ? BGRUN_OS_FD_NONE : (bgrun_os_fd_t)h;
+}
+#else
 /* DEST as an absolute path (it need not exist). */
 static char *absolute(const char *path)
 {
@@ -419,6 +445,13 @@ static char *absolute(const char *path)
 	return asprintf(&out, "%s/%s", here, path) < 0 ? NULL : out;
 }
 
+static bgrun_os_fd_t stdin_fd(void)
+{
+	return STDIN_FILENO;
+}
+#endif
+
+#if BGRUN_CLI_LOG
 /* Writes ev to the log (--db, or the default), or says why not. */
 static void put_event(struct clone_cli *cc, const struct bgrun_event *ev)
 {
@@ -443,6 +476,14 @@ out:
 	bgrun_store_close(store);
 	free(path);
 }
+#else
+/* A build without the store (Windows, so far): cc->log is never set. */
+static void put_event(struct clone_cli *cc, const struct bgrun_event *ev)
+{
+	(void)cc;
+	(void)ev;
+}
+#endif
 
 /* Records the clone as an event (event "clone", source "bgrun"). */
 static void record(struct clone_cli *cc, const char *id, int64_t start_ns,
@@ -538,6 +579,7 @@ static void stale_found(void *data, const struct bgrun_clone_stale *s)
 	free(dest);
 }
 
+#ifdef SA_RESTART
 static void install_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -548,6 +590,21 @@ static void install_signals(void)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		(void)sigaction(sigs[i], &sa, NULL);
 }
+#else
+/*
+ * Windows: the C runtime's signal() for Ctrl+C and Ctrl+Break (SIGINT,
+ * SIGBREAK, on a thread of their own) and SIGTERM; the clone looks at
+ * the flag between reads and writes.
+ */
+static void install_signals(void)
+{
+	(void)signal(SIGINT, on_signal);
+	(void)signal(SIGTERM, on_signal);
+#ifdef SIGBREAK
+	(void)signal(SIGBREAK, on_signal);
+#endif
+}
+#endif
 
 /* bgrun clone --cleanup [DEST]. */
 static int cleanup(struct clone_cli *cc)
@@ -607,7 +664,7 @@ int clone_main(int argc, char **argv)
 	cc.opts.dest = cc.dest;
 	if (strcmp(cc.bundle, "-") == 0) {
 		cc.opts.bundle = "stdin";
-		cc.opts.bundle_fd = STDIN_FILENO;
+		cc.opts.bundle_fd = stdin_fd();
 	} else {
 		cc.opts.bundle = cc.bundle;
 	}
@@ -642,7 +699,9 @@ int clone_main(int argc, char **argv)
 				cli_printable(cc.bundle));
 #else
 		r = -EPROTONOSUPPORT;
-		if (asprintf(&errmsg, "%s: cloning from a server needs libcurl (this bgrun was built without it)",
+		if (asprintf(&errmsg, BGRUN_CLI_LOG
+			     ? "%s: cloning from a server needs libcurl (this bgrun was built without it)"
+			     : "%s: cloning from a server is not supported in this build (Windows): clone from a bundle file",
 			     cc.bundle) < 0)
 			errmsg = NULL;
 #endif

@@ -213,6 +213,15 @@ static int write_requires(struct job *j, const struct bgrun__dir *dir, bool wd)
 	return write_file(dir, "requires", text, n);
 }
 
+/* The last separator in the first len bytes of s ('/', on Windows '\\' too), or NULL. */
+static char *last_sep(char *s, size_t len)
+{
+	while (len > 0)
+		if (strchr(BGRUN__PATH_SEPS, s[--len]) != NULL)
+			return s + len;
+	return NULL;
+}
+
 /* Splits dest into its parent and base name. */
 static int split_dest(struct job *j)
 {
@@ -220,23 +229,24 @@ static int split_dest(struct job *j)
 	size_t len = strlen(dest);
 	char *slash;
 
-	while (len > 1 && dest[len - 1] == '/')
+	while (len > 1 && strchr(BGRUN__PATH_SEPS, dest[len - 1]) != NULL)
 		len--;
 	j->parent = strndup(dest, len);
 	if (j->parent == NULL)
 		return job_fail(j, -ENOMEM, "%s", strerror(ENOMEM));
-	slash = strrchr(j->parent, '/');
+	slash = last_sep(j->parent, len);
 	if (slash == NULL) {
 		j->base = j->parent;
 		j->parent = strdup(".");
 	} else {
 		j->base = strdup(slash + 1);
-		slash[slash == j->parent ? 1 : 0] = '\0';
+		/* The root keeps its separator: "/", or a drive's "C:\\". */
+		slash[slash == j->parent || slash[-1] == ':' ? 1 : 0] = '\0';
 	}
 	if (j->parent == NULL || j->base == NULL)
 		return job_fail(j, -ENOMEM, "%s", strerror(ENOMEM));
 	if (j->base[0] == '\0' || strcmp(j->base, ".") == 0 ||
-	    strcmp(j->base, "..") == 0 || strcmp(j->base, "/") == 0)
+	    strcmp(j->base, "..") == 0 || strchr(BGRUN__PATH_SEPS, j->base[0]) != NULL)
 		return job_fail(j, -EINVAL,
 			"%s: the destination must name a new directory", dest);
 	return 0;

@@ -16,6 +16,12 @@ struct bgrun__os_proc {
 };
 #define BGRUN__OS_PROC_INIT { .pidfd = -1 }
 
+/* A directory files are named relative to (dir.c): a descriptor. */
+struct bgrun__dir {
+	int fd; /* -1 when closed */
+};
+#define BGRUN__DIR_INIT { .fd = -1 }
+
 /*
  * One child in the exit watch (watch.c). With a pidfd it is in the
  * watcher's epoll set; without one (no pidfd_open, or it failed, e.g.
@@ -32,11 +38,5 @@ struct bgrun__watch {
 
 /* The characters that separate a path's components. */
 #define BGRUN__PATH_SEPS "/"
-
-/* A directory files are named relative to (dir.c): a descriptor. */
-struct bgrun__dir {
-	int fd; /* -1 when closed */
-};
-#define BGRUN__DIR_INIT { .fd = -1 }
 
 #endif /* BGRUN_UNIX_OS_H */

@@ -4,6 +4,8 @@
 #ifndef BGRUN_WIN_OS_H
 #define BGRUN_WIN_OS_H
 
+#include <stddef.h>
+
 /*
  * Kept free of <windows.h>: the shared code that includes platform.h
  * must not see the Windows API (tests/layout.sh). Handles are void *.
@@ -23,6 +25,31 @@ struct bgrun__os_proc {
 	struct bgrun__win_proc *p; /* NULL when never launched or closed */
 };
 #define BGRUN__OS_PROC_INIT { .p = 0 }
+
+/*
+ * A directory files are named relative to (dir.c): its full path in
+ * UTF-16 with the \\?\ prefix (malloc'd), which names are appended to.
+ * Windows has no openat: a path is what the system can be given, and a
+ * directory held by path, not by handle, can still be renamed (a
+ * directory with an open handle inside it cannot).
+ */
+struct bgrun__dir {
+	wchar_t *path; /* NULL when closed */
+	size_t len;    /* its length in characters */
+};
+#define BGRUN__DIR_INIT { .path = 0, .len = 0 }
+
+/* The C runtime has no <sys/uio.h>: the POSIX buffer list, for bgrun__file_readv. */
+struct iovec {
+	void *iov_base;
+	size_t iov_len;
+};
+
+/* GNU C library calls the shared code uses that mingw's runtime lacks (gnu-string.c). */
+void *memrchr(const void *s, int c, size_t n);
+void *memmem(const void *hay, size_t hay_len, const void *needle,
+	     size_t needle_len);
+char *strndup(const char *s, size_t n);
 
 /* One child in the exit watch (watch.c): a thread-pool wait on its process. */
 struct bgrun__watch {
