@@ -196,6 +196,11 @@ for _ in $(seq 600); do
 	[ -s "$run/keeper.pid" ] && break
 	sleep 0.1
 done
+# The Linux bgrun of a native build beside this one, if there is one,
+# for tests/test-win-clone.sh to compare the two platforms' clones.
+if [ -z "${BGRUN_LINUX_BGRUN:-}" ] && [ -x "$src/build/launcher/bgrun-full" ]; then
+	export BGRUN_LINUX_BGRUN=$src/build/launcher/bgrun-full
+fi
 rc=0
 meson test -C "$builddir" --print-errorlogs --num-processes 2 \
 	>"$run/meson-test.log" 2>&1 </dev/null || rc=$?
