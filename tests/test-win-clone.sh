@@ -13,8 +13,9 @@
 # (the background closers too), and each tree is compared file by file
 # and byte by byte with the Linux bgrun's and with what hg itself makes
 # of the bundle (hg debugapplystreamclonebundle). Then a clone into a
-# directory whose Windows path is over 260 characters, a URL (refused
-# in one line), a hook (fired, unlogged). Wine's output goes to files,
+# directory whose Windows path is over 260 characters, the owner file
+# of a running clone (left by --cleanup) and of a killed one (removed), a
+# URL (refused in one line), a hook (fired, unlogged). Wine's output goes to files,
 # never to a pipe (scripts/wine-run.sh says why). Exit 77 when hg, wine
 # or python3 is missing.
 
@@ -145,6 +146,51 @@ same_as_hg v1.hg "$deep/long" "long path"
 wine "$EXE" clone -q - stdin-clone <v1.hg >"$TMP/.stdout" 2>"$TMP/.stderr"
 eq "stdin: exit 0" "$?" 0
 same_as_hg v1.hg stdin-clone "stdin"
+
+# --- the owner file: a running clone's temporary is left, a killed one's removed
+# A clone reading its bundle from a FIFO kept open waits inside its
+# temporary directory (locked owner file, pid and creation time).
+# started PATTERN: polls (30 s deadline) for its owner file.
+started() {
+	local deadline=$((SECONDS + 30))
+	until compgen -G "$1/.bgrun-clone-owner" >/dev/null; do
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.05
+	done
+}
+for how in running killed; do
+	mkfifo "$TMP/fifo-$how"
+	wine "$EXE" clone -q - $how <"$TMP/fifo-$how" >"$TMP/$how.out" 2>"$TMP/$how.err" &
+	pid=$!
+	KILL_PIDS+=("$pid")
+	exec 3>"$TMP/fifo-$how"
+	head -c 300 v1.hg >&3
+	check "$how: the clone is under way" started ".$how.clone-*"
+	if [ $how = killed ]; then
+		kill -KILL "$pid"
+		wait "$pid" 2>/dev/null # bash's "Killed" line
+		exec 3>&-
+	fi
+	wclone --cleanup $how
+	eq "$how: --cleanup exit 0" "$RC" 0
+	if [ $how = running ]; then
+		eq "$how: --cleanup leaves its temporary" "$(leftovers "$TMP")" 1
+		tail -c +301 v1.hg >&3
+		exec 3>&-
+		wait "$pid"
+		eq "$how: the clone then finishes (exit 0)" "$?" 0
+		same_as_hg v1.hg running "$how"
+	else
+		case $ERR in
+		"bgrun: clone: removed .killed.clone-"*", left by a killed clone (pid "*")")
+			pass "$how: --cleanup removes its temporary and says so" ;;
+		*) fail "$how: --cleanup removes its temporary and says so"
+		   printf '#   %s\n' "$ERR" ;;
+		esac
+	fi
+	eq "$how: no temporary left" "$(leftovers "$TMP")" 0
+	KILL_PIDS=()
+done
 
 wclone https://example.invalid/repo url-clone
 eq "URL: exit 1" "$RC" 1
