@@ -177,6 +177,12 @@ echo x >a-file
 run "$TMP/rich.hg" a-file
 eq "DEST a file: exit 1" "$RC" 1
 eq "DEST a file: one line" "$ERR_LINES" 1
+mkdir linked-dir && ln -s linked-dir a-link
+run "$TMP/rich.hg" a-link
+eq "DEST a symbolic link to an empty directory: exit 1" "$RC" 1
+eq "DEST a symbolic link to an empty directory: refused" "$ERR" \
+	"bgrun: clone: a-link: the destination exists and is not a directory"
+eq "DEST a symbolic link: the directory left alone" "$(ls -A linked-dir)" ""
 run "$TMP/rich.hg" no/such/parent
 eq "DEST in a missing directory: exit 1" "$RC" 1
 eq "DEST in a missing directory: one line" "$ERR_LINES" 1

@@ -270,8 +270,13 @@ static int check_dest(struct job *j)
 	r = split_dest(j);
 	if (r < 0)
 		return r;
-	r = bgrun__dir_open(dest, &d);
-	if (r == -ENOTDIR)
+	r = bgrun__dir_open(j->parent, &j->parent_dir);
+	if (r < 0)
+		return job_fail(j, r, "%s: cannot open the parent directory: %s",
+				dest, strerror(-r));
+	/* dest itself, never through a symbolic link (which is not a directory). */
+	r = bgrun__dir_open_at(&j->parent_dir, j->base, &d);
+	if (r == -ENOTDIR || r == -ELOOP)
 		return job_fail(j, -EEXIST,
 			"%s: the destination exists and is not a directory",
 			dest);
@@ -288,10 +293,6 @@ static int check_dest(struct job *j)
 				dest);
 		j->dest_exists = true;
 	}
-	r = bgrun__dir_open(j->parent, &j->parent_dir);
-	if (r < 0)
-		return job_fail(j, r, "%s: cannot open the parent directory: %s",
-				dest, strerror(-r));
 	return 0;
 }
 
