@@ -336,7 +336,7 @@ int BGRUN_CLI_MAIN(int argc, char **argv)
 #elif BGRUN_CLI_CLONE
 	/*
 	 * The Windows build: no bgrun-full to execute, the clone pipeline is
-	 * linked in, and the clone runs here (unlogged, for now).
+	 * linked in, and the clone runs here (not recorded, for now).
 	 */
 	if (argc > 1 && strcmp(argv[1], "clone") == 0)
 		return clone_main(argc - 1, argv + 1);

@@ -142,7 +142,7 @@ static int start_hook(const struct hook *hk, const struct hook_run *run,
 			return -1;
 		}
 #else
-		/* A build without the store: run->log is never set. */
+		/* A build without the POSIX logged mode: run->log is never set. */
 		(void)l;
 		(void)args;
 		(void)n;

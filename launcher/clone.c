@@ -256,7 +256,7 @@ static void parse(struct clone_cli *cc, int argc, char **argv)
 	int opt;
 
 	cc->opts = (struct bgrun_clone_opts)BGRUN_CLONE_OPTS_INIT;
-	/* Without the store (BGRUN_CLI_LOG 0) nothing is recorded: --no-log. */
+	/* Without the POSIX logged mode (BGRUN_CLI_LOG 0) nothing is recorded yet: --no-log. */
 	cc->log = BGRUN_CLI_LOG;
 	cc->timeout = 60;
 	/* The user's configuration's [hooks] first, as hg reads its hgrc. */
@@ -308,7 +308,7 @@ static void parse(struct clone_cli *cc, int argc, char **argv)
 			break;
 		case OPT_DB:
 			if (!BGRUN_CLI_LOG)
-				usage_error("--db: this build has no log (its hooks run unlogged)", NULL);
+				usage_error("--db: this build does not record clones yet (its hooks run unlogged)", NULL);
 			cc->db = optarg;
 			break;
 		case OPT_NO_LOG:
@@ -477,7 +477,10 @@ out:
 	free(path);
 }
 #else
-/* A build without the store (Windows, so far): cc->log is never set. */
+/*
+ * A build without the POSIX logged mode (Windows, so far): the clone is
+ * not recorded there yet, and cc->log is never set.
+ */
 static void put_event(struct clone_cli *cc, const struct bgrun_event *ev)
 {
 	(void)cc;

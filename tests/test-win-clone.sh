@@ -209,6 +209,6 @@ files=$(find hooked/.hg/store -type f ! -name fncache ! -name requires | wc -l)
 eq "hook: ran in DEST with the clone's environment" \
 	"$(tr -d '\r' <hooked/hooked.txt 2>/dev/null)" "post-clone.cli1 $files"
 wclone --db=x.db v1.hg nodb
-eq "--db: exit 2 (no log in this build)" "$RC" 2
+eq "--db: exit 2 (clones not recorded in this build)" "$RC" 2
 
 finish
