@@ -2,6 +2,7 @@
 /* restart.c: `bgrun restart ID`: an ended job's command launched again, as a new job linked to it. */
 
 #include "jobs.h"
+#include "output.h"
 #include "verbs.h"
 
 #include <errno.h>
@@ -55,6 +56,7 @@ int jobs_restart_main(int argc, char **argv)
 	struct bgrun_spawn_opts cmd;
 	struct sup_launch l = { .cmd = &cmd, .ensurestart = true };
 	struct cli c;
+	struct capture cap;
 	char newid[BGRUN_EVENT_ID_MAX + 1], name[32];
 	const char *db = NULL, **args = NULL;
 	bool print_id = false, parsed = false;
@@ -62,6 +64,7 @@ int jobs_restart_main(int argc, char **argv)
 	size_t k = 0, n;
 	pid_t pid;
 
+	capture_init(&cap);
 	verb_getopt(argv, name, sizeof(name));
 	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (opt) {
@@ -163,6 +166,11 @@ int jobs_restart_main(int argc, char **argv)
 	if (status != EXIT_SUCCESS)
 		goto out;
 	cli_spawn_opts(&c, &cmd);
+	/* The new job keeps its output as a launch does (output.c). */
+	capture_open(&c, newid, &cmd, &cap);
+	l.out_capture = cap.path[0];
+	l.err_capture = cap.path[1];
+	l.max_output = cap.max_output;
 	l.args = &args[1];
 	l.link_key = "restart_of";
 	l.link_id = j.id;
@@ -176,6 +184,7 @@ int jobs_restart_main(int argc, char **argv)
 		status = cli_report_failure(&c, error, &failure);
 		goto out;
 	default:
+		capture_discard(&cap);
 		status = EXIT_CANCELED;
 		goto out;
 	}
@@ -196,6 +205,8 @@ int jobs_restart_main(int argc, char **argv)
 out:
 	if (report_fd >= 0)
 		(void)close(report_fd);
+	capture_close_fds(&cap);
+	capture_free(&cap);
 	if (parsed)
 		cli_free(&c);
 	free(args);

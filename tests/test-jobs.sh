@@ -149,7 +149,9 @@ ID5=$OUT
 check "restart: a new id" test -n "$ID5" -a "$ID5" != "$ID4"
 run wait "$ID5"
 eq "restart: the new job ran" "$RC" 0
-eq "restart: linked to the old one" "$(field "$ID5" options)" \
+# (stderr, not redirected, is kept: the options say so first.)
+links() { field "$1" options | sed 's/"output":"kept","output_max":"[0-9]*",//'; }
+eq "restart: linked to the old one" "$(links "$ID5")" \
 	"{\"restart_of\":\"$ID4\"}"
 for f in cwd tag stdout_path command 'argv\[[0-9]*\]'; do
 	eq "restart: the same $f" "$("$BGRUN" show "$ID5" | grep "^$f: ")" \
@@ -164,7 +166,7 @@ ID9=$OUT
 run wait "$ID9"
 eq "restart -a: the new job ran" "$RC" 0
 eq "restart -a: appended" "$(cat "$TMP/out3")" $'one\none'
-eq "restart -a: recorded" "$(field "$ID9" options)" \
+eq "restart -a: recorded" "$(links "$ID9")" \
 	"{\"restart_of\":\"$ID8\",\"append\":\"1\"}"
 run --print-id -- "$RT" helper pause
 ID6=$OUT
@@ -254,5 +256,28 @@ hooks_done() {
 check "every hook has ended" hooks_done
 run ps
 eq "no job left running" "$OUT_LINES" 1
+
+
+# --- restart of a job whose output bgrun kept: the new job keeps its own ---
+run --print-id -- "$RT" helper stdout kept-once
+ID10=$OUT
+run wait "$ID10"
+run restart --print-id "$ID10"
+ID11=$OUT
+run wait "$ID11"
+eq "restart, kept output: the new job ran" "$RC" 0
+run logs "$ID11"
+eq "restart, kept output: the new job's own output" "$OUT" kept-once
+check "restart, kept output: in a file of its own" \
+	eval '"$BGRUN" show "$ID11" | grep -q "^stdout_path: .*/$ID11.log$"'
+run logs "$ID10"
+eq "restart, kept output: the old job's file untouched" "$OUT" kept-once
+
+# --- wait on the very first launch into a new log (the schema made at once) ---
+for i in 1 2 3 4 5; do
+	BGRUN_DB=$TMP/new-$i.db capture "$BGRUN" --print-id -- true
+	BGRUN_DB=$TMP/new-$i.db capture "$BGRUN" wait "$OUT"
+	eq "wait on a new log's first job ($i): exit 0, no schema message" "$RC:$ERR" 0:
+done
 
 finish

@@ -117,14 +117,25 @@ int bgrun__store_query_int(struct bgrun_store *store, const char *sql,
 int bgrun__store_identify(struct bgrun_store *store, int64_t *ret_version)
 {
 	int64_t app = 0, version = 0, objects = 0;
-	int r;
+	/*
+	 * The three in one read transaction (unless the caller holds one):
+	 * apart, a writer making the schema may commit between them, and
+	 * the header read before (application_id 0) would be judged with
+	 * the objects read after ("not a bgrun event database").
+	 */
+	bool own = sqlite3_get_autocommit(store->db) != 0;
+	int r = 0;
 
+	if (own && sqlite3_exec(store->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		own = false;
 	r = bgrun__store_query_int(store, "PRAGMA application_id", &app);
 	if (r >= 0)
 		r = bgrun__store_query_int(store, "PRAGMA user_version", &version);
 	if (r >= 0)
 		r = bgrun__store_query_int(store, "SELECT count(*) FROM sqlite_schema",
 			      &objects);
+	if (own)
+		(void)sqlite3_exec(store->db, "COMMIT", NULL, NULL, NULL);
 	if (r < 0)
 		return r;
 	if (app == 0 && version == 0 && objects == 0) {
@@ -161,32 +172,33 @@ static int exec_sql(struct bgrun_store *store, const char *sql,
 	return 0;
 }
 
-/* Runs the missing migration steps. */
+/*
+ * Runs the missing migration steps, all in one transaction: a reader
+ * (which opens read-only and never migrates) sees the schema before or
+ * after, never a step in between ("schema version 1 is older", as `bgrun
+ * wait` met it while the first recorder made a new log).
+ */
 static int migrate(struct bgrun_store *store, int64_t version)
 {
 	int r;
 
-	while (version < BGRUN__STORE_VERSION) {
-		r = exec_sql(store, "BEGIN IMMEDIATE", "migrating");
-		if (r < 0)
-			return r;
-		/* Another program may have done it meanwhile. */
-		r = bgrun__store_identify(store, &version);
-		if (r >= 0 && version < BGRUN__STORE_VERSION)
-			r = exec_sql(store, migrations[version],
-				     "migrating the schema");
+	if (version >= BGRUN__STORE_VERSION)
+		return 0;
+	r = exec_sql(store, "BEGIN IMMEDIATE", "migrating");
+	if (r < 0)
+		return r;
+	/* Another program may have done it meanwhile. */
+	r = bgrun__store_identify(store, &version);
+	while (r >= 0 && version < BGRUN__STORE_VERSION) {
+		r = exec_sql(store, migrations[version], "migrating the schema");
 		if (r >= 0)
-			r = exec_sql(store, "COMMIT", "migrating");
-		if (r < 0) {
-			(void)sqlite3_exec(store->db, "ROLLBACK", NULL, NULL,
-					   NULL);
-			return r;
-		}
-		r = bgrun__store_identify(store, &version);
-		if (r < 0)
-			return r;
+			r = bgrun__store_identify(store, &version);
 	}
-	return 0;
+	if (r >= 0)
+		r = exec_sql(store, "COMMIT", "migrating");
+	if (r < 0)
+		(void)sqlite3_exec(store->db, "ROLLBACK", NULL, NULL, NULL);
+	return r;
 }
 
 /*
