@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /*
  * A helper program of ours: NAME beside this program (self, NULL: as
@@ -70,5 +71,11 @@ int bgrun__utf8_sanitize(const char *s, char **ret_copy);
  * characters) as \xNN; o needs 4 * n bytes. Returns the end.
  */
 char *bgrun__put_escaped(char *o, const char *s, size_t n, bool printable_only);
+
+/*
+ * dropped.c: the distinct event ids a dropped-events file (f, read to its
+ * end) notes for database db, in *ret_count. 0, or -ENOMEM.
+ */
+int bgrun__dropped_count_file(FILE *f, const char *db, int64_t *ret_count);
 
 #endif /* BGRUN_COMMON_INTERNAL_H */

@@ -504,17 +504,10 @@ int bgrun_sink_spool_count(const char *db, int64_t *ret_waiting,
 	return 0;
 }
 
-static int cmp_id(const void *a, const void *b)
-{
-	return strcmp(a, b);
-}
-
 int bgrun_sink_dropped_count(const char *socket, const char *db,
 			     int64_t *ret_count)
 {
-	char *path = NULL, *line = NULL, (*ids)[BGRUN_EVENT_ID_MAX + 1] = NULL;
-	size_t cap = 0, dblen, n_ids = 0, cap_ids = 0;
-	int64_t count = 0;
+	char *path = NULL;
 	WCHAR *w = NULL;
 	FILE *f;
 	int r;
@@ -540,45 +533,7 @@ int bgrun_sink_dropped_count(const char *socket, const char *db,
 		*ret_count = 0;
 		return 0;
 	}
-	dblen = strlen(db);
-	/* TIME_NS \t ID \t ERRNO \t DB \n: each event once (src/sink/health.c). */
-	while (getline(&line, &cap, f) > 0) {
-		const char *p = line, *id = NULL;
-
-		for (int tabs = 0; tabs < 3 && p != NULL; tabs++) {
-			p = strchr(p, '\t');
-			p = p != NULL ? p + 1 : NULL;
-			if (tabs == 0)
-				id = p;
-		}
-		if (p == NULL || id == NULL || strncmp(p, db, dblen) != 0 ||
-		    (p[dblen] != '\n' && p[dblen] != '\0') ||
-		    strcspn(id, "\t") > BGRUN_EVENT_ID_MAX)
-			continue;
-		if (n_ids == cap_ids) {
-			char (*grown)[BGRUN_EVENT_ID_MAX + 1];
-
-			cap_ids = cap_ids ? 2 * cap_ids : 64;
-			grown = realloc(ids, cap_ids * sizeof(*ids));
-			if (grown == NULL) {
-				r = -ENOMEM;
-				goto out;
-			}
-			ids = grown;
-		}
-		(void)snprintf(ids[n_ids++], sizeof(ids[0]), "%.*s",
-			       (int)strcspn(id, "\t"), id);
-	}
-	if (n_ids > 0)
-		qsort(ids, n_ids, sizeof(*ids), cmp_id);
-	for (size_t i = 0; i < n_ids; i++)
-		if (i == 0 || strcmp(ids[i], ids[i - 1]) != 0)
-			count++;
-	*ret_count = count;
-	r = 0;
-out:
-	free(ids);
-	free(line);
+	r = bgrun__dropped_count_file(f, db, ret_count);
 	(void)fclose(f);
 	return r;
 }
