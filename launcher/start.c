@@ -66,6 +66,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -604,8 +605,48 @@ static void forward(pid_t target, const struct signalfd_siginfo *si)
 }
 
 /*
- * Waits for COMMAND, forwarding signals and enforcing the timeout, and
- * reaps it: 0 with *wstatus and *ru, or -1 (the status is lost).
+ * Whether COMMAND has ended, learnt without reaping it (WNOWAIT): its
+ * status in *wstatus and its rusage in *ru (the waitid system call fills
+ * one; the C library's waitid() does not pass it on). COMMAND stays a
+ * zombie until reap_command(), called once the guardian has the end
+ * line: a supervisor killed in between leaves a zombie, which the
+ * guardian (the subreaper above us) reaps with its status and rusage.
+ * 1 ended, 0 not yet (or EINTR), -1 error.
+ */
+static int ended(pid_t pid, bool block, int *wstatus, struct rusage *ru)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	if (syscall(SYS_waitid, P_PID, (id_t)pid, &si,
+		    WEXITED | WNOWAIT | (block ? 0 : WNOHANG), ru) < 0)
+		return errno == EINTR ? 0 : -1;
+	if (si.si_pid != pid)
+		return 0;
+	switch (si.si_code) {
+	case CLD_EXITED:
+		*wstatus = (si.si_status & 0xff) << 8;
+		return 1;
+	case CLD_KILLED:
+		*wstatus = si.si_status & 0x7f;
+		return 1;
+	case CLD_DUMPED:
+		*wstatus = (si.si_status & 0x7f) | 0x80;
+		return 1;
+	}
+	return 0;
+}
+
+static void reap_command(pid_t pid)
+{
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+/*
+ * Waits for COMMAND to end, forwarding signals and enforcing the
+ * timeout, without reaping it (see ended()): 0 with *wstatus and *ru,
+ * or -1 (the status is lost).
  */
 static int supervise(struct start *st, struct recorder *rec, int sfd,
 		     bool *timed_out, int *wstatus, struct rusage *ru)
@@ -614,14 +655,14 @@ static int supervise(struct start *st, struct recorder *rec, int sfd,
 	pid_t target = st->setsid || st->setpgroup ? -st->pid : st->pid;
 	bool own_group = st->setsid || st->setpgroup;
 	int tfd = -1, ifd, stage = 0;
-	pid_t r;
+	int r;
 
 	if (sfd < 0) {
 		/* Cannot watch it: wait plainly, without forwarding. */
 		do
-			r = wait4(st->pid, wstatus, 0, ru);
-		while (r < 0 && errno == EINTR);
-		return r == st->pid ? 0 : -1;
+			r = ended(st->pid, true, wstatus, ru);
+		while (r == 0);
+		return r == 1 ? 0 : -1;
 	}
 
 	if (st->timeout_ns > 0) {
@@ -641,8 +682,8 @@ static int supervise(struct start *st, struct recorder *rec, int sfd,
 		struct signalfd_siginfo si;
 		uint64_t ticks;
 
-		r = wait4(st->pid, wstatus, WNOHANG, ru);
-		if (r == st->pid || (r < 0 && errno != EINTR))
+		r = ended(st->pid, false, wstatus, ru);
+		if (r != 0)
 			break;
 		/* SIGCHLD also says when the recorder ends. */
 		check_recorder(st, rec);
@@ -676,7 +717,7 @@ static int supervise(struct start *st, struct recorder *rec, int sfd,
 		check_outputs(st, ifd);
 		(void)close(ifd);
 	}
-	return r == st->pid ? 0 : -1;
+	return r == 1 ? 0 : -1;
 }
 
 /*
@@ -974,8 +1015,10 @@ static int guard(struct start *st, struct guard *g, const sigset_t *set)
 	} else if (end[0] == '\0') {
 		/* It runs, our child now: the `running` row names us. */
 		(void)start_recorder(st, &rec);
-		if (supervise(st, &rec, sfd, &timed_out, &cws, &ru) == 0)
+		if (supervise(st, &rec, sfd, &timed_out, &cws, &ru) == 0) {
 			format_end(end, st, cws, timed_out, &ru);
+			reap_command(st->pid);
+		}
 	}
 	if (sscanf(end, "end %d %d", &cws, &to) == 2) {
 		ws = WIFEXITED(cws) ? WEXITSTATUS(cws) : 128 + WTERMSIG(cws);
@@ -1100,6 +1143,8 @@ static int supervisor(struct start *st, const sigset_t *set)
 	} else {
 		format_end(end, st, wstatus, timed_out, &ru);
 		tell_guard(end);
+		/* The guardian has the end: COMMAND may go (see ended()). */
+		reap_command(st->pid);
 		code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus)
 					  : 128 + WTERMSIG(wstatus);
 		/*
