@@ -532,21 +532,36 @@ static bool valid_id(const char *id)
 }
 
 /*
- * A temporary directory of a killed clone was removed: says so, and
- * records that clone, under the id it had (it never recorded itself),
- * as lost: it did not finish, and nobody knows how it ended.
+ * A killed clone was found (its temporary directory removed, or nothing
+ * left of it but its owner file): says so, and records that clone, under
+ * the id it had (it never recorded its end), as lost: nobody knows how
+ * it ended, though one that had finished left a whole repository.
  */
 static void stale_found(void *data, const struct bgrun_clone_stale *s)
 {
+	static const char *const left[] = {
+		[BGRUN_CLONE_LEFT_TEMPORARY] = "temporary",
+		[BGRUN_CLONE_LEFT_FINISHED] = "finished",
+		[BGRUN_CLONE_LEFT_NOTHING] = "nothing",
+	};
 	struct clone_cli *cc = data;
-	const char *base = strrchr(s->path, '/'), *end;
+	const char *base = strrchr(s->path, '/'), *end, *by;
 	char *dest = NULL, *abs = NULL, msg[1024];
 	struct bgrun_event ev;
-	const char *kv[7];
+	const char *kv[9];
+	unsigned int l = (unsigned int)s->left <= BGRUN_CLONE_LEFT_NOTHING
+				 ? (unsigned int)s->left : BGRUN_CLONE_LEFT_NOTHING;
 
-	if (!cc->quiet)
+	by = cc->cleanup ? "bgrun clone --cleanup" : "a later clone";
+	if (!cc->quiet && l == BGRUN_CLONE_LEFT_TEMPORARY)
 		cli_msg("clone: removed %s, left by a killed clone (pid %" PRId64 ")",
 			cli_printable(s->path), s->pid);
+	else if (!cc->quiet && l == BGRUN_CLONE_LEFT_FINISHED)
+		cli_msg("clone: %s: a clone (pid %" PRId64 ") finished it but was killed before it recorded its end",
+			cli_printable(s->dest), s->pid);
+	else if (!cc->quiet)
+		cli_msg("clone: %s: a clone (pid %" PRId64 ") was killed before it recorded its end; it left nothing",
+			cli_printable(s->dest), s->pid);
 	if (!cc->log)
 		return;
 	/* DIR/.NAME.clone-XXXXXX: the clone was making DIR/NAME. */
@@ -565,9 +580,18 @@ static void stale_found(void *data, const struct bgrun_clone_stale *s)
 	ev.cwd = abs != NULL ? abs : dest;
 	ev.start_ns = s->start_ns;
 	ev.result = BGRUN_RESULT_LOST;
-	(void)snprintf(msg, sizeof(msg),
-		       "killed before it finished: its temporary directory %s was removed by %s",
-		       s->path, cc->cleanup ? "bgrun clone --cleanup" : "a later clone");
+	if (l == BGRUN_CLONE_LEFT_TEMPORARY)
+		(void)snprintf(msg, sizeof(msg),
+			       "killed before it finished: its temporary directory %s was removed by %s",
+			       s->path, by);
+	else if (l == BGRUN_CLONE_LEFT_FINISHED)
+		(void)snprintf(msg, sizeof(msg),
+			       "killed after it finished (the repository is whole), before it recorded its end; found by %s",
+			       by);
+	else
+		(void)snprintf(msg, sizeof(msg),
+			       "killed before its temporary directory, or after its failure; found by %s",
+			       by);
 	ev.message = msg;
 	kv[0] = "temporary";
 	kv[1] = s->path;
@@ -575,7 +599,9 @@ static void stale_found(void *data, const struct bgrun_clone_stale *s)
 	kv[3] = s->dest;
 	kv[4] = "removed_by";
 	kv[5] = cc->cleanup ? "cleanup" : "clone";
-	kv[6] = NULL;
+	kv[6] = "left";
+	kv[7] = left[l];
+	kv[8] = NULL;
 	ev.options_kv = kv;
 	put_event(cc, &ev);
 	free(abs);
@@ -626,8 +652,8 @@ static int cleanup(struct clone_cli *cc)
 		return 1;
 	}
 	if (cc->verbose)
-		cli_msg("clone: --cleanup: %d temporary director%s removed", r,
-			r == 1 ? "y" : "ies");
+		cli_msg("clone: --cleanup: %d killed clone%s found", r,
+			r == 1 ? "" : "s");
 	bgrun_clone_close(clone);
 	return 0;
 }

@@ -228,6 +228,8 @@ ssize_t bgrun__file_copy_range(bgrun_os_fd_t in, uint64_t *in_off,
 int bgrun__file_trylock(bgrun_os_fd_t fd);
 /* Whether the file open as fd has been removed (no name left). */
 bool bgrun__file_removed(bgrun_os_fd_t fd);
+/* Whether the file fd belongs to the calling user (Windows: always, as for directories). */
+bool bgrun__file_is_own(bgrun_os_fd_t fd);
 /* The calling process's id. */
 int64_t bgrun__self_pid(void);
 

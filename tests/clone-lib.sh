@@ -23,8 +23,10 @@ export HGRCPATH=$TMP/hgrc HGUSER='bgrun test <test@example.com>' HGPLAIN=1
 export HGENCODING=utf-8 TZ=UTC
 printf '[ui]\nportablefilenames = ignore\n' >"$HGRCPATH"
 
-# leftovers DIR: the temporary directories a clone left in DIR.
+# leftovers DIR: what clones left in DIR (temporary directories, owner files).
 leftovers() { find "$1" -maxdepth 1 -name '.*.clone-*' | wc -l; }
+# temporaries DIR: the temporary directories of clones in DIR.
+temporaries() { find "$1" -maxdepth 1 -type d -name '.*.clone-*' | wc -l; }
 
 # bad_bundles: applies every $TMP/bad/NAME.hg listed in $TMP/bad/cases.tsv
 # (NAME, then keyword and offset read from a file, then from a pipe) from
@@ -70,8 +72,8 @@ interrupted() {
 	KILL_PIDS+=("$pid")
 	exec 3>"$TMP/fifo"
 	head -c 300000 "$bundle" >&3
-	until [ "$(leftovers "$TMP")" = 1 ] || [ $SECONDS -ge $deadline ]; do sleep 0.02; done
-	eq "interrupt: the clone had started" "$(leftovers "$TMP")" 1
+	until [ "$(temporaries "$TMP")" = 1 ] || [ $SECONDS -ge $deadline ]; do sleep 0.02; done
+	eq "interrupt: the clone had started" "$(temporaries "$TMP"):$(leftovers "$TMP")" 1:2
 	kill -INT "$pid"
 	wait "$pid"
 	rc=$?

@@ -16,7 +16,9 @@ CLONE_NEEDS="hg sqlite3"
 export BGRUN_DB=$TMP/events.db
 sql() { sqlite3 -batch -noheader -cmd '.timeout 10000' "$BGRUN_DB" "$1"; }
 # temps DIR: the temporary directories of clones in DIR, by name.
-temps() { find "$1" -maxdepth 1 -name '.*.clone-*' -printf '%f\n' | sort; }
+temps() { find "$1" -maxdepth 1 -type d -name '.*.clone-*' -printf '%f\n' | sort; }
+# owners DIR: the owner files of clones in DIR, by name.
+owners() { find "$1" -maxdepth 1 -type f -name '.*.clone-*.owner' -printf '%f\n' | sort; }
 
 # A repository big enough that 300 kB of its bundle is not the whole.
 hg init -q src
@@ -37,7 +39,7 @@ started() {
 	exec 3>"$TMP/fifo"
 	head -c 300000 "$TMP/b.hg" >&3
 	until [ -n "$(temps "$dir")" ] &&
-		[ -e "$dir/$(temps "$dir" | head -1)/.bgrun-clone-owner" ] ||
+		[ -s "$dir/$(temps "$dir" | head -1).owner" ] ||
 		[ $SECONDS -ge $deadline ]; do
 		sleep 0.02
 	done
@@ -54,10 +56,11 @@ mkdir p
 killed p one
 eq "a killed clone leaves its temporary directory" "$(temps p | wc -l)" 1
 T1=$(temps p)
-check "it holds the owner file" grep -q "^pid $PID$" "p/$T1/.bgrun-clone-owner"
-ID1=$(sed -n 's/^id //p' "p/$T1/.bgrun-clone-owner")
+eq "its owner file is beside it" "$(owners p)" "$T1.owner"
+check "the owner file names the clone's process" grep -q "^pid $PID$" "p/$T1.owner"
+ID1=$(sed -n 's/^id //p' "p/$T1.owner")
 check "the owner file names the boot" \
-	grep -qx "boot $(cat /proc/sys/kernel/random/boot_id)" "p/$T1/.bgrun-clone-owner"
+	grep -qx "boot $(cat /proc/sys/kernel/random/boot_id)" "p/$T1.owner"
 check "the killed clone recorded nothing itself (no log yet)" test ! -e "$BGRUN_DB"
 
 # The next clone into the same directory (another DEST) removes it.
@@ -66,8 +69,9 @@ eq "the next clone: exit 0" "$RC" 0
 eq "the next clone: says what it removed" "$ERR" \
 	"bgrun: clone: removed p/$T1, left by a killed clone (pid $PID)"
 eq "the next clone: the temporary directory is gone" "$(temps p)" ""
+eq "the next clone: so is the owner file, and its own" "$(owners p)" ""
 check "the next clone: its own clone is there" test -d p/two/.hg/store
-check "the next clone: no owner file in DEST" test ! -e p/two/.bgrun-clone-owner
+eq "the next clone: nothing of ours in DEST" "$(find p/two -maxdepth 1 -name '.*' -printf '%f\n')" ".hg"
 eq "the killed clone is recorded, under its id, as lost" \
 	"$(sql "SELECT event, result, pid, cwd, json_extract(options, '\$.removed_by') FROM events WHERE id = '$ID1'")" \
 	"clone|lost|$PID|$TMP/p/one|clone"
@@ -75,7 +79,7 @@ eq "the killed clone is recorded, under its id, as lost" \
 # --cleanup: the same without a clone, for DEST's directory or here.
 killed p three
 T3=$(temps p)
-ID3=$(sed -n 's/^id //p' "p/$T3/.bgrun-clone-owner")
+ID3=$(sed -n 's/^id //p' "p/$T3.owner")
 capture "$BGRUN" clone --cleanup p/three
 eq "--cleanup DEST: exit 0" "$RC" 0
 eq "--cleanup DEST: says what it removed" "$ERR" \
@@ -90,7 +94,7 @@ eq "--cleanup (here), -q: exit 0, silent" "$RC:$ERR" "0:"
 eq "--cleanup (here): removed" "$(temps "$TMP")" ""
 capture "$BGRUN" clone --cleanup -v p
 eq "--cleanup with nothing to do: exit 0, -v says so" "$RC:$ERR" \
-	"0:bgrun: clone: --cleanup: 0 temporary directories removed"
+	"0:bgrun: clone: --cleanup: 0 killed clones found"
 capture "$BGRUN" clone --cleanup "$TMP/no/such/dir/x"
 eq "--cleanup in a missing directory: exit 1" "$RC" 1
 check "--cleanup in a missing directory: one line" test "$ERR_LINES" = 1
@@ -111,37 +115,94 @@ wait "$PID"
 eq "a running clone: it finishes (exit 0)" "$?" 0
 KILL_PIDS=()
 check "a running clone: its DEST is complete" test -s q/live/.hg/store/00changelog.i
-eq "a running clone: nothing left" "$(temps q)" ""
+eq "a running clone: nothing left" "$(temps q)$(owners q)" ""
 
-# Forged or foreign temporaries: another boot's owner is gone; a live
-# process's (this shell's) is not; no owner file, or another user's
-# directory, is not ours to judge.
-forge() { # DIR NAME BOOT PID
+# Forged or foreign owner files: another boot's owner is gone; a live
+# process's (this shell's) is not; a temporary without an owner file, an
+# empty owner file (a kill before it was written), a misnamed one, or
+# another user's, is not ours to judge.
+forge() { # DIR NAME BOOT PID [PHASE]
 	mkdir -p "$1/$2/.hg/store"
-	printf 'bgrun clone temporary directory\npid %s\nstart \nboot %s\nid forged:%s\nstarted 0\ndest x\n' \
-		"$4" "$3" "$2" >"$1/$2/.bgrun-clone-owner"
+	printf 'bgrun clone temporary directory\npid %s\nstart \nboot %s\nid forged:%s\nstarted 0\ndest x\n%s' \
+		"$4" "$3" "$2" "${5:+$5
+}" >"$1/$2.owner"
 }
+GONE=00000000-0000-0000-0000-000000000000
 mkdir r
-forge r .a.clone-00000a 00000000-0000-0000-0000-000000000000 $$
+forge r .a.clone-00000a $GONE $$
 forge r .b.clone-00000b "$(cat /proc/sys/kernel/random/boot_id)" $$
 mkdir -p r/.c.clone-00000c/.hg
-forge r .d.clone-zzzzzz 00000000-0000-0000-0000-000000000000 $$
+forge r .d.clone-zzzzzz $GONE $$
+mkdir -p r/.f.clone-00000f
+: >r/.f.clone-00000f.owner
 capture "$BGRUN" clone --cleanup -q r/x
-eq "forged: another boot's removed, a live pid's, an ownerless one and a misnamed one kept" \
-	"$(temps r | tr '\n' ' ')" ".b.clone-00000b .c.clone-00000c .d.clone-zzzzzz "
+eq "forged: another boot's removed, a live pid's, an ownerless one, an empty owner file's and a misnamed one kept" \
+	"$(temps r | tr '\n' ' ')" ".b.clone-00000b .c.clone-00000c .d.clone-zzzzzz .f.clone-00000f "
+eq "forged: of the owner files, the removed one's is gone" \
+	"$(owners r | tr '\n' ' ')" ".b.clone-00000b.owner .d.clone-zzzzzz.owner .f.clone-00000f.owner "
 eq "forged: the removed one is recorded, with a new id for one the store refuses" \
-	"$(sql "SELECT count(*) FROM events WHERE json_extract(options, '\$.temporary') = 'r/.a.clone-00000a'")" 1
+	"$(sql "SELECT count(*), json_extract(options, '\$.left') FROM events WHERE json_extract(options, '\$.temporary') = 'r/.a.clone-00000a'")" "1|temporary"
 if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
-	forge r .e.clone-00000e 00000000-0000-0000-0000-000000000000 $$
-	chown -R nobody r/.e.clone-00000e
+	forge r .e.clone-00000e $GONE $$
+	chown -R nobody r/.e.clone-00000e r/.e.clone-00000e.owner
 	capture "$BGRUN" clone --cleanup -q r/x
 	check "forged: another user's is kept" test -d r/.e.clone-00000e
+	check "forged: another user's owner file is kept" test -e r/.e.clone-00000e.owner
 fi
+
+# An owner file without its temporary: a clone killed after its rename
+# into place ("renaming"), after a rename that failed ("failed"), or
+# before it made its temporary (no phase).
+mkdir s
+forge s .g.clone-0000a1 $GONE $$ renaming
+forge s .h.clone-0000a2 $GONE $$
+forge s .i.clone-0000a3 $GONE $$ "renaming
+failed"
+rm -rf s/.g.clone-0000a1 s/.h.clone-0000a2 s/.i.clone-0000a3
+capture "$BGRUN" clone --cleanup s/x
+eq "owner file only: exit 0, each said" "$RC:$(sort <<<"$ERR")" "0:bgrun: clone: x: a clone (pid $$) finished it but was killed before it recorded its end
+bgrun: clone: x: a clone (pid $$) was killed before it recorded its end; it left nothing
+bgrun: clone: x: a clone (pid $$) was killed before it recorded its end; it left nothing"
+eq "owner file only: each taken" "$(owners s)" ""
+eq "owner file only: recorded lost, with what each had reached" \
+	"$(sql "SELECT json_extract(options, '\$.temporary'), result, json_extract(options, '\$.left') FROM events WHERE json_extract(options, '\$.temporary') LIKE 's/.%' ORDER BY 1")" \
+	"s/.g.clone-0000a1|lost|finished
+s/.h.clone-0000a2|lost|nothing
+s/.i.clone-0000a3|lost|nothing"
+
+# A clone killed after its rename into place, while it waits for the
+# log's lock to record its end (held here): its repository is whole, and
+# the cleanup records it (before, nothing said it had ever run).
+mkdir u
+exec 4>>"$BGRUN_DB-lock"
+flock -n 4 || echo "not ok - cannot take the log's lock"
+BGRUN_LOCK_TIMEOUT=120 "$BGRUN" clone -q "$TMP/b.hg" u/done >/dev/null 2>&1 &
+PID=$!
+KILL_PIDS+=("$PID")
+deadline=$((SECONDS + 30))
+until [ -s u/done/.hg/store/00changelog.i ] || [ $SECONDS -ge $deadline ]; do
+	sleep 0.02
+done
+kill -KILL "$PID"
+wait "$PID" 2>/dev/null
+exec 4>&-
+KILL_PIDS=()
+check "killed after its rename: DEST is whole" hg -R u/done verify -q
+eq "killed after its rename: its owner file says so" \
+	"$(owners u | wc -l):$(tail -1 "u/$(owners u | head -1)" 2>/dev/null)" "1:renaming"
+ID6=$(sed -n 's/^id //p' "u/$(owners u | head -1)")
+capture "$BGRUN" clone --cleanup u/x
+eq "killed after its rename: --cleanup says it finished" "$RC:$ERR" \
+	"0:bgrun: clone: u/done: a clone (pid $PID) finished it but was killed before it recorded its end"
+eq "killed after its rename: recorded once, lost, finished" \
+	"$(sql "SELECT count(*), result, json_extract(options, '\$.left'), cwd FROM events WHERE id = '$ID6'")" \
+	"1|lost|finished|$TMP/u/done"
+eq "killed after its rename: nothing left" "$(temps u)$(owners u)" ""
 
 # --no-log: removed and said, not recorded.
 killed p five
 T5=$(temps p)
-ID5=$(sed -n 's/^id //p' "p/$T5/.bgrun-clone-owner")
+ID5=$(sed -n 's/^id //p' "p/$T5.owner")
 capture "$BGRUN" clone --no-log --cleanup p/five
 eq "--no-log --cleanup: removed" "$RC:$(temps p)" "0:"
 eq "--no-log --cleanup: not recorded" "$(sql "SELECT count(*) FROM events WHERE id = '$ID5'")" 0

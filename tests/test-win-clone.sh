@@ -149,11 +149,11 @@ same_as_hg v1.hg stdin-clone "stdin"
 
 # --- the owner file: a running clone's temporary is left, a killed one's removed
 # A clone reading its bundle from a FIFO kept open waits inside its
-# temporary directory (locked owner file, pid and creation time).
-# started PATTERN: polls (30 s deadline) for its owner file.
+# temporary directory, its owner file beside (locked, pid and creation time).
+# started PATTERN: polls (30 s deadline) for the temporary and its owner file.
 started() {
 	local deadline=$((SECONDS + 30))
-	until compgen -G "$1/.bgrun-clone-owner" >/dev/null; do
+	until compgen -G "$1.owner" >/dev/null && [ "$(temporaries "$TMP")" = 1 ]; do
 		[ $SECONDS -ge $deadline ] && return 1
 		sleep 0.05
 	done
@@ -174,7 +174,7 @@ for how in running killed; do
 	wclone --cleanup $how
 	eq "$how: --cleanup exit 0" "$RC" 0
 	if [ $how = running ]; then
-		eq "$how: --cleanup leaves its temporary" "$(leftovers "$TMP")" 1
+		eq "$how: --cleanup leaves its temporary and owner file" "$(temporaries "$TMP"):$(leftovers "$TMP")" 1:2
 		tail -c +301 v1.hg >&3
 		exec 3>&-
 		wait "$pid"

@@ -65,21 +65,38 @@ extern "C" {
  */
 
 /*
- * A temporary directory left by a clone that was killed (SIGKILL, a
- * crash, a reboot), found and removed by a later clone into the same
- * directory or by bgrun_clone_cleanup. Its owner file (".bgrun-clone-owner",
- * locked while the clone runs) names the clone's process; a temporary is
- * removed only when that lock is free and the process is gone (another
- * boot, or no process with that pid and start time). Every string is
- * borrowed for the duration of the callback; "" when not recorded.
+ * What a clone that was killed (SIGKILL, a crash, a reboot) had reached,
+ * as found by a later clone into the same directory or by
+ * bgrun_clone_cleanup.
+ */
+enum bgrun_clone_left {
+	/* Its temporary directory, which was removed. */
+	BGRUN_CLONE_LEFT_TEMPORARY = 0,
+	/* Its rename into dest: it finished, but not its caller's record. */
+	BGRUN_CLONE_LEFT_FINISHED = 1,
+	/* Nothing (killed before its temporary, or after its failure). */
+	BGRUN_CLONE_LEFT_NOTHING = 2,
+};
+
+/*
+ * A clone that was killed, found by a later clone into the same directory
+ * or by bgrun_clone_cleanup. Each clone has an owner file beside its
+ * temporary directory (".NAME.clone-XXXXXX.owner"), locked from before
+ * the directory exists until bgrun_clone_close (or the next bgrun_clone
+ * on the same object): record the clone's end before that, and a kill in
+ * between is found here. An owner file is taken only when its lock is
+ * free and the process it names is gone (another boot, or no process
+ * with that pid and start time). Every string is borrowed for the
+ * duration of the callback; "" when not recorded.
  */
 struct bgrun_clone_stale {
-	const char *path;    /* the directory removed: DIR/.NAME.clone-XXXXXX */
+	const char *path;    /* its temporary: DIR/.NAME.clone-XXXXXX */
 	const char *dest;    /* the destination that clone was given */
 	const char *id;      /* that clone's opts.id */
 	int64_t pid;         /* its process */
 	const char *boot_id; /* the boot it ran in */
 	int64_t start_ns;    /* when it began (CLOCK_REALTIME), or BGRUN_NULL */
+	enum bgrun_clone_left left; /* what it had reached */
 };
 
 typedef void (*bgrun_clone_stale_cb)(void *data,
@@ -177,7 +194,9 @@ struct bgrun_clone_result {
  * What a failed clone leaves to read: its message (see CONVENTIONS in
  * bgrun.h). Make one with bgrun_clone_new (-ENOMEM is its only failure,
  * *ret_clone untouched then); it may serve for any number of clones, one
- * at a time; free it with bgrun_clone_close (accepts NULL).
+ * at a time; free it with bgrun_clone_close (accepts NULL). It keeps
+ * the last clone's owner file (struct bgrun_clone_stale) until it is
+ * closed or serves again: close it once that clone's end is recorded.
  */
 struct bgrun_clone;
 
@@ -218,13 +237,14 @@ BGRUN_EXTERN int bgrun_clone(struct bgrun_clone *clone,
 			     struct bgrun_clone_result *ret_result);
 
 /*
- * Removes the temporary directories of killed clones where a clone to
- * dest would make its own (dest's parent directory; dest NULL: the
- * current directory), as every bgrun_clone does before it starts,
- * calling cb (may be NULL) for each. Temporaries of running clones, of
- * other users, and without an owner file (a clone of a bgrun before the
- * owner file) are left. Returns how many were removed, or -errno if the
- * directory cannot be read (explained by bgrun_clone_errmsg(clone)).
+ * Takes what killed clones left where a clone to dest would make its
+ * temporary (dest's parent directory; dest NULL: the current directory),
+ * as every bgrun_clone does before it starts, calling cb (may be NULL)
+ * for each: their owner files, and their temporary directories if any.
+ * What running clones and other users' own, and a temporary without an
+ * owner file, are left. Returns how many killed clones were found, or
+ * -errno if the directory cannot be read (explained by
+ * bgrun_clone_errmsg(clone)).
  */
 BGRUN_EXTERN int bgrun_clone_cleanup(struct bgrun_clone *clone,
 				     const char *dest,

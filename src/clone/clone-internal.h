@@ -264,23 +264,31 @@ int bgrun__writer_fncache(struct bgrun__writer *w);
 void bgrun__writer_release(struct bgrun__writer *w);
 
 /*
- * stale.c: the owner file of a clone's temporary directory (pid, its
- * start time, boot id, the clone's id, start and destination), locked
- * while the clone runs, and the removal of temporaries whose owner is
- * gone.
+ * stale.c: the owner file beside a clone's temporary directory
+ * (TMPNAME.owner: pid, its start time, boot id, the clone's id, start
+ * and destination), locked from before the temporary exists until the
+ * clone's end is recorded, and the sweep of those whose owner is gone.
  */
-#define BGRUN__CLONE_OWNER ".bgrun-clone-owner"
+#define BGRUN__CLONE_OWNER_SUFFIX ".owner"
+#define BGRUN__CLONE_NAME_MAX 256
 /*
- * Writes the owner file in tmp and gives its file, which holds the lock
- * (the caller removes the owner file, then closes it, before the
- * directory stops being a temporary): 0 or -errno.
+ * Creates the owner file of tmpname (which need not exist yet) in parent
+ * and gives its file, which holds the lock: 0, -EEXIST if that name is
+ * taken (or a sweeper looked at the new file before its lock: try
+ * another name), or -errno.
  */
-int bgrun__clone_own(const struct bgrun__dir *tmp, const char *id,
-		     const char *dest, int64_t start_ns, bgrun_os_fd_t *ret_fd);
+int bgrun__clone_own(const struct bgrun__dir *parent, const char *tmpname,
+		     const char *id, const char *dest, int64_t start_ns,
+		     bgrun_os_fd_t *ret_fd);
+/* Appends a phase line ("renaming", "failed") to the owner file. */
+int bgrun__clone_own_phase(bgrun_os_fd_t fd, const char *phase);
+/* Removes the owner file of tmpname, then closes fd (and its lock). */
+void bgrun__clone_disown(const struct bgrun__dir *parent, const char *tmpname,
+			 bgrun_os_fd_t fd);
 /*
- * Removes every temporary in parent_dir (named parent in messages) whose
- * owner is gone, calling cb (may be NULL) for each: how many, or -errno
- * if the directory cannot be read.
+ * Takes every owner file in parent_dir (named parent in messages) whose
+ * owner is gone, and its temporary if there is one, calling cb (may be
+ * NULL) for each: how many, or -errno if the directory cannot be read.
  */
 int bgrun__clone_sweep(const struct bgrun__dir *parent_dir, const char *parent,
 		       bgrun_clone_stale_cb cb, void *data);

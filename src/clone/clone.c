@@ -93,7 +93,7 @@ struct job {
 	bool own_bundle;
 	struct bgrun__dir parent_dir, tmp, hg, store;
 	bgrun_os_fd_t owner_fd;     /* the owner file, locked (stale.c) */
-	bool owned;
+	bool owned, renamed;
 	char *parent, *base, tmpname[256];
 	bool dest_exists;           /* an empty directory: rename over it */
 	const char *reqs[32];       /* the final requirements, sorted */
@@ -305,14 +305,27 @@ static int make_tmp(struct job *j)
 	unsigned char rnd[3];
 	int r;
 
+	/*
+	 * The owner file first, then the directory: a kill -9 from now on
+	 * leaves an owner file to judge (stale.c).
+	 */
 	for (int tries = 0;; tries++) {
 		bgrun__random_bytes(rnd, sizeof(rnd));
 		(void)snprintf(j->tmpname, sizeof(j->tmpname),
 			       ".%.200s.clone-%02x%02x%02x", j->base, rnd[0],
 			       rnd[1], rnd[2]);
-		r = bgrun__dir_mkdir(&j->parent_dir, j->tmpname);
-		if (r == 0)
-			break;
+		r = bgrun__clone_own(&j->parent_dir, j->tmpname, j->o->id,
+				     j->o->dest,
+				     j->o->start_ns ? j->o->start_ns
+						    : bgrun__now_ns(CLOCK_REALTIME),
+				     &j->owner_fd);
+		if (r == 0) {
+			r = bgrun__dir_mkdir(&j->parent_dir, j->tmpname);
+			if (r == 0)
+				break;
+			bgrun__clone_disown(&j->parent_dir, j->tmpname,
+					    j->owner_fd);
+		}
 		if (r != -EEXIST || tries == 100) {
 			j->tmpname[0] = '\0';
 			return job_fail(j, r,
@@ -320,19 +333,11 @@ static int make_tmp(struct job *j)
 				j->o->dest, j->parent, strerror(-r));
 		}
 	}
+	j->owned = true;
 	r = bgrun__dir_open_at(&j->parent_dir, j->tmpname, &j->tmp);
 	if (r < 0)
 		return job_fail(j, r, "%s/%s: %s", j->parent, j->tmpname,
 				strerror(-r));
-	/* First, so that a kill -9 from now on leaves a temporary we can judge. */
-	r = bgrun__clone_own(&j->tmp, j->o->id, j->o->dest,
-			     j->o->start_ns ? j->o->start_ns
-					    : bgrun__now_ns(CLOCK_REALTIME),
-			     &j->owner_fd);
-	if (r < 0)
-		return job_fail(j, r, "%s/%s: cannot write its owner file: %s",
-				j->parent, j->tmpname, strerror(-r));
-	j->owned = true;
 	r = bgrun__dir_mkdir(&j->tmp, ".hg");
 	if (r == 0)
 		r = bgrun__dir_open_at(&j->tmp, ".hg", &j->hg);
@@ -419,37 +424,51 @@ static int apply(struct job *j, unsigned int *ret_threads)
 	return r;
 }
 
-/* Moves the finished repository to dest. */
+/*
+ * Moves the finished repository to dest. The owner file says so first:
+ * a kill after the rename leaves it saying "renaming" beside no
+ * temporary, which the sweep tells as a clone that finished.
+ */
 static int commit(struct job *j)
 {
 	int r;
 
-	/*
-	 * The owner file must not reach dest. From here to the rename, a
-	 * kill leaves a temporary without one, which the sweep leaves alone:
-	 * a window of a few system calls. The lock goes with the file: a
-	 * sweeper that opened the file before it went finds it removed
-	 * once it has the lock (stale.c), and on Windows a directory with
-	 * a file open inside cannot be renamed.
-	 */
-	r = bgrun__dir_unlink(&j->tmp, BGRUN__CLONE_OWNER, false);
+	r = bgrun__clone_own_phase(j->owner_fd, "renaming");
 	if (r < 0)
-		return job_fail(j, r, "%s/%s/%s: %s", j->parent, j->tmpname,
-				BGRUN__CLONE_OWNER, strerror(-r));
-	(void)bgrun__file_close(j->owner_fd);
-	j->owned = false;
+		return job_fail(j, r, "%s/%s%s: %s", j->parent, j->tmpname,
+				BGRUN__CLONE_OWNER_SUFFIX, strerror(-r));
 	r = bgrun__dir_rename(&j->parent_dir, j->tmpname, j->base,
 			      j->dest_exists);
-	if (r < 0)
+	if (r < 0) {
+		(void)bgrun__clone_own_phase(j->owner_fd, "failed");
 		return job_fail(j, r, "%s: %s", j->o->dest, strerror(-r));
-	j->tmpname[0] = '\0';
+	}
+	j->renamed = true;
 	return 0;
 }
 
 /* What outlives a clone: the message of its failure (bgrun.h CONVENTIONS). */
 struct bgrun_clone {
 	char errmsg[512];
+	/*
+	 * The last clone's owner file, kept locked until its end is
+	 * recorded (bgrun_clone_close, or the next bgrun_clone): a kill
+	 * before leaves it to the sweep.
+	 */
+	struct bgrun__dir parent_dir;
+	char tmpname[256];
+	bgrun_os_fd_t owner_fd;
+	bool owned;
 };
+
+/* Lets the last clone's owner file go. */
+static void disown(struct bgrun_clone *c)
+{
+	if (c->owned)
+		bgrun__clone_disown(&c->parent_dir, c->tmpname, c->owner_fd);
+	c->owned = false;
+	bgrun__dir_close(&c->parent_dir);
+}
 
 int bgrun_clone_new(struct bgrun_clone **ret_clone)
 {
@@ -457,6 +476,8 @@ int bgrun_clone_new(struct bgrun_clone **ret_clone)
 
 	if (c == NULL)
 		return -ENOMEM;
+	c->parent_dir = (struct bgrun__dir)BGRUN__DIR_INIT;
+	c->owner_fd = BGRUN_OS_FD_NONE;
 	*ret_clone = c;
 	return 0;
 }
@@ -468,12 +489,24 @@ const char *bgrun_clone_errmsg(const struct bgrun_clone *c)
 
 void bgrun_clone_close(struct bgrun_clone *c)
 {
+	if (c == NULL)
+		return;
+	disown(c);
 	free(c);
 }
 
 /* What a job leaves when it ends: r, its message kept in c. */
 static int job_end(struct bgrun_clone *c, struct job *j, int r)
 {
+	/* The owner file, and the directory it is in, go to c. */
+	if (j->owned) {
+		c->parent_dir = j->parent_dir;
+		j->parent_dir = (struct bgrun__dir)BGRUN__DIR_INIT;
+		(void)snprintf(c->tmpname, sizeof(c->tmpname), "%s",
+			       j->tmpname);
+		c->owner_fd = j->owner_fd;
+		c->owned = true;
+	}
 	bgrun__dir_close(&j->parent_dir);
 	free(j->parent);
 	free(j->base);
@@ -498,6 +531,7 @@ int bgrun_clone(struct bgrun_clone *c, const struct bgrun_clone_opts *opts,
 
 	if (c == NULL)
 		return -EINVAL;
+	disown(c);
 	c->errmsg[0] = '\0';
 	bgrun__writer_init(&j.w, &j.store);
 	if (opts == NULL || opts->dest == NULL ||
@@ -568,13 +602,9 @@ out:
 	bgrun__writer_release(&j.w);
 	bgrun__dir_close(&j.store);
 	bgrun__dir_close(&j.hg);
-	/* A failure after make_tmp: take everything back. */
-	if (j.owned) {
-		(void)bgrun__dir_unlink(&j.tmp, BGRUN__CLONE_OWNER, false);
-		(void)bgrun__file_close(j.owner_fd);
-	}
 	bgrun__dir_close(&j.tmp);
-	if (j.tmpname[0] != '\0')
+	/* A failure after make_tmp: take everything back (not the owner file). */
+	if (j.tmpname[0] != '\0' && !j.renamed)
 		bgrun__dir_remove_tree(&j.parent_dir, j.tmpname);
 	if (j.own_bundle)
 		(void)bgrun__file_close(j.bundle_fd);

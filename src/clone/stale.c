@@ -3,27 +3,33 @@
 
 /*
  * A clone killed with SIGKILL (or by a crash, or a power cut) cannot
- * remove its temporary directory, which may hold most of a repository.
- * So each temporary holds an owner file, OWNER below, naming the process
- * (pid, its start time, the boot id), the clone's id and start and the
- * destination, and locked by the clone (bgrun__file_trylock: flock, or
- * a byte-range lock on Windows) from its creation until just before the rename
- * into place, when the file goes and then the lock. A later clone into the same directory, or
- * bgrun_clone_cleanup, removes a temporary when both say the owner is
+ * remove its temporary directory, which may hold most of a repository,
+ * nor record how it ended. So each clone has an owner file beside its
+ * temporary, TMP.owner for the directory TMP (".NAME.clone-XXXXXX"),
+ * naming the process (pid, its start time, the boot id), the clone's id
+ * and start and the destination, and locked by the clone
+ * (bgrun__file_trylock: flock, or a byte-range lock on Windows) from
+ * before the directory exists until after the clone's end is recorded
+ * (bgrun_clone_close): every moment a kill can fall in leaves an owner
+ * file to judge. A later clone into the same directory, or
+ * bgrun_clone_cleanup, takes the owner file when both say its owner is
  * gone: the lock is free (the kernel dropped it with the owner's last
  * descriptor) and the recorded process no longer runs (another boot, or
  * no process with that pid and start time: bgrun__supervisor_gone, the
- * rule for `running` rows). The lock also makes two sweepers agree: the
- * one holding it removes the directory, the other passes: the holder
- * removes the file before it lets go, and a sweeper that gets the lock
- * of a file already removed passes too.
+ * rule for `running` rows). It then removes the temporary if there is
+ * one, and tells what the clone had reached (enum bgrun_clone_left): its
+ * temporary, its rename into place (the line "renaming", written just
+ * before it, and "failed" after a rename that failed), or nothing.
  *
- * The owner file is written under another name and renamed once it is
- * complete and locked, so a sweeper never sees a half-written or unlocked
- * one. A temporary without an owner file (a clone of an older bgrun, or
- * one caught in the microseconds between mkdir and that rename, or
- * between the file's removal and the final rename) is left alone: it
- * cannot be told apart from one in use.
+ * The lock also makes two sweepers agree: the one holding it removes,
+ * the other passes; the holder removes the file before it lets go, and
+ * a sweeper that gets the lock of a file already removed passes too.
+ * The clone takes the lock right after it creates the file (O_EXCL) and
+ * before it writes it; a sweeper that gets in between finds the file
+ * empty and passes, and the clone, refused its lock, starts again under
+ * another name. An owner file left empty (a kill between those two
+ * system calls) is left alone: it cannot be told apart from one about
+ * to be locked.
  */
 
 #include "clone-internal.h"
@@ -35,19 +41,31 @@
 #include <string.h>
 #include <time.h>
 
-#define OWNER BGRUN__CLONE_OWNER
-#define OWNER_NEW BGRUN__CLONE_OWNER ".new"
 #define OWNER_MAX 8192
 
-int bgrun__clone_own(const struct bgrun__dir *tmp, const char *id,
-		     const char *dest, int64_t start_ns, bgrun_os_fd_t *ret_fd)
+/* The owner file of tmpname: "TMPNAME.owner" in ret (BGRUN__CLONE_NAME_MAX). */
+static bool owner_of(const char *tmpname, char *ret)
+{
+	int n = snprintf(ret, BGRUN__CLONE_NAME_MAX, "%s%s", tmpname,
+			 BGRUN__CLONE_OWNER_SUFFIX);
+
+	return n > 0 && n < BGRUN__CLONE_NAME_MAX;
+}
+
+int bgrun__clone_own(const struct bgrun__dir *parent, const char *tmpname,
+		     const char *id, const char *dest, int64_t start_ns,
+		     bgrun_os_fd_t *ret_fd)
 {
 	const char *boot = bgrun__boot_id();
 	int64_t pid = bgrun__self_pid(), start = bgrun__proc_starttime(pid);
+	char name[BGRUN__CLONE_NAME_MAX];
 	bgrun_os_fd_t fd;
 	char *text = NULL;
 	int n, r;
 
+	if (!owner_of(tmpname, name))
+		return -ENAMETOOLONG;
+	/* Made before the file exists: the window before the lock is short. */
 	n = asprintf(&text,
 		     "bgrun clone temporary directory\n"
 		     "pid %" PRId64 "\nstart %" PRId64 "\nboot %s\n"
@@ -56,7 +74,7 @@ int bgrun__clone_own(const struct bgrun__dir *tmp, const char *id,
 		     id != NULL ? id : "", start_ns, dest);
 	if (n < 0)
 		return -ENOMEM;
-	r = bgrun__dir_create(tmp, OWNER_NEW, &fd);
+	r = bgrun__dir_create(parent, name, &fd);
 	if (r < 0) {
 		free(text);
 		return r;
@@ -65,13 +83,14 @@ int bgrun__clone_own(const struct bgrun__dir *tmp, const char *id,
 	/* A file system without locks still has the pid and boot id. */
 	if (r == -ENOLCK)
 		r = 0;
+	/* A sweeper looked in between: start again under another name. */
+	if (r == -EWOULDBLOCK)
+		r = -EEXIST;
 	if (r == 0)
 		r = bgrun__fd_write_all(fd, text, (size_t)n);
-	if (r == 0)
-		r = bgrun__dir_rename(tmp, OWNER_NEW, OWNER, true);
 	free(text);
 	if (r < 0) {
-		(void)bgrun__dir_unlink(tmp, OWNER_NEW, false);
+		(void)bgrun__dir_unlink(parent, name, false);
 		(void)bgrun__file_close(fd);
 		return r;
 	}
@@ -79,23 +98,52 @@ int bgrun__clone_own(const struct bgrun__dir *tmp, const char *id,
 	return 0;
 }
 
-/* Whether name has the form make_tmp gives: ".NAME.clone-XXXXXX". */
-static bool tmp_name(const char *name)
+int bgrun__clone_own_phase(bgrun_os_fd_t fd, const char *phase)
 {
-	size_t len = strlen(name);
+	char line[64];
+	int n = snprintf(line, sizeof(line), "%s\n", phase);
 
+	return bgrun__fd_write_all(fd, line, (size_t)n);
+}
+
+void bgrun__clone_disown(const struct bgrun__dir *parent, const char *tmpname,
+			 bgrun_os_fd_t fd)
+{
+	char name[BGRUN__CLONE_NAME_MAX];
+
+	/* The file goes first, with the lock held (see above). */
+	if (owner_of(tmpname, name))
+		(void)bgrun__dir_unlink(parent, name, false);
+	(void)bgrun__file_close(fd);
+}
+
+/*
+ * Whether name has the form of an owner file, ".NAME.clone-XXXXXX.owner":
+ * then its temporary's name, in ret (BGRUN__CLONE_NAME_MAX).
+ */
+static bool owner_name(const char *name, char *ret)
+{
+	size_t sl = strlen(BGRUN__CLONE_OWNER_SUFFIX), len = strlen(name);
+
+	if (len < sl || len - sl >= BGRUN__CLONE_NAME_MAX ||
+	    strcmp(name + len - sl, BGRUN__CLONE_OWNER_SUFFIX) != 0)
+		return false;
+	len -= sl;
 	if (len < 1 + 1 + 7 + 6 || name[0] != '.' ||
 	    memcmp(name + len - 13, ".clone-", 7) != 0)
 		return false;
 	for (size_t i = len - 6; i < len; i++)
 		if (bgrun__hex_value((unsigned char)name[i]) < 0)
 			return false;
+	memcpy(ret, name, len);
+	ret[len] = '\0';
 	return true;
 }
 
 /* What an owner file says: each "KEY VALUE" line, cut in place. */
 struct owner {
 	char *pid, *start, *boot, *id, *started, *dest;
+	const char *phase; /* the last of "renaming" or "failed", or NULL */
 };
 
 static void parse_owner(char *text, struct owner *o)
@@ -111,6 +159,8 @@ static void parse_owner(char *text, struct owner *o)
 		nl = strchr(line, '\n');
 		if (nl != NULL)
 			*nl = '\0';
+		if (strcmp(line, "renaming") == 0 || strcmp(line, "failed") == 0)
+			o->phase = line;
 		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 			size_t kl = strlen(keys[i]);
 
@@ -133,26 +183,28 @@ static int64_t number(const char *s)
 }
 
 /*
- * Looks at the temporary name in parent_dir: 1 removed (and cb told), 0
- * left (in use, not ours, no owner file), or -errno.
+ * Looks at the owner file name (of the temporary tmpname) in parent_dir:
+ * 1 taken (and cb told), 0 left (in use, not ours, not complete), or
+ * -errno.
  */
 static int sweep_one(const struct bgrun__dir *parent_dir, const char *parent,
-		     const char *name, bgrun_clone_stale_cb cb, void *data)
+		     const char *name, const char *tmpname,
+		     bgrun_clone_stale_cb cb, void *data)
 {
-	struct bgrun__dir d = BGRUN__DIR_INIT;
 	struct bgrun_clone_stale s;
 	char text[OWNER_MAX + 1], *path = NULL, *boot;
 	struct iovec iov = { text, OWNER_MAX };
 	bgrun_os_fd_t fd = BGRUN_OS_FD_NONE;
+	enum bgrun_clone_left left;
 	struct owner o;
 	int64_t pid, owner_start;
 	ssize_t n;
 	int r = 0;
 
-	if (!bgrun__dir_is_own_dir(parent_dir, name) ||
-	    bgrun__dir_open_at(parent_dir, name, &d) < 0)
+	if (bgrun__dir_open_file(parent_dir, name, &fd) < 0)
 		return 0;
-	if (bgrun__dir_open_file(&d, OWNER, &fd) < 0)
+	/* Another user's: not ours to judge, nor to record. */
+	if (!bgrun__file_is_own(fd))
 		goto out;
 	/* Held by its owner, or by another sweeper: not ours to judge. */
 	if (bgrun__file_trylock(fd) == -EWOULDBLOCK)
@@ -172,31 +224,38 @@ static int sweep_one(const struct bgrun__dir *parent_dir, const char *parent,
 	pid = number(o.pid);
 	owner_start = number(o.start);
 	boot = o.boot != NULL && o.boot[0] != '\0' ? o.boot : NULL;
-	if (pid == BGRUN_NULL || pid <= 0 ||
+	/* Not written to its end yet (no lock on this file system). */
+	if (o.dest == NULL || pid == BGRUN_NULL || pid <= 0 ||
 	    !bgrun__supervisor_gone(boot, pid, owner_start))
 		goto out;
-	if ((strcmp(parent, ".") == 0 ? (path = strdup(name)) == NULL
-				       : asprintf(&path, "%s/%s", parent, name) < 0)) {
+	if ((strcmp(parent, ".") == 0 ? (path = strdup(tmpname)) == NULL
+				       : asprintf(&path, "%s/%s", parent, tmpname) < 0)) {
 		r = -ENOMEM;
 		goto out;
 	}
+	if (bgrun__dir_is_own_dir(parent_dir, tmpname)) {
+		bgrun__dir_remove_tree(parent_dir, tmpname);
+		left = BGRUN_CLONE_LEFT_TEMPORARY;
+	} else if (o.phase != NULL && strcmp(o.phase, "renaming") == 0) {
+		left = BGRUN_CLONE_LEFT_FINISHED;
+	} else {
+		left = BGRUN_CLONE_LEFT_NOTHING;
+	}
 	/*
-	 * The owner file goes first, with the lock held, then the lock: a
-	 * sweeper waiting for it finds the file removed; and on Windows a
-	 * directory with a file open inside it cannot be removed.
+	 * The owner file goes last, with the lock held, then the lock: a
+	 * sweeper waiting for it finds the file removed.
 	 */
-	(void)bgrun__dir_unlink(&d, OWNER, false);
+	(void)bgrun__dir_unlink(parent_dir, name, false);
 	(void)bgrun__file_close(fd);
 	fd = BGRUN_OS_FD_NONE;
-	bgrun__dir_close(&d);
-	bgrun__dir_remove_tree(parent_dir, name);
 	s = (struct bgrun_clone_stale){
 		.path = path,
-		.dest = o.dest != NULL ? o.dest : "",
+		.dest = o.dest,
 		.id = o.id != NULL ? o.id : "",
 		.pid = pid,
 		.boot_id = boot != NULL ? boot : "",
 		.start_ns = number(o.started),
+		.left = left,
 	};
 	if (cb != NULL)
 		cb(data, &s);
@@ -205,7 +264,6 @@ out:
 	free(path);
 	if (!bgrun__os_fd_bad(fd))
 		(void)bgrun__file_close(fd);
-	bgrun__dir_close(&d);
 	return r;
 }
 
@@ -220,11 +278,13 @@ struct sweep {
 static int sweep_entry(void *data, const char *name)
 {
 	struct sweep *sw = data;
+	char tmpname[BGRUN__CLONE_NAME_MAX];
 	int r;
 
-	if (!tmp_name(name))
+	if (!owner_name(name, tmpname))
 		return 0;
-	r = sweep_one(sw->parent_dir, sw->parent, name, sw->cb, sw->data);
+	r = sweep_one(sw->parent_dir, sw->parent, name, tmpname, sw->cb,
+		      sw->data);
 	if (r < 0)
 		return r;
 	sw->removed += r;

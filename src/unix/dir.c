@@ -246,6 +246,14 @@ bool bgrun__file_removed(bgrun_os_fd_t fd)
 	return fstat(fd, &st) < 0 || st.st_nlink == 0 || !S_ISREG(st.st_mode);
 }
 
+bool bgrun__file_is_own(bgrun_os_fd_t fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	       st.st_uid == geteuid();
+}
+
 int64_t bgrun__self_pid(void)
 {
 	return (int64_t)getpid();

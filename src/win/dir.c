@@ -555,6 +555,12 @@ bool bgrun__file_removed(bgrun_os_fd_t fd)
 	return si.DeletePending || si.NumberOfLinks == 0 || si.Directory;
 }
 
+bool bgrun__file_is_own(bgrun_os_fd_t fd)
+{
+	(void)fd;
+	return true;
+}
+
 int64_t bgrun__self_pid(void)
 {
 	return (int64_t)GetCurrentProcessId();

@@ -221,16 +221,18 @@ left=$(find cl -maxdepth 1 -name '.*.clone-*' | wc -l)
 done_n=$(find cl -maxdepth 1 -name 'd*' | wc -l)
 succ=$(sql "$BGRUN_DB" "SELECT count(*) FROM events WHERE event = 'clone' AND result = 'success'")
 lost=$(sql "$BGRUN_DB" "SELECT count(*) FROM events WHERE event = 'clone' AND result = 'lost'")
+# Killed after their rename into place, before they recorded their end.
+fin=$(sql "$BGRUN_DB" "SELECT count(*) FROM events WHERE event = 'clone' AND result = 'lost' AND json_extract(options, '\$.left') = 'finished'")
 dups=$(sql "$BGRUN_DB" "SELECT count(*) - count(DISTINCT cwd) FROM events WHERE event = 'clone'")
 bad_clones=0
 for d in cl/d*; do
 	[ -d "$d" ] || continue
 	hg -R "$d" verify -q >/dev/null 2>&1 || bad_clones=$((bad_clones + 1))
 done
-early=$((CLONE_KILLS - (done_n - 1) - lost))
-figure "clone killed: $CLONE_KILLS times within 1.2 times a whole clone (${span} ms): $((done_n - 1)) had finished, $lost killed mid-way (each recorded lost by the cleanup), $early killed before making their temporary (nothing written, nothing to record); $left temporaries left, $dups recorded twice, $bad_clones of the $done_n finished clones (one not killed) failing hg verify, $succ recorded success"
-check "clone killed: no temporary left after --cleanup" test "$left" = 0
-check "clone killed: each finished clone recorded once and whole" test "$succ:$bad_clones" = "$done_n:0"
+early=$((CLONE_KILLS - (done_n - 1) - (lost - fin)))
+figure "clone killed: $CLONE_KILLS times within 1.2 times a whole clone (${span} ms): $((done_n - 1)) had finished ($fin of them killed before they recorded it), $((lost - fin)) killed before they finished (each recorded lost by the cleanup), $early killed before they began (nothing written, nothing to record); $left temporaries or owner files left, $dups recorded twice, $bad_clones of the $done_n finished clones (one not killed) failing hg verify, $succ recorded success"
+check "clone killed: no temporary or owner file left after --cleanup" test "$left" = 0
+check "clone killed: each finished clone recorded once and whole" test "$((succ + fin)):$bad_clones" = "$done_n:0"
 check "clone killed: no clone recorded twice" test "$dups" = 0
 
 section "disk faults"
