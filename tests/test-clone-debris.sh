@@ -118,9 +118,9 @@ check "a running clone: its DEST is complete" test -s q/live/.hg/store/00changel
 eq "a running clone: nothing left" "$(temps q)$(owners q)" ""
 
 # Forged or foreign owner files: another boot's owner is gone; a live
-# process's (this shell's) is not; a temporary without an owner file, an
-# empty owner file (a kill before it was written), a misnamed one, or
-# another user's, is not ours to judge.
+# process's (this shell's) is not; a temporary without an owner file, a
+# misnamed one, or another user's, is not ours to judge; an empty owner
+# file (its clone killed before it wrote it) goes, unrecorded.
 forge() { # DIR NAME BOOT PID [PHASE]
 	mkdir -p "$1/$2/.hg/store"
 	printf 'bgrun clone temporary directory\npid %s\nstart \nboot %s\nid forged:%s\nstarted 0\ndest x\n%s' \
@@ -136,10 +136,12 @@ forge r .d.clone-zzzzzz $GONE $$
 mkdir -p r/.f.clone-00000f
 : >r/.f.clone-00000f.owner
 capture "$BGRUN" clone --cleanup -q r/x
-eq "forged: another boot's removed, a live pid's, an ownerless one, an empty owner file's and a misnamed one kept" \
+eq "forged: another boot's removed, a live pid's, an ownerless one and a misnamed one kept" \
 	"$(temps r | tr '\n' ' ')" ".b.clone-00000b .c.clone-00000c .d.clone-zzzzzz .f.clone-00000f "
-eq "forged: of the owner files, the removed one's is gone" \
-	"$(owners r | tr '\n' ' ')" ".b.clone-00000b.owner .d.clone-zzzzzz.owner .f.clone-00000f.owner "
+eq "forged: of the owner files, the removed one's and the empty one are gone" \
+	"$(owners r | tr '\n' ' ')" ".b.clone-00000b.owner .d.clone-zzzzzz.owner "
+eq "forged: the empty one is not recorded" \
+	"$(sql "SELECT count(*) FROM events WHERE json_extract(options, '\$.temporary') = 'r/.f.clone-00000f'")" 0
 eq "forged: the removed one is recorded, with a new id for one the store refuses" \
 	"$(sql "SELECT count(*), json_extract(options, '\$.left') FROM events WHERE json_extract(options, '\$.temporary') = 'r/.a.clone-00000a'")" "1|temporary"
 if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then

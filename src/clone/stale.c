@@ -25,11 +25,12 @@
  * the other passes; the holder removes the file before it lets go, and
  * a sweeper that gets the lock of a file already removed passes too.
  * The clone takes the lock right after it creates the file (O_EXCL) and
- * before it writes it; a sweeper that gets in between finds the file
- * empty and passes, and the clone, refused its lock, starts again under
- * another name. An owner file left empty (a kill between those two
- * system calls) is left alone: it cannot be told apart from one about
- * to be locked.
+ * before it writes it. A sweeper that gets the lock of an empty owner
+ * file removes it: its clone was killed before it wrote it, or is
+ * between its creation and its lock, and then finds the lock taken or
+ * (once it has it) the file removed, and starts again under another
+ * name; so a clone never goes on with an owner file a sweeper took. On
+ * a file system without locks an empty owner file is left alone.
  */
 
 #include "clone-internal.h"
@@ -83,9 +84,17 @@ int bgrun__clone_own(const struct bgrun__dir *parent, const char *tmpname,
 	/* A file system without locks still has the pid and boot id. */
 	if (r == -ENOLCK)
 		r = 0;
-	/* A sweeper looked in between: start again under another name. */
-	if (r == -EWOULDBLOCK)
-		r = -EEXIST;
+	/*
+	 * A sweeper has it, or had it and removed it as empty: start again
+	 * under another name (the name is no longer ours in the second case).
+	 */
+	if (r == -EWOULDBLOCK || (r == 0 && bgrun__file_removed(fd))) {
+		free(text);
+		if (r == -EWOULDBLOCK)
+			(void)bgrun__dir_unlink(parent, name, false);
+		(void)bgrun__file_close(fd);
+		return -EEXIST;
+	}
 	if (r == 0)
 		r = bgrun__fd_write_all(fd, text, (size_t)n);
 	free(text);
@@ -199,7 +208,7 @@ static int sweep_one(const struct bgrun__dir *parent_dir, const char *parent,
 	struct owner o;
 	int64_t pid, owner_start;
 	ssize_t n;
-	int r = 0;
+	int r = 0, lock;
 
 	if (bgrun__dir_open_file(parent_dir, name, &fd) < 0)
 		return 0;
@@ -207,7 +216,8 @@ static int sweep_one(const struct bgrun__dir *parent_dir, const char *parent,
 	if (!bgrun__file_is_own(fd))
 		goto out;
 	/* Held by its owner, or by another sweeper: not ours to judge. */
-	if (bgrun__file_trylock(fd) == -EWOULDBLOCK)
+	lock = bgrun__file_trylock(fd);
+	if (lock == -EWOULDBLOCK)
 		goto out;
 	/* Another sweeper (or the owner, as it finished) removed it first. */
 	if (bgrun__file_removed(fd))
@@ -215,11 +225,20 @@ static int sweep_one(const struct bgrun__dir *parent_dir, const char *parent,
 	do
 		n = bgrun__file_readv(fd, &iov, 1, 0, NULL);
 	while (n == -EINTR);
-	if (n <= 0)
+	if (n < 0)
 		goto out;
 	text[n] = '\0';
-	if (strncmp(text, "bgrun clone temporary directory\n", 32) != 0)
+	if (n == 0 || strncmp(text, "bgrun clone temporary directory\n", 32) != 0) {
+		/*
+		 * Empty, with its lock ours: its clone was killed before it
+		 * wrote it, or is between its creation and its lock, and will
+		 * find the lock taken or the file removed, and try another
+		 * name. Either way nothing was made: it goes, unrecorded.
+		 */
+		if (n == 0 && lock == 0)
+			(void)bgrun__dir_unlink(parent_dir, name, false);
 		goto out;
+	}
 	parse_owner(text + 32, &o);
 	pid = number(o.pid);
 	owner_start = number(o.start);
