@@ -201,6 +201,37 @@ eq "killed after its rename: recorded once, lost, finished" \
 	"1|lost|finished|$TMP/u/done"
 eq "killed after its rename: nothing left" "$(temps u)$(owners u)" ""
 
+# A sweeper killed while it records what it found (waiting for the log's
+# lock, held here) leaves the owner file and the temporary for the next
+# one, which records that clone once.
+killed p seven
+T7=$(temps p)
+ID7=$(sed -n 's/^id //p' "p/$T7.owner")
+exec 4>>"$BGRUN_DB-lock"
+flock -n 4 || echo "not ok - cannot take the log's lock"
+# next_ticket: the lock file's queue counter (src/unix/filelock.c), which
+# a writer moves on when it starts waiting for the lock.
+next_ticket() { od -An -tu4 -N4 "$BGRUN_DB-lock" | tr -d ' '; }
+T0=$(next_ticket)
+BGRUN_LOCK_TIMEOUT=120 "$BGRUN" clone --cleanup -q p/seven 2>/dev/null &
+SWEEPER=$!
+KILL_PIDS+=("$SWEEPER")
+deadline=$((SECONDS + 30))
+until [ "$(next_ticket)" != "$T0" ] || [ $SECONDS -ge $deadline ]; do
+	sleep 0.02
+done
+check "a sweeper killed while recording: it was waiting for the log" test "$(next_ticket)" != "$T0"
+kill -KILL "$SWEEPER"
+wait "$SWEEPER" 2>/dev/null
+exec 4>&-
+KILL_PIDS=()
+eq "a sweeper killed while recording: the owner file and temporary stay" \
+	"$(owners p):$(temps p)" "$T7.owner:$T7"
+capture "$BGRUN" clone --cleanup -q p/seven
+eq "a sweeper killed while recording: the next one takes them" "$RC:$(owners p)$(temps p)" "0:"
+eq "a sweeper killed while recording: the clone is recorded once" \
+	"$(sql "SELECT count(*), result FROM events WHERE id = '$ID7'")" "1|lost"
+
 # --no-log: removed and said, not recorded.
 killed p five
 T5=$(temps p)

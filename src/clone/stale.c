@@ -252,21 +252,12 @@ static int sweep_one(const struct bgrun__dir *parent_dir, const char *parent,
 		r = -ENOMEM;
 		goto out;
 	}
-	if (bgrun__dir_is_own_dir(parent_dir, tmpname)) {
-		bgrun__dir_remove_tree(parent_dir, tmpname);
+	if (bgrun__dir_is_own_dir(parent_dir, tmpname))
 		left = BGRUN_CLONE_LEFT_TEMPORARY;
-	} else if (o.phase != NULL && strcmp(o.phase, "renaming") == 0) {
+	else if (o.phase != NULL && strcmp(o.phase, "renaming") == 0)
 		left = BGRUN_CLONE_LEFT_FINISHED;
-	} else {
+	else
 		left = BGRUN_CLONE_LEFT_NOTHING;
-	}
-	/*
-	 * The owner file goes last, with the lock held, then the lock: a
-	 * sweeper waiting for it finds the file removed.
-	 */
-	(void)bgrun__dir_unlink(parent_dir, name, false);
-	(void)bgrun__file_close(fd);
-	fd = BGRUN_OS_FD_NONE;
 	s = (struct bgrun_clone_stale){
 		.path = path,
 		.dest = o.dest,
@@ -276,8 +267,23 @@ static int sweep_one(const struct bgrun__dir *parent_dir, const char *parent,
 		.start_ns = number(o.started),
 		.left = left,
 	};
+	/*
+	 * Told (and recorded) first, the owner file kept until then: a
+	 * sweeper killed in between leaves it for the next one, which
+	 * records the same clone under the same id (a lost row over a lost
+	 * or a finished one changes nothing: bgrun_store_put).
+	 */
 	if (cb != NULL)
 		cb(data, &s);
+	if (left == BGRUN_CLONE_LEFT_TEMPORARY)
+		bgrun__dir_remove_tree(parent_dir, tmpname);
+	/*
+	 * The owner file goes last, with the lock held, then the lock: a
+	 * sweeper waiting for it finds the file removed.
+	 */
+	(void)bgrun__dir_unlink(parent_dir, name, false);
+	(void)bgrun__file_close(fd);
+	fd = BGRUN_OS_FD_NONE;
 	r = 1;
 out:
 	free(path);

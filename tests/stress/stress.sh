@@ -233,6 +233,11 @@ early=$((CLONE_KILLS - (done_n - 1) - (lost - fin)))
 figure "clone killed: $CLONE_KILLS times within 1.2 times a whole clone (${span} ms): $((done_n - 1)) had finished ($fin of them killed before they recorded it), $((lost - fin)) killed before they finished (each recorded lost by the cleanup), $early killed before they began (nothing written, nothing to record); $left temporaries or owner files left, $dups recorded twice, $bad_clones of the $done_n finished clones (one not killed) failing hg verify, $succ recorded success"
 check "clone killed: no temporary or owner file left after --cleanup" test "$left" = 0
 check "clone killed: each finished clone recorded once and whole" test "$((succ + fin)):$bad_clones" = "$done_n:0"
+[ "$((succ + fin)):$bad_clones" = "$done_n:0" ] ||
+	for d in cl/d*; do # which, to see why
+		[ "$(sql "$BGRUN_DB" "SELECT count(*) FROM events WHERE event = 'clone' AND cwd = '$W/$d'")" = 1 ] ||
+			echo "# not recorded once: $d"
+	done
 check "clone killed: no clone recorded twice" test "$dups" = 0
 
 section "disk faults"
