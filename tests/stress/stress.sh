@@ -421,11 +421,15 @@ for i in $(seq "$CLI_RUNS"); do
 		args+=("${w[@]}")
 	done
 	read -r -a c <<<"${cmds[RANDOM % ${#cmds[@]}]}"
+	t=$SECONDS
 	timeout 20 "$B" "${args[@]}" -- "${c[@]}" >/dev/null 2>"$W/cli.err" </dev/null
 	rc=$?
 	ncli=$((ncli + 1))
+	# 124 and 137 are --timeout's (bgrun(1)), unless timeout(1) said it.
 	case $rc in
 	0|1|2|3|125|126|127) ;;
+	124|137) [ $((SECONDS - t)) -lt 19 ] ||
+		{ cli_bad=$((cli_bad + 1)); echo "# bgrun ${args[*]} -- ${c[*]}: hung (20 s)"; } ;;
 	*) cli_bad=$((cli_bad + 1)); echo "# bgrun ${args[*]} -- ${c[*]}: exit $rc: $(head -1 "$W/cli.err")" ;;
 	esac
 done
