@@ -134,19 +134,22 @@ capture "$BGRUN" logs "$ID"
 eq "split logs: stdout, stderr apart" "$RC|$OUT|$ERR" "0|O|E"
 
 # --- opting out: --no-output, -o /dev/null, the configuration ---
-N=$(ls "$OUT_DIR" | wc -l)
+# (The environment is kept all the same, in ID.env: not counted.)
+n_out() { ls "$OUT_DIR" | grep -vc '\.env$'; }
+N=$(n_out)
 capture "$BGRUN" -w --print-id --no-output -- echo gone
 eq "--no-output: nothing shown" "$RC:$OUT" "0:${OUT%%$'\n'*}"
 ID=$OUT
-eq "--no-output: no file" "$(ls "$OUT_DIR" | wc -l)" "$N"
+eq "--no-output: no file" "$(n_out)" "$N"
+check "--no-output: the environment kept all the same" test -f "$OUT_DIR/$ID.env"
 capture "$BGRUN" logs "$ID"
 expect_error "logs of --no-output" 125 \
 	"bgrun: logs: event $ID kept no output (--no-output, -o, --no-log, or launched before bgrun kept output)"
 capture "$BGRUN" -w -o /dev/null -e /dev/null -- echo gone
-eq "-o /dev/null -e /dev/null: no file" "$RC:$OUT:$(ls "$OUT_DIR" | wc -l)" "0::$N"
+eq "-o /dev/null -e /dev/null: no file" "$RC:$OUT:$(n_out)" "0::$N"
 printf '[output]\ncapture = none\n' >"$BGRUN_CONFIG"
 capture "$BGRUN" -w -- echo gone
-eq "[output] capture = none: no file" "$RC:$OUT:$(ls "$OUT_DIR" | wc -l)" "0::$N"
+eq "[output] capture = none: no file" "$RC:$OUT:$(n_out)" "0::$N"
 printf '[output]\ncapture = sideways\n' >"$BGRUN_CONFIG"
 capture "$BGRUN" -w -- echo gone
 expect_usage "[output] capture: a bad value" \
