@@ -70,7 +70,7 @@ struct sup {
 	struct bgrun_event ev;
 	struct bgrun_sink *sink;
 	char **argv;
-	char *cwd, *out, *err, *db, *in;
+	char *cwd, *out, *err, *db, *in, *env;
 	/*
 	 * options_kv, NAME, VALUE..., NULL: what was kept of the output, what
 	 * this job is to another, and what `bgrun restart` repeats (see
@@ -79,7 +79,7 @@ struct sup {
 	const char **kv;
 	size_t n_kv;
 	char dropped[32], timeout[32], kill_after[32];
-	char (*on_exit_key)[24];
+	char (*on_exit_key)[32];
 };
 
 /* path made absolute against dir (itself absolute, or NULL: ours). */
@@ -204,7 +204,8 @@ static void describe(struct sup *s)
 	if (c->append && (c->out_path != NULL || c->err_path != NULL))
 		put(s, "append", "1");
 	if (s->rec->env_file != NULL)
-		put(s, "env_file", s->rec->env_file);
+		put(s, "env_file",
+		    s->env = absolute(s->rec->env_file, origin));
 	else if (!c->keep_env)
 		put(s, "keep_env", "0");
 	if (c->in_path != NULL) {
@@ -493,6 +494,7 @@ out:
 	free(s.err);
 	free(s.db);
 	free(s.in);
+	free(s.env);
 	free(s.kv);
 	free(s.on_exit_key);
 	cli_free(&c);
