@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@ enum {
 	OPT_NO_OUTPUT,
 	OPT_SPLIT_OUTPUT,
 	OPT_MAX_OUTPUT,
+	OPT_NO_KEEP_ENV,
 };
 
 static const struct option longopts[] = {
@@ -60,6 +62,7 @@ static const struct option longopts[] = {
 	{ "no-output", no_argument, NULL, OPT_NO_OUTPUT },
 	{ "split-output", no_argument, NULL, OPT_SPLIT_OUTPUT },
 	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
+	{ "no-keep-env", no_argument, NULL, OPT_NO_KEEP_ENV },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -107,6 +110,8 @@ static const char usage_text[] =
 	"      --split-output    keep stdout and stderr apart ($BGRUN_OUTPUT=split)\n"
 	"      --max-output=SIZE keep at most the last SIZE bytes (512K, 16M, 1G;\n"
 	"                        0: no cap; default 16M, $BGRUN_MAX_OUTPUT)\n"
+	"      --no-keep-env     do not keep the command's environment for\n"
+	"                        'bgrun restart' ($BGRUN_KEEP_ENV=no)\n"
 	"\n"
 	"bgrun logs ID prints a job's kept output; -f follows it until the job\n"
 	"ends and exits with the job's status.\n"
@@ -248,11 +253,31 @@ static int64_t parse_size(const char *s)
 
 #define SIZE_EXPECTED "expected bytes, or a number and K, M, G (512K, 16M)"
 
-/* $BGRUN_OUTPUT and $BGRUN_MAX_OUTPUT ([output] in the file): the defaults. */
+/* A boolean as Mercurial spells one: 1, 0, or -1 for anything else. */
+static int parse_bool(const char *s)
+{
+	static const char *const yes[] = { "1", "yes", "true", "on" };
+	static const char *const no[] = { "0", "no", "false", "off" };
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (strcasecmp(s, yes[i]) == 0)
+			return 1;
+		if (strcasecmp(s, no[i]) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+/*
+ * $BGRUN_OUTPUT, $BGRUN_MAX_OUTPUT and $BGRUN_KEEP_ENV ([output] in the
+ * file): the defaults.
+ */
 static void output_defaults(struct cli *c)
 {
 	const char *mode = getenv("BGRUN_OUTPUT");
 	const char *max = getenv("BGRUN_MAX_OUTPUT");
+	const char *keep = getenv("BGRUN_KEEP_ENV");
+	int b = 1;
 
 	c->max_output = CLI_MAX_OUTPUT_DEFAULT;
 	if (mode == NULL || mode[0] == '\0' || strcmp(mode, "merged") == 0)
@@ -269,6 +294,10 @@ static void output_defaults(struct cli *c)
 	    (c->max_output = parse_size(max)) < 0)
 		usage_error("invalid size '%s' for BGRUN_MAX_OUTPUT ([output] "
 			    "max-size): " SIZE_EXPECTED, cli_printable(max));
+	if (keep != NULL && keep[0] != '\0' && (b = parse_bool(keep)) < 0)
+		usage_error("invalid BGRUN_KEEP_ENV '%s' ([output] keep-env): "
+			    "expected yes or no", cli_printable(keep));
+	c->keep_env = b != 0;
 }
 
 void cli_parse(struct cli *c, int argc, char **argv)
@@ -386,6 +415,9 @@ void cli_parse(struct cli *c, int argc, char **argv)
 		case OPT_SPLIT_OUTPUT:
 			c->capture = CLI_CAPTURE_SPLIT;
 			output_opt = true;
+			break;
+		case OPT_NO_KEEP_ENV:
+			c->keep_env = false;
 			break;
 		case OPT_MAX_OUTPUT:
 			c->max_output = parse_size(optarg);

@@ -69,6 +69,8 @@ struct cli {
 	/* Output capture (logged launches only; output.c). */
 	enum cli_capture capture;
 	int64_t max_output;    /* bytes kept per file at most; 0: no cap */
+	/* Keep COMMAND's environment in ID.env (--no-keep-env: not). */
+	bool keep_env;
 	char **cmd;            /* COMMAND [ARGS...], NULL-terminated */
 };
 
@@ -141,6 +143,14 @@ struct sup_launch {
 	 */
 	const char *out_capture, *err_capture;
 	int64_t max_output;
+	/*
+	 * The file COMMAND's final environment is kept in (output.c: ID.env),
+	 * already made, and our descriptor of it (borrowed), -1: none. It is
+	 * written before COMMAND starts, its entries each ended by a NUL, and
+	 * named to the recorder only once written.
+	 */
+	const char *env_file;
+	int env_fd;
 };
 
 /* What launch_supervisor did. */

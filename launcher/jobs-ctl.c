@@ -58,14 +58,10 @@ static int parse_signal(const char *s)
 	return -1;
 }
 
-/* Asks j's supervisor to send sig to the job: 0, or -errno. */
-static int kill_job(const struct job *j, int sig)
+int jobs_signal(int fd, int sig)
 {
 	siginfo_t si;
-	int fd = jobs_open_supervisor(j), r = 0;
 
-	if (fd < 0)
-		return fd;
 	memset(&si, 0, sizeof(si));
 	si.si_signo = STARTER_KILL_SIGNAL;
 	si.si_code = SI_QUEUE;
@@ -73,7 +69,18 @@ static int kill_job(const struct job *j, int sig)
 	si.si_uid = getuid();
 	si.si_value.sival_int = sig;
 	if (syscall(SYS_pidfd_send_signal, fd, STARTER_KILL_SIGNAL, &si, 0) < 0)
-		r = -errno;
+		return -errno;
+	return 0;
+}
+
+/* Asks j's supervisor to send sig to the job: 0, or -errno. */
+static int kill_job(const struct job *j, int sig)
+{
+	int fd = jobs_open_supervisor(j), r;
+
+	if (fd < 0)
+		return fd;
+	r = jobs_signal(fd, sig);
 	(void)close(fd);
 	return r;
 }

@@ -281,6 +281,112 @@ int jobs_find(struct bgrun_store **store, const char *id,
 	}
 }
 
+/* UTF-8 of code point c into *q (moved past it). */
+static void put_utf8(char **q, unsigned long c)
+{
+	char *p = *q;
+
+	if (c < 0x80) {
+		*p++ = (char)c;
+	} else if (c < 0x800) {
+		*p++ = (char)(0xc0 | (c >> 6));
+		*p++ = (char)(0x80 | (c & 0x3f));
+	} else if (c < 0x10000) {
+		*p++ = (char)(0xe0 | (c >> 12));
+		*p++ = (char)(0x80 | ((c >> 6) & 0x3f));
+		*p++ = (char)(0x80 | (c & 0x3f));
+	} else {
+		*p++ = (char)(0xf0 | (c >> 18));
+		*p++ = (char)(0x80 | ((c >> 12) & 0x3f));
+		*p++ = (char)(0x80 | ((c >> 6) & 0x3f));
+		*p++ = (char)(0x80 | (c & 0x3f));
+	}
+	*q = p;
+}
+
+static long hex4(const char *s)
+{
+	char buf[5], *end;
+	long v;
+
+	memcpy(buf, s, 4);
+	buf[4] = '\0';
+	for (int i = 0; i < 4; i++)
+		if (!((buf[i] >= '0' && buf[i] <= '9') ||
+		      ((buf[i] | 0x20) >= 'a' && (buf[i] | 0x20) <= 'f')))
+			return -1;
+	v = strtol(buf, &end, 16);
+	return *end == '\0' ? v : -1;
+}
+
+/*
+ * The recorder's options are SQLite's json_object() of strings: in a
+ * value every quote is escaped, so a member's start ({"key":" or
+ * ,"key":") cannot be met inside one.
+ */
+int job_option(const struct job *j, const char *key, char **ret_value)
+{
+	const char *json = j->options;
+	size_t n = strlen(key);
+	const char *p = json, *v = NULL;
+	char *out, *q;
+
+	for (; json != NULL && (p = strchr(p, '"')) != NULL; p++) {
+		if (p > json && (p[-1] == '{' || p[-1] == ',') &&
+		    strncmp(p + 1, key, n) == 0 && strncmp(p + 1 + n, "\":\"", 3) == 0) {
+			v = p + n + 4;
+			break;
+		}
+	}
+	if (v == NULL)
+		return 1;
+	out = malloc(strlen(v) + 1);
+	if (out == NULL)
+		return -ENOMEM;
+	for (q = out; *v != '"'; v++) {
+		long c, lo;
+
+		if (*v == '\0')
+			goto bad;
+		if (*v != '\\') {
+			*q++ = *v;
+			continue;
+		}
+		switch (*++v) {
+		case '"': case '\\': case '/':
+			*q++ = *v;
+			break;
+		case 'b': *q++ = '\b'; break;
+		case 'f': *q++ = '\f'; break;
+		case 'n': *q++ = '\n'; break;
+		case 'r': *q++ = '\r'; break;
+		case 't': *q++ = '\t'; break;
+		case 'u':
+			if (strlen(v + 1) < 4 || (c = hex4(v + 1)) < 0)
+				goto bad;
+			v += 4;
+			if (c >= 0xd800 && c < 0xdc00 && strncmp(v + 1, "\\u", 2) == 0 &&
+			    strlen(v + 3) >= 4 && (lo = hex4(v + 3)) >= 0xdc00 &&
+			    lo < 0xe000) {
+				c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
+				v += 6;
+			}
+			if (c == 0)
+				goto bad; /* no NUL in a C string */
+			put_utf8(&q, (unsigned long)c);
+			break;
+		default:
+			goto bad;
+		}
+	}
+	*q = '\0';
+	*ret_value = out;
+	return 0;
+bad:
+	free(out);
+	return -EINVAL;
+}
+
 bool job_running(const struct job *j)
 {
 	return j->result != NULL && strcmp(j->result, BGRUN_RESULT_RUNNING) == 0;

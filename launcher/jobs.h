@@ -25,6 +25,12 @@ struct job {
 /* Frees what j holds and makes it empty ({ .fd = -1 }). */
 void job_clear(struct job *j);
 
+/*
+ * The string member key of j's options, decoded, into *ret_value
+ * (malloc'd): 0; 1 when there is none; -errno (-EINVAL: not a string).
+ */
+int job_option(const struct job *j, const char *key, char **ret_value);
+
 /* Whether j's row says running (as reported: not lost). */
 bool job_running(const struct job *j);
 
@@ -60,8 +66,22 @@ void jobs_not_running(const char *verb, const char *id, const struct job *j);
  */
 int jobs_open_supervisor(const struct job *j);
 
+/*
+ * jobs-ctl.c: asks the supervisor whose pidfd is fd (borrowed) to send
+ * sig to its job's process group (starter.h): 0, or -errno (-ESRCH: it
+ * has exited).
+ */
+int jobs_signal(int fd, int sig);
+
 /* The verbs' long options without a short form. */
-enum { OPT_DB = 256, OPT_JSON, OPT_TIMEOUT, OPT_PRINT_ID };
+enum {
+	OPT_DB = 256,
+	OPT_JSON,
+	OPT_TIMEOUT,
+	OPT_PRINT_ID,
+	OPT_CURRENT_ENV,
+	OPT_KILL_AFTER,
+};
 
 /* Prepares getopt for a verb (argv[0] its name): messages say "bgrun VERB". */
 void verb_getopt(char **argv, char *name, size_t size);

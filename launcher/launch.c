@@ -225,7 +225,43 @@ struct rec_opts {
 	char *link;         /* --_link=KEY:ID */
 	char *out, *err;    /* --_stdout=PATH, --_stderr=PATH: kept output */
 	char max[48];       /* --_max-output=BYTES */
+	char *env;          /* --_env=PATH: the kept environment */
 };
+
+/*
+ * COMMAND's environment into l->env_fd, each entry ended by its NUL, so
+ * that any bytes come back as they were (restart.c reads it). Written by
+ * us before COMMAND starts: nothing of ours runs between fork and exec.
+ * 0, or -errno (said).
+ */
+static int write_env(const struct sup_launch *l, const char *const *envp)
+{
+	size_t len = 0, off = 0;
+	char *buf;
+	int r;
+
+	for (size_t i = 0; envp != NULL && envp[i] != NULL; i++)
+		len += strlen(envp[i]) + 1;
+	buf = malloc(len > 0 ? len : 1);
+	if (buf == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; envp != NULL && envp[i] != NULL; i++) {
+		size_t n = strlen(envp[i]) + 1;
+
+		memcpy(buf + off, envp[i], n);
+		off += n;
+	}
+	r = bgrun_write_all(l->env_fd, buf, len);
+	free(buf);
+out:
+	if (r < 0)
+		cli_msg("cannot keep the environment in %s: %s; 'bgrun restart' "
+			"will not repeat it", cli_printable(l->env_file),
+			bgrun_strerror(r));
+	return r;
+}
 
 /*
  * COMMAND could not be started: a recorder records it (spawn_failed),
@@ -369,6 +405,16 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	if (r < 0)
 		goto cmd_failed;
 
+	/* Named to the recorder once it is there to be read. */
+	if (l->env_file != NULL && l->env_fd >= 0 &&
+	    write_env(l, (const char *const *)cmd_envp) == 0) {
+		if (asprintf(&ro.env, "--_env=%s", l->env_file) < 0) {
+			ro.env = NULL;
+			cli_msg("cannot start the supervisor: %s", strerror(ENOMEM));
+			goto out;
+		}
+		ro.v[k++] = ro.env;
+	}
 	r = build_plan(&plan, path, (const char *const *)cmd_argv,
 		       (const char *const *)cmd_envp, ro.v, l);
 	if (r < 0) {
@@ -428,6 +474,9 @@ cmd_failed:
 	record_failure(&ro, l, r, failure, rt, mono);
 	status = SUP_CMD_FAILED;
 out:
+	/* A kept environment no row names would be nobody's to prune. */
+	if (l->env_file != NULL && (ro.env == NULL || status == SUP_NOT_STARTED))
+		(void)unlink(l->env_file);
 	if (sv[0] >= 0)
 		(void)close(sv[0]);
 	free(plan.buf);
@@ -439,5 +488,6 @@ out:
 	free(ro.link);
 	free(ro.out);
 	free(ro.err);
+	free(ro.env);
 	return status;
 }

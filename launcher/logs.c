@@ -116,14 +116,16 @@ static int read_job(const char *db, const char *id, struct job *j)
  */
 static bool files_of_id(const char *id, struct job *j)
 {
-	static const char *const suffix[] = { "log", "out", "err" };
+	static const enum bgrun_output_file which[] = {
+		BGRUN_OUTPUT_LOG, BGRUN_OUTPUT_OUT, BGRUN_OUTPUT_ERR
+	};
 	char *dir = NULL, *p;
 
 	if (!bgrun_event_id_valid(id, strlen(id)) ||
 	    strlen(id) < BGRUN_EVENT_ID_MAX || bgrun_output_default_dir(&dir) < 0)
 		return false;
 	for (size_t i = 0; i < 3; i++) {
-		if (asprintf(&p, "%s/%s.%s", dir, id, suffix[i]) < 0)
+		if (bgrun_output_path(dir, id, which[i], &p) < 0)
 			break;
 		if (access(p, R_OK) != 0) {
 			free(p);

@@ -26,18 +26,19 @@
 
 void capture_init(struct capture *cap)
 {
-	*cap = (struct capture){ .fd = { -1, -1 } };
+	*cap = (struct capture){ .fd = { -1, -1 }, .env_fd = -1 };
 }
 
 /* DIR/ID.SUFFIX, created for us alone: a new file, never a link. */
-static int create(const char *dir, const char *id, const char *suffix,
-		  char **ret_path, int *ret_fd)
+static int create(const char *dir, const char *id,
+		  enum bgrun_output_file which, char **ret_path, int *ret_fd)
 {
 	char *path;
-	int fd;
+	int fd, r;
 
-	if (asprintf(&path, "%s/%s.%s", dir, id, suffix) < 0)
-		return -ENOMEM;
+	r = bgrun_output_path(dir, id, which, &path);
+	if (r < 0)
+		return r;
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW |
 				O_CLOEXEC, 0600);
 	if (fd < 0) {
@@ -51,12 +52,42 @@ static int create(const char *dir, const char *id, const char *suffix,
 	return 0;
 }
 
+static void capture_discard_output(struct capture *cap);
+
 /* The directory, made on first use; private: output may hold secrets. */
 static int make_dir(const char *dir)
 {
 	if (mkdir(dir, 0700) == 0 || errno == EEXIST)
 		return 0;
 	return errno == ENOENT ? bgrun_mkdir_p(dir, 0700) : -errno;
+}
+
+/*
+ * DIR/ID.env, for COMMAND's environment (launch.c writes it before
+ * COMMAND starts), so that `bgrun restart` can repeat it; beside the
+ * output, never in the log, which is forwarded to other machines.
+ */
+static void open_env(const struct cli *c, const char *id,
+		     struct capture *cap)
+{
+	int r = 0;
+
+	if (!c->keep_env)
+		return;
+	if (cap->dir == NULL) {
+		r = bgrun_output_default_dir(&cap->dir);
+		if (r >= 0)
+			r = make_dir(cap->dir);
+	}
+	if (r >= 0)
+		r = create(cap->dir, id, BGRUN_OUTPUT_ENV, &cap->env_path,
+			   &cap->env_fd);
+	if (r < 0)
+		cli_msg("cannot keep the environment of event %s in %s: %s; "
+			"'bgrun restart' will not repeat it", id,
+			cli_printable(cap->dir != NULL ? cap->dir
+						       : "the state directory"),
+			bgrun_strerror(r));
 }
 
 void capture_open(const struct cli *c, const char *id,
@@ -68,22 +99,29 @@ void capture_open(const struct cli *c, const char *id,
 	bool merged = c->capture == CLI_CAPTURE_MERGED;
 	int r = 0;
 
-	if (c->capture == CLI_CAPTURE_NONE || (!out && !err))
+	if (c->capture == CLI_CAPTURE_NONE || (!out && !err)) {
+		open_env(c, id, cap);
 		return;
+	}
 	r = bgrun_output_default_dir(&cap->dir);
 	if (r >= 0)
 		r = make_dir(cap->dir);
 	if (r >= 0 && out)
-		r = create(cap->dir, id, merged ? "log" : "out", &cap->path[0],
-			   &cap->fd[0]);
+		r = create(cap->dir, id,
+			   merged ? BGRUN_OUTPUT_LOG : BGRUN_OUTPUT_OUT,
+			   &cap->path[0], &cap->fd[0]);
 	if (r >= 0 && err && merged && out) {
 		cap->path[1] = strdup(cap->path[0]);
 		if (cap->path[1] == NULL)
 			r = -ENOMEM;
 	} else if (r >= 0 && err) {
-		r = create(cap->dir, id, merged ? "log" : "err", &cap->path[1],
-			   &cap->fd[1]);
+		r = create(cap->dir, id,
+			   merged ? BGRUN_OUTPUT_LOG : BGRUN_OUTPUT_ERR,
+			   &cap->path[1], &cap->fd[1]);
 	}
+	/* (A directory that failed for the output is said once, below.) */
+	if (r >= 0)
+		open_env(c, id, cap);
 	if (r < 0) {
 		/* Like a log that cannot be written: said, and launched. */
 		cli_msg("cannot keep the output of event %s in %s: %s; it is "
@@ -91,7 +129,7 @@ void capture_open(const struct cli *c, const char *id,
 			cli_printable(cap->dir != NULL ? cap->dir
 						       : "the state directory"),
 			bgrun_strerror(r));
-		capture_discard(cap);
+		capture_discard_output(cap);
 		return;
 	}
 	cap->max_output = c->max_output;
@@ -114,12 +152,18 @@ void capture_close_fds(struct capture *cap)
 			(void)close(cap->fd[i]);
 		cap->fd[i] = -1;
 	}
+	if (cap->env_fd >= 0)
+		(void)close(cap->env_fd);
+	cap->env_fd = -1;
 }
 
-void capture_discard(struct capture *cap)
+/* The output files alone (the environment's stays). */
+static void capture_discard_output(struct capture *cap)
 {
-	capture_close_fds(cap);
 	for (int i = 0; i < 2; i++) {
+		if (cap->fd[i] >= 0)
+			(void)close(cap->fd[i]);
+		cap->fd[i] = -1;
 		/* Both names may be one file (merged): unlink once is enough. */
 		if (cap->path[i] != NULL)
 			(void)unlink(cap->path[i]);
@@ -128,11 +172,30 @@ void capture_discard(struct capture *cap)
 	}
 }
 
+void capture_discard(struct capture *cap)
+{
+	capture_close_fds(cap);
+	capture_discard_output(cap);
+	capture_discard_env(cap);
+}
+
+void capture_discard_env(struct capture *cap)
+{
+	if (cap->env_fd >= 0)
+		(void)close(cap->env_fd);
+	cap->env_fd = -1;
+	if (cap->env_path != NULL)
+		(void)unlink(cap->env_path);
+	free(cap->env_path);
+	cap->env_path = NULL;
+}
+
 void capture_free(struct capture *cap)
 {
 	capture_close_fds(cap);
 	free(cap->path[0]);
 	free(cap->path[1]);
+	free(cap->env_path);
 	free(cap->dir);
 	capture_init(cap);
 }

@@ -21,6 +21,12 @@ struct capture {
 	char *path[2];
 	int fd[2];
 	int64_t max_output; /* bytes; 0: no cap */
+	/*
+	 * DIR/ID.env, made empty for COMMAND's environment (launch.c writes
+	 * it), and our descriptor of it; NULL and -1 with --no-keep-env.
+	 */
+	char *env_path;
+	int env_fd;
 };
 
 void capture_init(struct capture *cap);
@@ -30,7 +36,9 @@ void capture_init(struct capture *cap);
  * creates DIR/ID.log (merged) or ID.out and ID.err in the output directory
  * (bgrun_output_default_dir), mode 0600, and points opts's streams at
  * them. A failure is said in one line and leaves those streams /dev/null:
- * the launch goes on, as it does when the log cannot be written.
+ * the launch goes on, as it does when the log cannot be written. Unless
+ * --no-keep-env, DIR/ID.env too (empty; launch.c fills it), whose failure
+ * is said likewise and leaves the environment unkept.
  */
 void capture_open(const struct cli *c, const char *id,
 		  struct bgrun_spawn_opts *opts, struct capture *cap);
@@ -40,6 +48,9 @@ void capture_close_fds(struct capture *cap);
 
 /* Closes and removes the files (nothing was launched); paths forgotten. */
 void capture_discard(struct capture *cap);
+
+/* Closes and removes the environment's file alone (it was not written). */
+void capture_discard_env(struct capture *cap);
 
 void capture_free(struct capture *cap);
 

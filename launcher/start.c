@@ -522,8 +522,13 @@ static void cap(const struct start *st, struct output *o)
  */
 static int watch_outputs(struct start *st)
 {
-	struct itimerspec its = { .it_interval = { 0, CAP_POLL_NS },
-				  .it_value = { 0, CAP_POLL_NS } };
+	/* A tv_nsec of a whole second or more is EINVAL: split it. */
+	struct itimerspec its = {
+		.it_interval = { CAP_POLL_NS / 1000000000,
+				 CAP_POLL_NS % 1000000000 },
+		.it_value = { CAP_POLL_NS / 1000000000,
+			      CAP_POLL_NS % 1000000000 },
+	};
 	int fd;
 
 	if (st->output_max <= 0 || st->n_out == 0)

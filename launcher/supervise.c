@@ -52,6 +52,7 @@ struct rec {
 	/* --_stdout, --_stderr: the kept output's files (output.c), if any */
 	const char *out_capture, *err_capture;
 	const char *max_output; /* --_max-output: their cap, in bytes */
+	const char *env_file;   /* --_env: the kept environment (output.c) */
 	/*
 	 * COMMAND, already started by bgrun-start (--_child: child_pid > 0),
 	 * or why it could not be (--_failed), with the clocks read just
@@ -69,15 +70,16 @@ struct sup {
 	struct bgrun_event ev;
 	struct bgrun_sink *sink;
 	char **argv;
-	char *cwd, *out, *err, *db;
+	char *cwd, *out, *err, *db, *in, *env;
 	/*
 	 * options_kv, NAME, VALUE..., NULL: what was kept of the output, what
-	 * this job is to another, -a (see describe); output_dropped at the
-	 * end once known.
+	 * this job is to another, and what `bgrun restart` repeats (see
+	 * describe); output_dropped at the end once known. Sized in describe.
 	 */
-	const char *kv[13];
+	const char **kv;
 	size_t n_kv;
-	char dropped[32];
+	char dropped[32], timeout[32], kill_after[32];
+	char (*on_exit_key)[32];
 };
 
 /* path made absolute against dir (itself absolute, or NULL: ours). */
@@ -124,6 +126,16 @@ static void record(struct sup *s)
 	(void)bgrun_sink_put(s->sink, &s->ev);
 }
 
+/* One NAME, VALUE pair of the options (none once memory ran out). */
+static void put(struct sup *s, const char *name, const char *value)
+{
+	if (s->kv == NULL || value == NULL)
+		return;
+	s->kv[s->n_kv++] = name;
+	s->kv[s->n_kv++] = value;
+	s->kv[s->n_kv] = NULL;
+}
+
 static void describe(struct sup *s)
 {
 	const struct cli *c = s->c;
@@ -131,6 +143,14 @@ static void describe(struct sup *s)
 	struct bgrun_spawn_opts opts;
 	char **envp = NULL, *dir;
 
+	/* Every pair describe may add, and output_dropped, and the NULL. */
+	s->kv = calloc(2 * (16 + c->n_on_exit) + 1, sizeof(*s->kv));
+	s->on_exit_key = calloc(c->n_on_exit + 1, sizeof(*s->on_exit_key));
+	if (s->on_exit_key == NULL) {
+		/* Out of memory: the row without its options. */
+		free(s->kv);
+		s->kv = NULL;
+	}
 	/* What runs, as the library makes it (-s: the shell's words first). */
 	cli_spawn_opts(c, &opts);
 	if (bgrun_spawn_command(&opts, NULL, &s->argv, &envp) == 0)
@@ -161,11 +181,9 @@ static void describe(struct sup *s)
 			free(s->err);
 			s->err = strdup(s->rec->err_capture);
 		}
-		s->kv[s->n_kv++] = "output";
-		s->kv[s->n_kv++] = "kept";
-		s->kv[s->n_kv++] = "output_max";
-		s->kv[s->n_kv++] = s->rec->max_output != NULL
-					   ? s->rec->max_output : "0";
+		put(s, "output", "kept");
+		put(s, "output_max",
+		    s->rec->max_output != NULL ? s->rec->max_output : "0");
 	}
 	s->db = absolute(c->db, origin);
 	s->ev.argv = (const char *const *)s->argv;
@@ -175,18 +193,47 @@ static void describe(struct sup *s)
 	s->ev.stderr_path = s->err;
 	/*
 	 * In options: what this job is to another (a restart, a hook), and
-	 * -a, which `bgrun restart` repeats (restart.c); the paths are
-	 * columns of their own.
+	 * what `bgrun restart` repeats (restart.c) that has no column: -a,
+	 * where the environment was kept (never the environment itself: the
+	 * log is forwarded to other machines), -i, --timeout, --kill-after,
+	 * the output settings, --on-exit and --no-on-exit. Values are
+	 * strings, durations in nanoseconds.
 	 */
-	if (s->rec->link_id != NULL) {
-		s->kv[s->n_kv++] = s->rec->link_key;
-		s->kv[s->n_kv++] = s->rec->link_id;
+	if (s->rec->link_id != NULL)
+		put(s, s->rec->link_key, s->rec->link_id);
+	if (c->append && (c->out_path != NULL || c->err_path != NULL))
+		put(s, "append", "1");
+	if (s->rec->env_file != NULL)
+		put(s, "env_file",
+		    s->env = absolute(s->rec->env_file, origin));
+	else if (!c->keep_env)
+		put(s, "keep_env", "0");
+	if (c->in_path != NULL) {
+		s->in = strcmp(c->in_path, "-") == 0 ? strdup("-")
+						     : absolute(c->in_path, origin);
+		put(s, "stdin", s->in);
 	}
-	if (c->append && (c->out_path != NULL || c->err_path != NULL)) {
-		s->kv[s->n_kv++] = "append";
-		s->kv[s->n_kv++] = "1";
+	if (c->timeout_ns > 0) {
+		(void)snprintf(s->timeout, sizeof(s->timeout), "%lld",
+			       (long long)c->timeout_ns);
+		put(s, "timeout_ns", s->timeout);
 	}
-	s->kv[s->n_kv] = NULL;
+	if (c->kill_after_ns > 0) {
+		(void)snprintf(s->kill_after, sizeof(s->kill_after), "%lld",
+			       (long long)c->kill_after_ns);
+		put(s, "kill_after_ns", s->kill_after);
+	}
+	/* Merged, the default, is not said; what restart does then: restart.c. */
+	if (c->capture != CLI_CAPTURE_MERGED)
+		put(s, "capture",
+		    c->capture == CLI_CAPTURE_SPLIT ? "split" : "none");
+	for (size_t i = 0; s->kv != NULL && i < c->n_on_exit; i++) {
+		(void)snprintf(s->on_exit_key[i], sizeof(s->on_exit_key[i]),
+			       "on_exit_%zu", i + 1);
+		put(s, s->on_exit_key[i], c->on_exit[i]);
+	}
+	if (c->no_on_exit)
+		put(s, "no_on_exit", "1");
 	if (s->n_kv > 0)
 		s->ev.options_kv = s->kv;
 	/* The supervisor is bgrun-start, our parent. */
@@ -354,6 +401,8 @@ static int parse_rec(struct rec *r, int argc, char **argv)
 		else if (is_opt(argv[i], "max-output", &v) &&
 			 r->max_output == NULL)
 			r->max_output = v;
+		else if (is_opt(argv[i], "env", &v) && r->env_file == NULL)
+			r->env_file = v;
 		else if ((is_opt(argv[i], "child", &v) ||
 			  is_opt(argv[i], "failed", &v)) &&
 			 !started && parse_start(r, argv[i][3] == 'f', v) == 0)
@@ -431,9 +480,7 @@ int supervise_main(int argc, char **argv)
 	if (dropped > 0 && s.ev.options_kv != NULL) {
 		/* The cap took the start of the output: said with the event. */
 		(void)snprintf(s.dropped, sizeof(s.dropped), "%lld", dropped);
-		s.kv[s.n_kv++] = "output_dropped";
-		s.kv[s.n_kv++] = s.dropped;
-		s.kv[s.n_kv] = NULL;
+		put(&s, "output_dropped", s.dropped);
 	}
 	record(&s);
 	/* After the row: a notification never delays it. */
@@ -446,6 +493,10 @@ out:
 	free(s.out);
 	free(s.err);
 	free(s.db);
+	free(s.in);
+	free(s.env);
+	free(s.kv);
+	free(s.on_exit_key);
 	cli_free(&c);
 	return status;
 }

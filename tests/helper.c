@@ -16,6 +16,10 @@
  *   outerr OUT ERR         write OUT "\n" to descriptor 1, then ERR "\n" to 2
  *   cat                    copy stdin to stdout
  *   sleep-ms N             sleep N milliseconds, exit 0
+ *   inotify-hog            make inotify instances until the user's limit
+ *                          refuses one (EMFILE), print "ready N" and hold
+ *                          them until stdin ends; exit 77 if the process's
+ *                          descriptor limit came first
  * Exit status 100 means the helper itself failed (bad usage, I/O error).
  */
 
@@ -28,6 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -246,6 +252,48 @@ static int helper_sleep_ms(long ms)
 	return 0;
 }
 
+/*
+ * Uses up the user's inotify instances (fs.inotify.max_user_instances is
+ * per user), so that the user's other processes get EMFILE from
+ * inotify_init1 while we hold them: how a test meets the fallbacks of
+ * those that need inotify, without changing the limit for anyone else.
+ */
+static int helper_inotify_hog(void)
+{
+	struct rlimit rl;
+	char buf[64];
+	long n = 0;
+
+	/* Our descriptor limit must not be what refuses first. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	for (;;) {
+		if (inotify_init1(IN_CLOEXEC) >= 0) {
+			n++;
+			continue;
+		}
+		if (errno != EMFILE)
+			return HELPER_FAILED;
+		break;
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	    (rlim_t)n + 8 >= rl.rlim_cur) {
+		(void)write_line(2, "inotify-hog: the descriptor limit came first");
+		return 77;
+	}
+	(void)snprintf(buf, sizeof(buf), "ready %ld", n);
+	if (write_line(1, buf) < 0)
+		return HELPER_FAILED;
+	for (;;) {
+		ssize_t r = read(0, buf, sizeof(buf));
+
+		if (r == 0 || (r < 0 && errno != EINTR))
+			return 0;
+	}
+}
+
 /* argv: run-tests helper MODE ARGS... */
 int helper_main(int argc, char **argv)
 {
@@ -274,9 +322,11 @@ int helper_main(int argc, char **argv)
 		return helper_cat();
 	if (strcmp(mode, "sleep-ms") == 0 && argc >= 4)
 		return helper_sleep_ms(atol(argv[3]));
+	if (strcmp(mode, "inotify-hog") == 0)
+		return helper_inotify_hog();
 	(void)write_line(2, "usage: run-tests helper "
 		"report FILE|exit N|signal SIG|pause|stdout TEXT|stderr TEXT|"
-		"outerr OUT ERR|cat|sleep-ms N");
+		"outerr OUT ERR|cat|sleep-ms N|inotify-hog");
 	return HELPER_FAILED;
 }
 

@@ -73,7 +73,7 @@ comp() {
 		sort -u | paste -sd ' '
 }
 
-eq "bash: bgrun --no-<TAB>" "$(comp bgrun.bash bgrun --no-)" "--no-ensurestart --no-log --no-on-exit --no-output"
+eq "bash: bgrun --no-<TAB>" "$(comp bgrun.bash bgrun --no-)" "--no-ensurestart --no-keep-env --no-log --no-on-exit --no-output"
 eq "bash: bgrun --st<TAB>" "$(comp bgrun.bash bgrun --st)" \
 	"--stderr --stdin --stdout --strict-log"
 eq "bash: bgrun -w --ki<TAB>" "$(comp bgrun.bash bgrun -w --ki)" "--kill-after"
@@ -103,7 +103,7 @@ eq "bash: bgrun kill <TAB>: the verb kill, no job running: no id" \
 	"$(comp bgrun.bash bgrun kill '')" ""
 if [ -f /usr/share/bash-completion/bash_completion ]; then
 	eq "bash, with bash-completion: bgrun --no-<TAB>" \
-		"$(comp --with-bash-completion bgrun.bash bgrun --no-)" "--no-ensurestart --no-log --no-on-exit --no-output"
+		"$(comp --with-bash-completion bgrun.bash bgrun --no-)" "--no-ensurestart --no-keep-env --no-log --no-on-exit --no-output"
 	eq "bash, with bash-completion: bgrun -w -- logsin<TAB>" \
 		"$(comp --with-bash-completion bgrun.bash bgrun -w -- logsin)" "logsink"
 	eq "bash, with bash-completion: bgrun -w logsink q<TAB>: logsink's own completion" \
@@ -153,9 +153,9 @@ if command -v fish >/dev/null; then
 		fish -c 'source $argv[1]; complete -C $argv[2]' "$COMP/$1" "$2" |
 			cut -f1 | sort -u | paste -sd ' '
 	}
-	eq "fish: bgrun --no-<TAB>" "$(fcomp bgrun.fish 'bgrun --no-')" "--no-ensurestart --no-log --no-on-exit --no-output"
+	eq "fish: bgrun --no-<TAB>" "$(fcomp bgrun.fish 'bgrun --no-')" "--no-ensurestart --no-keep-env --no-log --no-on-exit --no-output"
 	eq "fish: bgrun -o out --no-<TAB> (an option's argument skipped)" \
-		"$(fcomp bgrun.fish 'bgrun -o out --no-')" "--no-ensurestart --no-log --no-on-exit --no-output"
+		"$(fcomp bgrun.fish 'bgrun -o out --no-')" "--no-ensurestart --no-keep-env --no-log --no-on-exit --no-output"
 	eq "fish: bgrun clone --cl<TAB>" "$(fcomp bgrun.fish 'bgrun clone --cl')" \
 		"--cleanup --close-threads --close-threshold"
 	check "fish: bgrun clo<TAB>: the verb clone" \

@@ -150,7 +150,13 @@ check "restart: a new id" test -n "$ID5" -a "$ID5" != "$ID4"
 run wait "$ID5"
 eq "restart: the new job ran" "$RC" 0
 # (stderr, not redirected, is kept: the options say so first.)
-links() { field "$1" options | sed 's/"output":"kept","output_max":"[0-9]*",//'; }
+# (The kept environment's file is named in the options too.)
+links() {
+	field "$1" options |
+		sed 's/"output":"kept","output_max":"[0-9]*",//; s/,"env_file":"[^"]*"//'
+}
+# option ID NAME: a string member of the job's options.
+option() { field "$1" options | sed -n "s/.*\"$2\":\"\([^\"]*\)\".*/\1/p"; }
 eq "restart: linked to the old one" "$(links "$ID5")" \
 	"{\"restart_of\":\"$ID4\"}"
 for f in cwd tag stdout_path command 'argv\[[0-9]*\]'; do
@@ -168,12 +174,153 @@ eq "restart -a: the new job ran" "$RC" 0
 eq "restart -a: appended" "$(cat "$TMP/out3")" $'one\none'
 eq "restart -a: recorded" "$(links "$ID9")" \
 	"{\"restart_of\":\"$ID8\",\"append\":\"1\"}"
+
+# --- restart repeats the environment, kept in ID.env, never in the log ---
+T_GONE=1 T_SECRET=s3cret run --print-id -w -E "T_NL=a"$'\n'"b" -E 'T_SP=x y' \
+	-u T_GONE -o "$TMP/env.out" -- env -0
+eq "env: the first run" "$RC" 0
+ID12=$OUT
+cp "$TMP/env.out" "$TMP/env.0"
+ENVF=$BGRUN_OUTPUT_DIR/$ID12.env
+check "env: kept in ID.env" test -f "$ENVF"
+eq "env: ID.env mode 0600" "$(stat -c %a "$ENVF")" 600
+check "env: ID.env is the command's environment, NUL-separated" \
+	cmp -s "$ENVF" "$TMP/env.0"
+eq "env: the options name the file" "$(option "$ID12" env_file)" "$ENVF"
+check "env: the log holds no value of it" \
+	eval '! "$LOGSINK" query --json | grep -q "s3cret\|x y"'
+T_GONE=back T_SECRET=changed T_NEW=1 run restart --print-id "$ID12"
+eq "env: restart, exit 0" "$RC" 0
+ID13=$OUT
+run wait "$ID13"
+eq "env: the restart ran" "$RC" 0
+check "env: the restart's environment is the job's, byte for byte" \
+	cmp -s "$TMP/env.out" "$TMP/env.0"
+check "env: the restart keeps its own" test -f "$BGRUN_OUTPUT_DIR/$ID13.env"
+rm "$ENVF"
+run restart "$ID12"
+expect_error "env: restart, the file gone" 1 \
+	"bgrun: restart: cannot read the environment of job $ID12 ($ENVF): No such file or directory; --current-env runs it with this one"
+# --no-keep-env: none kept; restart refuses unless --current-env.
+run --print-id -w --no-keep-env -o "$TMP/env.out" -- env -0
+ID14=$OUT
+check "--no-keep-env: no ID.env" test ! -e "$BGRUN_OUTPUT_DIR/$ID14.env"
+eq "--no-keep-env: recorded" "$(option "$ID14" keep_env)" 0
+run restart "$ID14"
+expect_error "--no-keep-env: restart refused" 1 \
+	"bgrun: restart: the environment of job $ID14 was not kept (--no-keep-env); --current-env runs it with this one"
+T_NEW=current run restart --current-env --print-id "$ID14"
+eq "--current-env: exit 0" "$RC" 0
+ID15=$OUT
+run wait "$ID15"
+check "--current-env: the environment of the call" \
+	grep -qz '^T_NEW=current$' "$TMP/env.out"
+check "--current-env: --no-keep-env repeated" \
+	test ! -e "$BGRUN_OUTPUT_DIR/$ID15.env"
+printf '[output]\nkeep-env = false\n' >"$TMP/config.keep"
+BGRUN_CONFIG=$TMP/config.keep run --print-id -w -- true
+check "[output] keep-env = false: no ID.env" test ! -e "$BGRUN_OUTPUT_DIR/$OUT.env"
+BGRUN_KEEP_ENV=maybe run -w -- true
+expect_usage "BGRUN_KEEP_ENV=maybe" \
+	"bgrun: invalid BGRUN_KEEP_ENV 'maybe' ([output] keep-env): expected yes or no"
+
+# --- restart repeats -i, --timeout, --kill-after and the output settings ---
+printf 'first\n' >"$TMP/in1"
+run --print-id -i "$TMP/in1" -- "$RT" helper cat
+ID=$OUT
+run wait "$ID"
+eq "-i: the first run read it" "$RC:$("$BGRUN" logs "$ID")" 0:first
+printf 'second\n' >"$TMP/in1"
+run restart --print-id "$ID"
+NEW=$OUT
+run wait "$NEW"
+eq "restart: -i repeated (the file read again)" "$RC:$("$BGRUN" logs "$NEW")" 0:second
+run --print-id --timeout 200ms -- "$RT" helper pause
+ID=$OUT
+run wait "$ID"
+eq "--timeout: the first run, 124" "$RC" 124
+run restart --print-id "$ID"
+run wait "$OUT"
+eq "restart: --timeout repeated (124)" "$RC" 124
+# A job that ignores SIGTERM: --kill-after's SIGKILL ends it. (Its
+# --timeout gives the shell time to ignore SIGTERM before it comes.)
+mkfifo "$TMP/up"
+exec 6<>"$TMP/up"
+run --print-id --timeout 1s --kill-after 100ms -s -- \
+	"trap '' TERM; echo up >$TMP/up; exec \"$RT\" helper pause"
+ID=$OUT
+read -r -t 10 -u 6 LINE
+run wait "$ID"
+eq "--kill-after: the first run, SIGKILL" "$(field "$ID" signal)" "9 (SIGKILL)"
+run restart --print-id "$ID"
+NEW=$OUT
+read -r -t 10 -u 6 LINE
+run wait "$NEW"
+eq "restart: --kill-after repeated (SIGKILL)" "$(field "$NEW" signal)" "9 (SIGKILL)"
+run --print-id --split-output -- "$RT" helper outerr O E
+ID=$OUT
+run wait "$ID"
+run restart --print-id "$ID"
+NEW=$OUT
+run wait "$NEW"
+run logs "$NEW"
+eq "restart: --split-output repeated" "$OUT|$ERR" "O|E"
+eq "restart: --split-output, two files" \
+	"$(field "$NEW" stdout_path)|$(field "$NEW" stderr_path)" \
+	"$BGRUN_OUTPUT_DIR/$NEW.out|$BGRUN_OUTPUT_DIR/$NEW.err"
+run --print-id -w --no-output -- "$RT" helper stdout x
+ID=$OUT
+run restart --print-id "$ID"
+NEW=$OUT
+run wait "$NEW"
+eq "restart: --no-output repeated (nothing kept)" \
+	"$(field "$NEW" stdout_path) $(ls "$BGRUN_OUTPUT_DIR" | grep -c "^$NEW\.\(log\|out\|err\)")" "- 0"
+run --print-id --max-output=4K -s -- 'head -c 65536 /dev/zero'
+ID=$OUT
+run wait "$ID"
+run restart --print-id "$ID"
+NEW=$OUT
+run wait "$NEW"
+eq "restart: --max-output repeated" "$(option "$NEW" output_max)" 4096
+check "restart: the cap applied ($(option "$NEW" output_dropped) bytes dropped)" \
+	test "$(option "$NEW" output_dropped)" -gt 0
+
+# --- restart of a running job: stopped first (SIGTERM, then SIGKILL) ---
 run --print-id -- "$RT" helper pause
 ID6=$OUT
-run restart "$ID6"
-expect_error "restart a running job" 1 \
-	"bgrun: restart: job $ID6 is still running: 'bgrun kill' it first"
-"$BGRUN" kill -s KILL "$ID6"
+run restart --print-id "$ID6"
+eq "restart, running: exit 0" "$RC" 0
+ID16=$OUT
+eq "restart, running: the old job ended by SIGTERM first" \
+	"$(field "$ID6" result) $(field "$ID6" signal)" "signaled 15 (SIGTERM)"
+check "restart, running: the new one runs" wait_row "${ID16: -8}"
+eq "restart, running: linked" "$(links "$ID16")" "{\"restart_of\":\"$ID6\"}"
+"$BGRUN" kill "$ID16"
+run wait "$ID16"
+eq "restart, running: the new one killed" "$RC" 143
+run --print-id -s -- "trap '' TERM; echo up >$TMP/up; exec \"$RT\" helper pause"
+ID17=$OUT
+read -r -t 10 -u 6 LINE
+eq "restart, running: the job ignores SIGTERM" "$LINE" up
+run restart --kill-after 300ms --print-id "$ID17"
+eq "restart, SIGTERM ignored: exit 0" "$RC" 0
+ID18=$OUT
+eq "restart, SIGTERM ignored: said" "$ERR" \
+	"bgrun: restart: job $ID17 has not ended 0.3s after SIGTERM: sending SIGKILL"
+eq "restart, SIGTERM ignored: the old job took the SIGKILL" \
+	"$(field "$ID17" result) $(field "$ID17" signal)" "signaled 9 (SIGKILL)"
+read -r -t 10 -u 6 LINE
+eq "restart, SIGTERM ignored: the new one runs" "$LINE" up
+"$BGRUN" kill -s KILL "$ID18"
+run wait "$ID18"
+eq "restart, SIGTERM ignored: the new one killed" "$RC" 137
+exec 6>&-
+USAGE_PROG="bgrun restart"
+run restart --kill-after 0 x
+expect_usage "restart --kill-after 0" \
+	"bgrun: restart: invalid duration '0' for --kill-after: $(
+		"$BGRUN" restart --kill-after zz x 2>&1 | sed -n "1s/.*for --kill-after: //p")"
+USAGE_PROG=bgrun
 
 # --- exit notifications ---
 # A hook tells the test it ran by a line on a FIFO the test holds open.
@@ -226,10 +373,17 @@ expect_usage "--on-exit --no-log" \
 # --no-on-exit, and for a job ended by bgrun kill (its signal said).
 printf '[on-exit]\nnote = echo "config $BGRUN_TAG $BGRUN_RESULT $BGRUN_SIGNAL" >%s\n' \
 	"$TMP/hooks" >"$TMP/config"
-BGRUN_CONFIG=$TMP/config run -w --no-on-exit --tag A \
+BGRUN_CONFIG=$TMP/config run -w --print-id --no-on-exit --tag A \
 	--on-exit "echo \"explicit \$BGRUN_TAG\" >$TMP/hooks" -- "$RT" helper exit 0
+IDA=$OUT
 next_line
 eq "--no-on-exit: --on-exit runs" "$LINE" "explicit A"
+# restart repeats --on-exit and --no-on-exit (the check below sees that
+# the configuration's command did not run for it either).
+BGRUN_CONFIG=$TMP/config run restart --print-id "$IDA"
+run wait "$OUT"
+next_line
+eq "restart: --on-exit repeated" "$LINE" "explicit A"
 BGRUN_CONFIG=$TMP/config run --print-id --tag B -- "$RT" helper pause
 run kill -s INT "$OUT"
 eq "[on-exit]: the job killed" "$RC" 0
@@ -242,13 +396,13 @@ done
 eq "[on-exit]: run once, with the signal; not for --no-on-exit" "$SEEN" \
 	"config B signaled 2;"
 exec 4>&-
-# Every hook (three) recorded as ended before the directory goes.
+# Every hook (four) recorded as ended before the directory goes.
 hooks_done() {
 	local end=$((SECONDS + 10)) n
 	while :; do
 		n=$("$LOGSINK" query --source on-exit --json 2>/dev/null |
 			grep -vc '"result":"running"')
-		[ "$n" -ge 3 ] && return 0
+		[ "$n" -ge 4 ] && return 0
 		[ "$SECONDS" -ge "$end" ] && return 1
 		sleep 0.01
 	done

@@ -134,19 +134,22 @@ capture "$BGRUN" logs "$ID"
 eq "split logs: stdout, stderr apart" "$RC|$OUT|$ERR" "0|O|E"
 
 # --- opting out: --no-output, -o /dev/null, the configuration ---
-N=$(ls "$OUT_DIR" | wc -l)
+# (The environment is kept all the same, in ID.env: not counted.)
+n_out() { ls "$OUT_DIR" | grep -vc '\.env$'; }
+N=$(n_out)
 capture "$BGRUN" -w --print-id --no-output -- echo gone
 eq "--no-output: nothing shown" "$RC:$OUT" "0:${OUT%%$'\n'*}"
 ID=$OUT
-eq "--no-output: no file" "$(ls "$OUT_DIR" | wc -l)" "$N"
+eq "--no-output: no file" "$(n_out)" "$N"
+check "--no-output: the environment kept all the same" test -f "$OUT_DIR/$ID.env"
 capture "$BGRUN" logs "$ID"
 expect_error "logs of --no-output" 125 \
 	"bgrun: logs: event $ID kept no output (--no-output, -o, --no-log, or launched before bgrun kept output)"
 capture "$BGRUN" -w -o /dev/null -e /dev/null -- echo gone
-eq "-o /dev/null -e /dev/null: no file" "$RC:$OUT:$(ls "$OUT_DIR" | wc -l)" "0::$N"
+eq "-o /dev/null -e /dev/null: no file" "$RC:$OUT:$(n_out)" "0::$N"
 printf '[output]\ncapture = none\n' >"$BGRUN_CONFIG"
 capture "$BGRUN" -w -- echo gone
-eq "[output] capture = none: no file" "$RC:$OUT:$(ls "$OUT_DIR" | wc -l)" "0::$N"
+eq "[output] capture = none: no file" "$RC:$OUT:$(n_out)" "0::$N"
 printf '[output]\ncapture = sideways\n' >"$BGRUN_CONFIG"
 capture "$BGRUN" -w -- echo gone
 expect_usage "[output] capture: a bad value" \
@@ -235,5 +238,68 @@ check "prune: says it removed them ($OUT)" \
 	eval '[[ $OUT == *"; removed $N output files ("* ]]'
 eq "prune: the files are gone" "$(ls "$OUT_DIR" | wc -l)" 0
 eq "prune: the user's -o file stays" "$(cat "$TMP/mine.log")" x
+
+# --- the cap without inotify: the supervisor's fallback timer ---
+# inotify instances are counted per user (fs.inotify.max_user_instances):
+# as root, the job runs as nobody after a helper running as nobody has
+# taken all of that user's instances, so no other test is touched. The
+# job itself checks, after each 256 KiB it writes, that the cap (64 KiB)
+# has been applied before it writes more: only the timer can apply it
+# now. It waits for that with a deadline (20 s; the timer fires every
+# second) and exits 3 if it never comes.
+fallback_test() {
+	local nb=$TMP/nobody as hog_pid line id f
+	as=(setpriv --reuid nobody --regid nogroup --clear-groups)
+	chmod 711 "$TMP"
+	mkdir "$nb" && chown nobody:nogroup "$nb"
+	if ! "${as[@]}" test -x "$BGRUN" -a -x "$RT"; then
+		echo "# skipped: the cap's fallback timer (nobody cannot run $BGRUN)"
+		return
+	fi
+	mkfifo "$nb/hold"
+	"${as[@]}" "$RT" helper inotify-hog <"$nb/hold" >"$nb/hog.out" 2>&1 &
+	hog_pid=$!
+	KILL_PIDS+=("$hog_pid")
+	exec 5>"$nb/hold"
+	until_true grep -q '^ready\|^inotify-hog' "$nb/hog.out"
+	line=$(cat "$nb/hog.out")
+	if [[ $line != ready* ]]; then
+		echo "# skipped: the cap's fallback timer ($line)"
+		exec 5>&-
+		return
+	fi
+	echo "# nobody's inotify instances taken: ${line#ready }"
+	eq "fallback: nobody has no inotify instance left" \
+		"$("${as[@]}" "$RT" helper inotify-hog </dev/null 2>&1)" "ready 0"
+	cd "$nb" || return
+	capture env BGRUN_DB="$nb/events.db" BGRUN_OUTPUT_DIR="$nb/output" \
+		BGRUN_CONFIG= BGRUN_SINK=embedded XDG_RUNTIME_DIR="$nb/run" \
+		HOME="$nb" "${as[@]}" "$BGRUN" -w --print-id --max-output=64K -s -- '
+		i=0
+		while [ $i -lt 6 ]; do
+			head -c 262144 /dev/zero
+			end=$(( $(date +%s) + 20 ))
+			until [ $(( $(stat -L -c "%b * %B" /proc/$$/fd/1) )) -le $((65536 + 2 * 4096)) ]; do
+				[ "$(date +%s)" -ge "$end" ] && exit 3
+				sleep 0.05
+			done
+			i=$((i + 1))
+		done'
+	cd "$TMP" || return
+	exec 5>&-
+	wait "$hog_pid"
+	id=${OUT%%$'\n'*}
+	f=$nb/output/$id.log
+	eq "fallback: each write capped by the timer (exit 0, not 3)" "$RC" 0
+	check "fallback: the file kept within the cap and two blocks ($(($(stat -c "%b * %B" "$f"))) bytes)" \
+		test $(($(stat -c "%b * %B" "$f"))) -le $((65536 + 2 * 4096))
+	check "fallback: recorded as dropped" test "$(sqlite3 -cmd '.timeout 10000' \
+		"$nb/events.db" "SELECT json_extract(options, '\$.output_dropped') FROM events WHERE id = '$id'")" -gt 0
+}
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+	fallback_test
+else
+	echo "# skipped: the cap's fallback timer (needs root and setpriv, to run as nobody)"
+fi
 
 finish

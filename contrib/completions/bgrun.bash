@@ -53,7 +53,8 @@ _bgrun_job_ids()
 _bgrun_launch_opts="-o --stdout -e --stderr -a --append -i --stdin -C --cwd
 	-E --env -u --unset --clear-env -s --shell -w --wait --no-ensurestart
 	--print-pid --no-log --tag --timeout --kill-after --print-id --db
-	--strict-log --on-exit --no-on-exit --no-output --split-output --max-output -h --help --version"
+	--strict-log --on-exit --no-on-exit --no-output --split-output --max-output --no-keep-env -h --help
+	--version"
 _bgrun_clone_opts="-v --verbose -q --quiet --close-threads --close-threshold
 	--chunk-size --copy-file-range --hook --config --db --no-log -U --update
 	--wait --timeout --insecure --cacert --no-clonebundles --cleanup -h --help"

@@ -91,6 +91,7 @@ complete -c bgrun -n $L -l no-on-exit -d 'Not the configuration\'s on-exit comma
 complete -c bgrun -n $L -l no-output -d 'Do not keep the output'
 complete -c bgrun -n $L -l split-output -d 'Keep stdout and stderr apart'
 complete -c bgrun -n $L -l max-output -r -d 'Keep at most the last SIZE bytes'
+complete -c bgrun -n $L -l no-keep-env -d "Do not keep the command's environment for restart"
 complete -c bgrun -n $L -s h -l help -d 'Display the help and exit'
 complete -c bgrun -n $L -l version -d 'Output version information and exit'
 

@@ -310,8 +310,9 @@ struct bgrun_prune_result {
 	int64_t freed_bytes;
 	/*
 	 * The deleted events' kept output (bgrun's files, options "output"
-	 * "kept", named ID.log, ID.out or ID.err): files removed (dry run:
-	 * that would be) and the space they took.
+	 * "kept", named ID.log, ID.out or ID.err) and kept environment
+	 * (options "env_file", named ID.env): files removed (dry run: that
+	 * would be) and the space they took.
 	 */
 	int64_t output_files;
 	int64_t output_bytes;

@@ -89,6 +89,36 @@ BGRUN_EXTERN int bgrun_mkdir_p(const char *path, unsigned mode);
 BGRUN_EXTERN int bgrun_output_default_dir(char **ret_path);
 
 /*
+ * The files bgrun keeps for a logged launch in that directory: one rule
+ * for their names, ID.SUFFIX (ID the event's id), which the launcher
+ * makes them by, `bgrun logs` and `bgrun restart` find them by and
+ * `logsink prune` removes them by, so that no row, whatever it says, has
+ * a file removed that bgrun did not make for its event.
+ */
+enum bgrun_output_file {
+	BGRUN_OUTPUT_LOG = 0, /* ID.log: stdout and stderr merged */
+	BGRUN_OUTPUT_OUT,     /* ID.out: stdout, kept apart */
+	BGRUN_OUTPUT_ERR,     /* ID.err: stderr, kept apart */
+	BGRUN_OUTPUT_ENV,     /* ID.env: the command's environment */
+};
+
+/*
+ * DIR/ID.SUFFIX for file which of event id (dir and id borrowed; dir
+ * NULL: the name alone), *ret_path malloc'd. 0; -EINVAL when id is empty
+ * or holds other than letters, digits and '-', or which is none of the
+ * above; -ENOMEM.
+ */
+BGRUN_EXTERN int bgrun_output_path(const char *dir, const char *id,
+				   enum bgrun_output_file which,
+				   char **ret_path);
+
+/*
+ * Which of event id's files path (borrowed) names, by its last
+ * component: an enum bgrun_output_file value, or -1 for any other name.
+ */
+BGRUN_EXTERN int bgrun_output_file_of(const char *path, const char *id);
+
+/*
  * A helper program: NAME beside the program self (NULL: the running
  * program's own path, as the platform tells it) when one is there, as in
  * a build tree; else installed. The path is written into buf (size

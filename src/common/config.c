@@ -368,6 +368,7 @@ int bgrun_config_read_user(struct bgrun_config *c)
 		{ "output", "capture", "BGRUN_OUTPUT" },
 		{ "output", "max-size", "BGRUN_MAX_OUTPUT" },
 		{ "output", "dir", "BGRUN_OUTPUT_DIR" },
+		{ "output", "keep-env", "BGRUN_KEEP_ENV" },
 	};
 	char *path = NULL;
 	int r = bgrun_config_default_path(&path);

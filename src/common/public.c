@@ -75,6 +75,62 @@ int bgrun_output_default_dir(char **ret_path)
 	return 0;
 }
 
+static const char *const output_suffix[] = {
+	[BGRUN_OUTPUT_LOG] = ".log",
+	[BGRUN_OUTPUT_OUT] = ".out",
+	[BGRUN_OUTPUT_ERR] = ".err",
+	[BGRUN_OUTPUT_ENV] = ".env",
+};
+#define N_OUTPUT_SUFFIX (sizeof(output_suffix) / sizeof(output_suffix[0]))
+
+/* An event id as the files' names take it: no separator, no "..". */
+static bool output_id_ok(const char *id)
+{
+	if (id == NULL || id[0] == '\0')
+		return false;
+	for (const char *p = id; *p != '\0'; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= 'A' && *p <= 'Z') || *p == '-'))
+			return false;
+	return true;
+}
+
+int bgrun_output_path(const char *dir, const char *id,
+		      enum bgrun_output_file which, char **ret_path)
+{
+	char *path;
+	int n;
+
+	if (!output_id_ok(id) || (unsigned)which >= N_OUTPUT_SUFFIX)
+		return -EINVAL;
+	n = dir != NULL ? asprintf(&path, "%s/%s%s", dir, id,
+				   output_suffix[which])
+			: asprintf(&path, "%s%s", id, output_suffix[which]);
+	if (n < 0)
+		return -ENOMEM;
+	*ret_path = path;
+	return 0;
+}
+
+int bgrun_output_file_of(const char *path, const char *id)
+{
+	const char *base = path;
+	size_t n;
+
+	if (path == NULL || !output_id_ok(id))
+		return -1;
+	for (const char *p = path; *p != '\0'; p++)
+		if (strchr(BGRUN__PATH_SEPS, *p) != NULL)
+			base = p + 1;
+	n = strlen(id);
+	if (strncmp(base, id, n) != 0)
+		return -1;
+	for (size_t i = 0; i < N_OUTPUT_SUFFIX; i++)
+		if (strcmp(base + n, output_suffix[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
 const char *bgrun_helper_path(const char *self, const char *name,
 			      const char *installed, char *buf, size_t size)
 {

@@ -2,6 +2,7 @@
 /* store-prune.c: deleting old events and giving their space back to the file system. */
 
 #include "store-internal.h"
+#include "bgrun/util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,11 +13,13 @@
 
 /*
  * What each deleted row leaves of its kept output (bgrun's own files,
- * options.output = 'kept': launcher/output.c), to be removed with it.
+ * options.output = 'kept': launcher/output.c) and of its kept
+ * environment (options.env_file), to be removed with it.
  */
 #define RETURNING_OUTPUT                                                   \
 	" RETURNING CASE WHEN json_extract(options, '$.output') = 'kept' " \
-	"THEN id END, stdout_path, stderr_path"
+	"THEN id END, stdout_path, stderr_path, id, "                      \
+	"json_extract(options, '$.env_file')"
 
 /* Rows past the age bound, running ones never (their end is still to come). */
 static const char prune_sql[] =
@@ -48,26 +51,20 @@ static void outputs_free(struct outputs *o)
 }
 
 /*
- * Whether path is the kept output of event id: its name is ID.log,
- * ID.out or ID.err (output.c), so that no row, whatever it says, makes
- * prune remove a file bgrun did not make for that event.
+ * Adds path if it is event id's file of a kind wanted (env: ID.env; else
+ * ID.log, ID.out or ID.err: bgrun_output_file_of), so that no row,
+ * whatever it says, makes prune remove a file bgrun did not make for
+ * that event.
  */
-static bool is_output_of(const char *path, const char *id)
+static void outputs_add(struct outputs *o, const char *path, const char *id,
+			bool env)
 {
-	const char *base = path;
-	size_t n = strlen(id);
+	int which;
 
-	for (const char *p = path; *p != '\0'; p++)
-		if (strchr(BGRUN__PATH_SEPS, *p) != NULL)
-			base = p + 1;
-	return strncmp(base, id, n) == 0 &&
-	       (strcmp(base + n, ".log") == 0 || strcmp(base + n, ".out") == 0 ||
-		strcmp(base + n, ".err") == 0);
-}
-
-static void outputs_add(struct outputs *o, const char *path, const char *id)
-{
-	if (path == NULL || id == NULL || !is_output_of(path, id))
+	if (path == NULL || id == NULL)
+		return;
+	which = bgrun_output_file_of(path, id);
+	if (which < 0 || (which == BGRUN_OUTPUT_ENV) != env)
 		return;
 	/* Merged: stdout_path and stderr_path name one file. */
 	if (o->n > 0 && strcmp(o->path[o->n - 1], path) == 0)
@@ -156,9 +153,11 @@ static int delete_rows(struct bgrun_store *store, const struct bgrun_prune *how,
 			break;
 		n++;
 		outputs_add(out, (const char *)sqlite3_column_text(stmt, 1),
-			    (const char *)sqlite3_column_text(stmt, 0));
+			    (const char *)sqlite3_column_text(stmt, 0), false);
 		outputs_add(out, (const char *)sqlite3_column_text(stmt, 2),
-			    (const char *)sqlite3_column_text(stmt, 0));
+			    (const char *)sqlite3_column_text(stmt, 0), false);
+		outputs_add(out, (const char *)sqlite3_column_text(stmt, 4),
+			    (const char *)sqlite3_column_text(stmt, 3), true);
 	}
 	if (rc == SQLITE_DONE)
 		*ret_deleted = n;
