@@ -42,8 +42,7 @@ static int create(const char *dir, const char *id,
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW |
 				O_CLOEXEC, 0600);
 	if (fd < 0) {
-		int r = -errno;
-
+		r = -errno;
 		free(path);
 		return r;
 	}
