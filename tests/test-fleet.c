@@ -537,7 +537,10 @@ void case_fleet_two_hosts(void)
 	}
 	ASSERT_EQ(pg_int(pg, "SELECT count(*) FROM fleet_events WHERE "
 			     "result = 'running'"), 0);
-	ASSERT_EQ(pg_int(pg, "SELECT max(version) FROM fleet_schema"), 1);
+	ASSERT_EQ(pg_int(pg, "SELECT max(version) FROM fleet_schema"), 2);
+	/* Version 2's indexes: the filters' columns alone (deduplicated). */
+	ASSERT_EQ(pg_int(pg, "SELECT count(*) FROM pg_indexes WHERE tablename = "
+			     "'fleet_events' AND indexname LIKE 'fleet_events_by_%'"), 4);
 	/* Partitioned by month, the partitions made as events came. */
 	ASSERT(pg_int(pg, "SELECT count(*) FROM pg_inherits WHERE inhparent = "
 			  "'fleet_events'::regclass") >= 1);
