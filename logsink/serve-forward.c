@@ -62,10 +62,17 @@ struct lsink_forward {
 	char node[256];            /* this machine's name */
 	int64_t cursor;
 	int64_t made_lo, made_hi;  /* months known to have partitions */
-	char *buf;                 /* the batch, as COPY text */
-	size_t len, cap, n;
-	int64_t seq, lo_ns, hi_ns;
-	bool failed;               /* appending to buf ran out of memory */
+	char *send_sql;            /* the INSERT and the COMMIT, for pg */
+	/*
+	 * Two batches: the one being sent and the next, read from the store
+	 * meanwhile (see PIPELINE).
+	 */
+	struct batch {
+		char *buf;         /* COPY text */
+		size_t len, cap, n;
+		int64_t seq, lo_ns, hi_ns;
+		bool failed;       /* appending ran out of memory */
+	} batches[2];
 	char said[512];            /* the problem last logged */
 	int backoff_ms;
 	uint64_t n_sent, n_batches;
@@ -126,16 +133,16 @@ static bool append_str(char **sql, size_t *len, const char *s)
 
 /*
  * The statements of a batch, made from the column list: the COPY into
- * the temporary table, and the INSERT from there, where $1 is this
- * machine's name (for events without a host) and $2 the forced host or
- * NULL.
+ * the temporary table (after the BEGIN), and the INSERT from there, where
+ * $1 is this machine's name (for events without a host) and $2 the forced
+ * host or NULL (made literals for each connection: send_sql).
  */
 static char *make_copy_sql(void)
 {
 	char *sql = NULL;
 	size_t len = 0;
 
-	if (append_str(&sql, &len, "COPY fleet_batch (") &&
+	if (append_str(&sql, &len, "BEGIN; COPY fleet_batch (") &&
 	    append_list(&sql, &len, "", "", NULL) &&
 	    append_str(&sql, &len, ") FROM STDIN"))
 		return sql;
@@ -228,6 +235,43 @@ static void disconnect(struct lsink_forward *f)
 	f->made_hi = 0;
 }
 
+/*
+ * The INSERT and the COMMIT of a batch as one string, $1 and $2 made
+ * literals of this connection (its encoding, its quoting rules): sent at
+ * once, so that the batch takes one round trip after the COPY, during
+ * which the next one is read from the store.
+ */
+static char *make_send_sql(struct lsink_forward *f)
+{
+	char *node = PQescapeLiteral(f->pg, f->node, strlen(f->node));
+	char *host = f->o.host != NULL
+			     ? PQescapeLiteral(f->pg, f->o.host, strlen(f->o.host))
+			     : NULL;
+	char *sql = NULL;
+	size_t len = 0;
+	bool ok = node != NULL && (f->o.host == NULL || host != NULL);
+
+	for (const char *p = f->insert_sql; ok && *p != '\0'; p++) {
+		char one[2] = { *p, '\0' };
+
+		if (p[0] == '$' && (p[1] == '1' || p[1] == '2')) {
+			ok = append_str(&sql, &len, p[1] == '1' ? node
+					: host != NULL ? host : "NULL");
+			p++;
+		} else {
+			ok = append_str(&sql, &len, one);
+		}
+	}
+	ok = ok && append_str(&sql, &len, "; COMMIT");
+	PQfreemem(node);
+	PQfreemem(host);
+	if (!ok) {
+		free(sql);
+		return NULL;
+	}
+	return sql;
+}
+
 /* Connects, checks the schema, reads the cursor. 0, or -1 said. */
 static int connect_pg(struct lsink_forward *f)
 {
@@ -263,6 +307,12 @@ static int connect_pg(struct lsink_forward *f)
 		problem(f, "reading the cursor", bgrun_store_errmsg(f->store));
 		goto fail;
 	}
+	free(f->send_sql);
+	f->send_sql = make_send_sql(f);
+	if (f->send_sql == NULL) {
+		problem(f, "preparing", "out of memory");
+		goto fail;
+	}
 	(void)pthread_mutex_lock(&f->lock);
 	f->cancel = PQgetCancel(f->pg);
 	(void)pthread_mutex_unlock(&f->lock);
@@ -273,59 +323,59 @@ fail:
 }
 
 /* Room for need more bytes in the batch. */
-static bool reserve(struct lsink_forward *f, size_t need)
+static bool reserve(struct batch *b, size_t need)
 {
-	size_t cap = f->cap ? f->cap : 1 << 16;
+	size_t cap = b->cap ? b->cap : 1 << 16;
 	char *grown;
 
-	if (f->len + need <= f->cap)
+	if (b->len + need <= b->cap)
 		return true;
-	while (cap < f->len + need)
+	while (cap < b->len + need)
 		cap *= 2;
-	grown = realloc(f->buf, cap);
+	grown = realloc(b->buf, cap);
 	if (grown == NULL)
 		return false;
-	f->buf = grown;
-	f->cap = cap;
+	b->buf = grown;
+	b->cap = cap;
 	return true;
 }
 
 /* One field of COPY's text format, then the separator sep. */
-static bool put_text(struct lsink_forward *f, const char *s, char sep)
+static bool put_text(struct batch *b, const char *s, char sep)
 {
 	if (s == NULL) {
-		if (!reserve(f, 3))
+		if (!reserve(b, 3))
 			return false;
-		f->buf[f->len++] = '\\';
-		f->buf[f->len++] = 'N';
-		f->buf[f->len++] = sep;
+		b->buf[b->len++] = '\\';
+		b->buf[b->len++] = 'N';
+		b->buf[b->len++] = sep;
 		return true;
 	}
-	if (!reserve(f, 2 * strlen(s) + 1))
+	if (!reserve(b, 2 * strlen(s) + 1))
 		return false;
 	for (; *s != '\0'; s++) {
 		char e = *s == '\\' ? '\\' : *s == '\t' ? 't'
 			 : *s == '\n' ? 'n' : *s == '\r' ? 'r' : 0;
 
 		if (e != 0) {
-			f->buf[f->len++] = '\\';
-			f->buf[f->len++] = e;
+			b->buf[b->len++] = '\\';
+			b->buf[b->len++] = e;
 		} else {
-			f->buf[f->len++] = *s;
+			b->buf[b->len++] = *s;
 		}
 	}
-	f->buf[f->len++] = sep;
+	b->buf[b->len++] = sep;
 	return true;
 }
 
-static bool put_int(struct lsink_forward *f, int64_t v, char sep)
+static bool put_int(struct batch *b, int64_t v, char sep)
 {
 	char num[24];
 
 	if (v == BGRUN_NULL)
-		return put_text(f, NULL, sep);
+		return put_text(b, NULL, sep);
 	(void)snprintf(num, sizeof(num), "%lld", (long long)v);
-	return put_text(f, num, sep);
+	return put_text(b, num, sep);
 }
 
 /*
@@ -334,60 +384,66 @@ static bool put_int(struct lsink_forward *f, int64_t v, char sep)
  */
 static int add_change(void *data, const struct bgrun_store_change *c)
 {
-	struct lsink_forward *f = data;
+	struct batch *b = data;
 	const struct bgrun_event *ev = &c->ev;
-	bool ok = put_text(f, ev->id, '\t');
+	bool ok = put_text(b, ev->id, '\t');
 
 	/* Every column is followed by a tab; the last one's becomes \n. */
-#define PUT_S(n) ok = ok && put_text(f, ev->n, '\t');
-#define PUT_I(n) ok = ok && put_int(f, ev->n, '\t');
-#define PUT_R(n) ok = ok && put_int(f, c->n, '\t');
-#define PUT_J(n) ok = ok && put_text(f, strcmp(#n, "argv") == 0 \
+#define PUT_S(n) ok = ok && put_text(b, ev->n, '\t');
+#define PUT_I(n) ok = ok && put_int(b, ev->n, '\t');
+#define PUT_R(n) ok = ok && put_int(b, c->n, '\t');
+#define PUT_J(n) ok = ok && put_text(b, strcmp(#n, "argv") == 0 \
 					 ? c->argv_json : ev->options_json, '\t');
 #define PUT(kind, n, type) PUT_##kind(n)
 	LSINK_PG_COLUMNS(PUT)
 #undef PUT
 	if (!ok) {
-		f->failed = true;
+		b->failed = true;
 		return 1;
 	}
-	f->buf[f->len - 1] = '\n';
-	if (f->n == 0 || c->recorded_ns < f->lo_ns)
-		f->lo_ns = c->recorded_ns;
-	if (f->n == 0 || c->recorded_ns > f->hi_ns)
-		f->hi_ns = c->recorded_ns;
-	f->seq = c->seq;
-	f->n++;
+	b->buf[b->len - 1] = '\n';
+	if (b->n == 0 || c->recorded_ns < b->lo_ns)
+		b->lo_ns = c->recorded_ns;
+	if (b->n == 0 || c->recorded_ns > b->hi_ns)
+		b->hi_ns = c->recorded_ns;
+	b->seq = c->seq;
+	b->n++;
 	return 0;
 }
 
-/* Reads the next batch after the cursor. Its size, or -1 said. */
-static int read_batch(struct lsink_forward *f)
+/*
+ * Reads into b the batch after change number after. Its size, or -1
+ * said.
+ */
+static int read_batch(struct lsink_forward *f, struct batch *b, int64_t after)
 {
 	int r;
 
-	f->len = f->n = 0;
-	f->failed = false;
-	r = bgrun_store_changes(f->store, f->cursor, (int64_t)f->o.batch_max,
-				add_change, f);
-	if (f->failed || r < 0) {
+	b->len = b->n = 0;
+	b->failed = false;
+	r = bgrun_store_changes(f->store, after, (int64_t)f->o.batch_max,
+				add_change, b);
+	if (b->failed || r < 0) {
 		problem(f, "reading the local store",
-			f->failed ? "out of memory" : bgrun_store_errmsg(f->store));
+			b->failed ? "out of memory" : bgrun_store_errmsg(f->store));
 		return -1;
 	}
-	return (int)f->n;
+	return (int)b->n;
 }
 
-/* The batch in one transaction. 0, or -1 said. */
-static int send_batch(struct lsink_forward *f)
+/*
+ * Starts sending b in one transaction: its partitions, BEGIN and the COPY
+ * into the temporary table, then the INSERT and the COMMIT, whose results
+ * end_batch waits for. 0, or -1 said.
+ */
+static int start_batch(struct lsink_forward *f, const struct batch *b)
 {
-	const char *params[2] = { f->node, f->o.host };
-	int64_t lo = lsink_pg_month(f->lo_ns), hi = lsink_pg_month(f->hi_ns);
+	int64_t lo = lsink_pg_month(b->lo_ns), hi = lsink_pg_month(b->hi_ns);
 	char err[512];
 	PGresult *res;
 
 	if (lo < f->made_lo || hi > f->made_hi) {
-		if (lsink_pg_partitions(f->pg, f->lo_ns, f->hi_ns, err,
+		if (lsink_pg_partitions(f->pg, b->lo_ns, b->hi_ns, err,
 					sizeof(err)) < 0) {
 			problem(f, "making partitions", err);
 			return -1;
@@ -401,8 +457,7 @@ static int send_batch(struct lsink_forward *f)
 			f->made_hi = hi > f->made_hi ? hi : f->made_hi;
 		}
 	}
-	if (lsink_pg_exec(f->pg, "BEGIN", err, sizeof(err)) < 0)
-		goto fail;
+	/* "BEGIN; COPY ...": PQexec stops at the COPY, its last command. */
 	res = PQexec(f->pg, f->copy_sql);
 	if (PQresultStatus(res) != PGRES_COPY_IN) {
 		lsink_pg_error(f->pg, res, err, sizeof(err));
@@ -410,7 +465,7 @@ static int send_batch(struct lsink_forward *f)
 		goto fail;
 	}
 	PQclear(res);
-	if (PQputCopyData(f->pg, f->buf, (int)f->len) != 1 ||
+	if (PQputCopyData(f->pg, b->buf, (int)b->len) != 1 ||
 	    PQputCopyEnd(f->pg, NULL) != 1) {
 		lsink_pg_error(f->pg, NULL, err, sizeof(err));
 		goto fail;
@@ -424,18 +479,35 @@ static int send_batch(struct lsink_forward *f)
 	PQclear(res);
 	while ((res = PQgetResult(f->pg)) != NULL)
 		PQclear(res);
-	res = PQexecParams(f->pg, f->insert_sql, 2, NULL, params, NULL, NULL,
-			   0);
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		lsink_pg_error(f->pg, res, err, sizeof(err));
-		PQclear(res);
+	if (PQsendQuery(f->pg, f->send_sql) != 1) {
+		lsink_pg_error(f->pg, NULL, err, sizeof(err));
 		goto fail;
 	}
-	PQclear(res);
-	if (lsink_pg_exec(f->pg, "COMMIT", err, sizeof(err)) < 0)
-		goto fail;
 	return 0;
 fail:
+	problem(f, "sending events", err);
+	return -1;
+}
+
+/* Waits for the INSERT and the COMMIT start_batch sent. 0, or -1 said. */
+static int end_batch(struct lsink_forward *f)
+{
+	char err[512] = "";
+	PGresult *res;
+	int n = 0;
+
+	/* Both must be done: an error ends the string's other commands. */
+	while ((res = PQgetResult(f->pg)) != NULL) {
+		if (PQresultStatus(res) == PGRES_COMMAND_OK)
+			n++;
+		else if (err[0] == '\0')
+			lsink_pg_error(f->pg, res, err, sizeof(err));
+		PQclear(res);
+	}
+	if (err[0] == '\0' && n == 2)
+		return 0;
+	if (err[0] == '\0')
+		lsink_pg_error(f->pg, NULL, err, sizeof(err));
 	problem(f, "sending events", err);
 	return -1;
 }
@@ -493,10 +565,25 @@ static bool stopping(struct lsink_forward *f)
 	return stop;
 }
 
+static void set_busy(struct lsink_forward *f, bool busy)
+{
+	(void)pthread_mutex_lock(&f->lock);
+	f->busy = busy;
+	(void)pthread_mutex_unlock(&f->lock);
+}
+
+/*
+ * PIPELINE: while the server inserts one batch and commits it, the next
+ * is read from the store (after the one in flight, not the cursor), so
+ * that the store and the server do not take turns. The next batch is
+ * only a reading ahead: if the one in flight fails, it is dropped and
+ * reading starts again at the cursor, which moved only after a COMMIT.
+ */
 static void *forward_main(void *arg)
 {
 	struct lsink_forward *f = arg;
-	int n, r = 0;
+	struct batch *cur = &f->batches[0], *next = &f->batches[1], *t;
+	int n = 0, n_next, r;
 
 	/*
 	 * The writer's acks come first: where CPUs are short (the server on
@@ -510,40 +597,55 @@ static void *forward_main(void *arg)
 			back_off(f);
 			continue;
 		}
-		n = read_batch(f);
+		if (n == 0)
+			n = read_batch(f, cur, f->cursor);
 		if (n == 0) {
 			(void)pthread_mutex_lock(&f->lock);
 			wait_kick(f, POLL_MS);
 			(void)pthread_mutex_unlock(&f->lock);
 			continue;
 		}
+		n_next = 0;
+		r = -1;
 		if (n > 0) {
-			(void)pthread_mutex_lock(&f->lock);
-			f->busy = true;
-			(void)pthread_mutex_unlock(&f->lock);
-			r = send_batch(f);
-			(void)pthread_mutex_lock(&f->lock);
-			f->busy = false;
-			(void)pthread_mutex_unlock(&f->lock);
+			set_busy(f, true);
+			r = start_batch(f, cur);
+			if (r == 0) {
+				n_next = read_batch(f, next, cur->seq);
+				r = end_batch(f);
+			}
+			set_busy(f, false);
 		}
-		if (n < 0 || r < 0) {
+		if (r < 0) {
+			n = 0;
 			disconnect(f);
 			back_off(f);
 			continue;
 		}
 		/* Committed there: now the cursor, here. */
-		if (bgrun_store_cursor_set(f->store, f->target, f->seq) < 0)
+		if (bgrun_store_cursor_set(f->store, f->target, cur->seq) < 0)
 			problem(f, "saving the cursor",
 				bgrun_store_errmsg(f->store));
-		f->cursor = f->seq;
-		f->n_sent += f->n;
+		f->cursor = cur->seq;
+		f->n_sent += cur->n;
 		f->n_batches++;
-		if (f->said[0] != '\0') {
+		if (f->said[0] != '\0' && n_next >= 0) {
 			lsink_msg("forwarding to %s: working again",
 				  lsink_printable(f->shown));
 			f->said[0] = '\0';
 		}
 		f->backoff_ms = BACKOFF_MIN_MS;
+		if (n_next < 0) {
+			/* The store could not be read: again from the cursor. */
+			n = 0;
+			disconnect(f);
+			back_off(f);
+			continue;
+		}
+		t = cur;
+		cur = next;
+		next = t;
+		n = n_next;
 	}
 	disconnect(f);
 	return NULL;
@@ -556,7 +658,9 @@ static void forward_free(struct lsink_forward *f)
 	bgrun_store_close(f->store);
 	free(f->copy_sql);
 	free(f->insert_sql);
-	free(f->buf);
+	free(f->send_sql);
+	free(f->batches[0].buf);
+	free(f->batches[1].buf);
 	free(f);
 }
 
