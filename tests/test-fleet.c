@@ -25,6 +25,7 @@ void case_fleet_two_hosts(void) { no_libpq(); }
 void case_fleet_refused(void) { no_libpq(); }
 void case_fleet_pg_restart(void) { no_libpq(); }
 void case_fleet_kill9(void) { no_libpq(); }
+void case_fleet_filters(void) { no_libpq(); }
 
 #else
 
@@ -430,7 +431,7 @@ static void expect_said_once(const char *log)
 }
 
 /* `logsink ARGS...`, its stdout into out (static); its exit code. */
-static int run_logsink(const char *const *args, char **out)
+static int run_logsink_to(const char *const *args, char **out, bool with_err)
 {
 	static char buf[1 << 16];
 	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
@@ -449,6 +450,9 @@ static int run_logsink(const char *const *args, char **out)
 	argv[n] = NULL;
 	o.argv = argv;
 	o.out = (struct bgrun_stdio){ .kind = BGRUN_STDIO_FILE, .path = path };
+	if (with_err)
+		o.err = (struct bgrun_stdio){ .kind = BGRUN_STDIO_FILE,
+					      .path = path, .append = true };
 	ASSERT_OK(bgrun_spawn(&o, &child));
 	if (bgrun_child_wait(child, 60000, &st) < 0)
 		FAIL("logsink did not finish within 60 s");
@@ -460,6 +464,12 @@ static int run_logsink(const char *const *args, char **out)
 	(void)fclose(f);
 	*out = buf;
 	return st.exited ? (int)st.exit_code : 128 + (int)st.signal;
+}
+
+/* Runs logsink with args; its output (stdout) in *out, its exit code. */
+static int run_logsink(const char *const *args, char **out)
+{
+	return run_logsink_to(args, out, false);
 }
 
 #define COUNT_ALL "SELECT count(*) FROM fleet_events"
@@ -867,6 +877,198 @@ void case_fleet_kill9(void)
 	ASSERT(last != NULL && strstr(last, "(0 by direct COPY)") != NULL);
 	free(ids);
 	flood_free(f);
+}
+
+/*
+ * THE SAME FILTERS, BOTH STORES. A set of events differing in every
+ * field a filter looks at, stored locally and forwarded; then every row
+ * of BGRUN_QUERY_FILTERS (bgrun/filters.h) is run against the local store
+ * and the fleet table, through `logsink query` (the ID row through
+ * `show` with a part of ids): both must give the same events, and an
+ * event set that the filter actually cuts (neither none nor all). A row
+ * added to the table without a case here fails the test.
+ */
+#define F_EVENTS 16
+#define F_BASE_S 1793491200 /* 2026-11-01T00:00Z */
+
+struct f_case {
+	const char *args[4]; /* after "query" (or "show"), NULL-ended */
+	bool show;           /* `show ARGS`, stdout and stderr */
+};
+
+/* Which of ids (bit i) the output names. */
+static unsigned ids_in(const char *out, t_id *ids)
+{
+	unsigned mask = 0;
+
+	for (int i = 0; i < F_EVENTS; i++)
+		if (strstr(out, ids[i]) != NULL)
+			mask |= 1u << i;
+	return mask;
+}
+
+static unsigned f_run(const struct f_case *c, const char *db, t_id *ids)
+{
+	const char *args[12];
+	char *out;
+	size_t n = 0;
+	int r;
+
+	args[n++] = c->show ? "show" : "query";
+	args[n++] = "--db";
+	args[n++] = db;
+	if (!c->show)
+		args[n++] = "--csv";
+	for (int i = 0; c->args[i] != NULL; i++)
+		args[n++] = c->args[i];
+	args[n] = NULL;
+	r = run_logsink_to(args, &out, c->show);
+	/* show: exit 1 when the part is ambiguous (the candidates listed). */
+	if (r != 0 && !(c->show && r == 1))
+		FAIL("logsink %s %s: exit %d: %s", args[0], c->args[0], r, out);
+	return ids_in(out, ids);
+}
+
+void case_fleet_filters(void)
+{
+	static const char *const argvs[][5] = {
+		{ "make", "all", NULL }, { "make", "-C", "build", NULL },
+		{ "hg", "commit", "-m", "x", NULL }, { "ls", "[x]", NULL },
+		{ "ls", "ax", NULL },
+		/* Bytes show must give exactly: empty, a tab, not UTF-8. */
+		{ "printf", "", "a\tb", "\xff\xfe", NULL },
+	};
+	static const char *const results[] = {
+		BGRUN_RESULT_SUCCESS, BGRUN_RESULT_FAILED, BGRUN_RESULT_SIGNALED,
+		BGRUN_RESULT_TIMEOUT, BGRUN_RESULT_LOST, BGRUN_RESULT_SUCCESS,
+		BGRUN_RESULT_SPAWN_FAILED,
+	};
+	struct t_pg *pg = pg_new();
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
+	char fwd[300], since[32], until[32], part[8];
+	struct f_case cases[BGRUN_QUERY_N_FILTERS] = { 0 };
+	const struct f_case more[] = {
+		{ { "--cmd=*commit*", NULL } },
+		{ { "--cmd=ls ?x", NULL } },
+		{ { "--cmd=*[[]x]*", NULL } },
+		{ { "--cmd=[mh]*", NULL } },
+		{ { "--cmd=[^m]*", NULL } },
+		{ { "--result=failed", NULL } },
+		{ { "--host=h1", "--failed", since, NULL } },
+		{ { "--tag=ci", "--cwd=/nonexistent/a", NULL } },
+	};
+	struct bgrun_sink *sink;
+	struct bgrun_event ev;
+	struct t_daemon d;
+	t_id ids[F_EVENTS];
+	char *local_out, *pg_out, *a, *b;
+	int show_ev = -1;
+
+	/* The events, stored by an embedded writer before any daemon. */
+	o.mode = BGRUN_SINK_EMBEDDED;
+	o.db = db;
+	ASSERT_OK(bgrun_sink_new(&sink));
+	ASSERT_OK(bgrun_sink_open(sink, &o));
+	for (int i = 0; i < F_EVENTS; i++) {
+		size_t k = (size_t)i % (sizeof(argvs) / sizeof(argvs[0]));
+
+		bgrun_event_init(&ev, i % 5 ? "commandfinish" : "commandstart",
+				 i % 4 ? "bgrun" : "hg");
+		ev.argv = argvs[k];
+		ev.host = i % 2 ? "h1" : "h2";
+		ev.cwd = i % 3 ? "/nonexistent/a" : "/nonexistent/b";
+		ev.tag = i % 3 == 1 ? "ci" : NULL;
+		ev.start_ns = ((int64_t)F_BASE_S + i * 3600) * 1000000000;
+		ev.result = results[(size_t)i % (sizeof(results) / sizeof(results[0]))];
+		ev.exit_code = strcmp(ev.result, BGRUN_RESULT_FAILED) == 0 ? 1 : 0;
+		ev.duration_ns = 1000 + i;
+		ASSERT_EQ(bgrun_sink_put(sink, &ev), BGRUN_SINK_VIA_STORE);
+		memcpy(ids[i], ev.id, sizeof(t_id));
+		if (k == 5)
+			show_ev = i;
+	}
+	bgrun_sink_close(sink);
+	(void)snprintf(fwd, sizeof(fwd), "--forward=%s", pg->conninfo);
+	t_daemon_start(&d, db, t_path(dir, "s/sink.sock"),
+		       (const char *const[]){ fwd, NULL });
+	ASSERT_EQ(pg_wait(pg, COUNT_ALL, F_EVENTS, 60000), F_EVENTS);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+
+	(void)snprintf(since, sizeof(since), "--since=@%d", F_BASE_S + 7 * 3600);
+	(void)snprintf(until, sizeof(until), "--until=@%d", F_BASE_S + 7 * 3600);
+	/* A part of ids[0]'s random tail: in it, maybe in a few others. */
+	memcpy(part, ids[0] + strlen(ids[0]) - 4, 4);
+	part[4] = '\0';
+	cases[BGRUN_QUERY_FILTER_SINCE] = (struct f_case){ { since } };
+	cases[BGRUN_QUERY_FILTER_UNTIL] = (struct f_case){ { until } };
+	cases[BGRUN_QUERY_FILTER_FAILED] = (struct f_case){ { "--failed" } };
+	cases[BGRUN_QUERY_FILTER_RESULT_LOST] =
+		(struct f_case){ { "--result=lost" } };
+	cases[BGRUN_QUERY_FILTER_RESULT_SUCCESS] =
+		(struct f_case){ { "--result=success" } };
+	cases[BGRUN_QUERY_FILTER_RESULT] =
+		(struct f_case){ { "--result=signaled" } };
+	cases[BGRUN_QUERY_FILTER_CMD] = (struct f_case){ { "--cmd=make*" } };
+	cases[BGRUN_QUERY_FILTER_TAG] = (struct f_case){ { "--tag=ci" } };
+	cases[BGRUN_QUERY_FILTER_CWD] =
+		(struct f_case){ { "--cwd=/nonexistent/a" } };
+	cases[BGRUN_QUERY_FILTER_SOURCE] = (struct f_case){ { "--source=hg" } };
+	cases[BGRUN_QUERY_FILTER_EVENT] =
+		(struct f_case){ { "--event=commandstart" } };
+	cases[BGRUN_QUERY_FILTER_HOST] = (struct f_case){ { "--host=h1" } };
+	cases[BGRUN_QUERY_FILTER_ID] = (struct f_case){ { part }, true };
+	for (int f = 0; f < BGRUN_QUERY_N_FILTERS; f++) {
+		unsigned local, fleet;
+
+		if (cases[f].args[0] == NULL)
+			FAIL("filter %d of bgrun/filters.h has no case here", f);
+		local = f_run(&cases[f], db, ids);
+		fleet = f_run(&cases[f], pg->conninfo, ids);
+		fprintf(stderr, "filter %d %s: local %#x, fleet %#x\n", f,
+			cases[f].args[0], local, fleet);
+		ASSERT_EQ(local, fleet);
+		ASSERT(local != 0);
+		/* The id part: exactly the ids that contain it, maybe all. */
+		if (f == BGRUN_QUERY_FILTER_ID) {
+			unsigned want = 0;
+
+			for (int i = 0; i < F_EVENTS; i++)
+				if (strstr(ids[i], part) != NULL)
+					want |= 1u << i;
+			ASSERT_EQ(local, want);
+		} else {
+			ASSERT(local != (1u << F_EVENTS) - 1);
+		}
+	}
+	for (size_t c = 0; c < sizeof(more) / sizeof(more[0]); c++) {
+		unsigned local = f_run(&more[c], db, ids);
+		unsigned fleet = f_run(&more[c], pg->conninfo, ids);
+
+		fprintf(stderr, "%s %s: local %#x, fleet %#x\n", more[c].args[0],
+			more[c].args[1] ? more[c].args[1] : "", local, fleet);
+		ASSERT_EQ(local, fleet);
+		ASSERT(local != 0 && local != (1u << F_EVENTS) - 1);
+	}
+
+	/* show: the argv lines of the fleet's row, byte for byte the local's. */
+	ASSERT(show_ev >= 0);
+	ASSERT_EQ(run_logsink((const char *const[]){ "show", "--db", db,
+						     ids[show_ev], NULL },
+			      &local_out), 0);
+	local_out = strdup(local_out);
+	ASSERT(local_out != NULL);
+	ASSERT_EQ(run_logsink((const char *const[]){ "show", "--db",
+						     pg->conninfo, ids[show_ev],
+						     NULL },
+			      &pg_out), 0);
+	a = strstr(local_out, "\nargv");
+	b = strstr(pg_out, "\nargv");
+	ASSERT(a != NULL && b != NULL);
+	ASSERT_EQ(count_lines(a, "\nargv["), 4);
+	ASSERT_EQ(strncmp(a, b, (size_t)(strstr(a, "\ncwd") - a)), 0);
+	ASSERT(strstr(pg_out, "argv: -") == NULL);
+	free(local_out);
 }
 
 #endif /* T_HAVE_LIBPQ */
