@@ -257,16 +257,26 @@ static char *make_send_sql(struct lsink_forward *f)
 	size_t len = 0;
 	bool ok = node != NULL && (f->o.host == NULL || host != NULL);
 
-	for (const char *p = f->insert_sql; ok && *p != '\0'; p++) {
-		char one[2] = { *p, '\0' };
+	for (const char *p = f->insert_sql; ok && *p != '\0';) {
+		const char *d = strchr(p, '$');
+		size_t span = d != NULL ? (size_t)(d - p) : strlen(p);
+		char *grown = realloc(sql, len + span + 1);
 
-		if (p[0] == '$' && (p[1] == '1' || p[1] == '2')) {
-			ok = append_str(&sql, &len, p[1] == '1' ? node
-					: host != NULL ? host : "NULL");
-			p++;
-		} else {
-			ok = append_str(&sql, &len, one);
+		if (grown == NULL) {
+			ok = false;
+			break;
 		}
+		sql = grown;
+		memcpy(sql + len, p, span);
+		len += span;
+		sql[len] = '\0';
+		p += span;
+		if (d == NULL)
+			break;
+		/* The only $ in the statement are $1 and $2. */
+		ok = append_str(&sql, &len, d[1] == '1' ? node
+				: host != NULL ? host : "NULL");
+		p = d + 2;
 	}
 	ok = ok && append_str(&sql, &len, "; COMMIT");
 	PQfreemem(node);
