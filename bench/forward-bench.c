@@ -471,12 +471,19 @@ int main(int argc, char **argv)
 	printf("%-6s %9s %12s %14s %10s %10s %10s %10s\n", "hosts", "events",
 	       "local ev/s", backlog ? "backlog ev/s" : "forwarded ev/s",
 	       "lag p50", "lag p99", "server cpu", "daemon cpu");
-	for (int i = 0; i < n_res; i++)
-		printf("%-6d %9ld %12.0f %14.0f %8.1fms %8.1fms %6.1fus/ev "
-		       "%6.1fus/ev\n",
+	for (int i = 0; i < n_res; i++) {
+		char p50[24] = "-", p99[24] = "-";
+
+		/* No lag with --backlog: the events waited on purpose. */
+		if (res[i].lag_p50_ms >= 0) {
+			(void)snprintf(p50, sizeof(p50), "%.1fms", res[i].lag_p50_ms);
+			(void)snprintf(p99, sizeof(p99), "%.1fms", res[i].lag_p99_ms);
+		}
+		printf("%-6d %9ld %12.0f %14.0f %10s %10s %6.1fus/ev %6.1fus/ev\n",
 		       res[i].hosts, res[i].events, res[i].local_eps,
-		       res[i].forward_eps, res[i].lag_p50_ms, res[i].lag_p99_ms,
-		       res[i].pg_cpu_us, res[i].daemon_cpu_us);
+		       res[i].forward_eps, p50, p99, res[i].pg_cpu_us,
+		       res[i].daemon_cpu_us);
+	}
 	if (csv != NULL) {
 		out = fopen(csv, "we");
 		if (out == NULL)
