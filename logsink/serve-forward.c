@@ -22,13 +22,14 @@
  * this daemon's writer, an embedded writer or the spool, and every later
  * change of a row (a running row that finished, a row marked lost) comes
  * after the cursor. A batch is sent in one PostgreSQL transaction: COPY
- * (typed columns, text format) into a temporary table, then one INSERT
- * ... ON CONFLICT into the fleet
- * table, whose rule is the local store's (a running row takes any new
- * state, a lost one a final state, a final one nothing). Only after that
- * COMMIT is the cursor moved, in the store. A crash between the two sends
- * the batch again, which changes nothing at the table: delivery is at
- * least once, the table holds each event once.
+ * (typed columns, text format) straight into the fleet table (DIRECT
+ * COPY below), or, when a row is there already, COPY into a temporary
+ * table and one INSERT ... ON CONFLICT into the fleet table, whose rule
+ * is the local store's (a running row takes any new state, a lost one a
+ * final state, a final one nothing). Only after that COMMIT is the
+ * cursor moved, in the store. A crash between the two sends the batch
+ * again, which changes nothing at the table: delivery is at least once,
+ * the table holds each event once.
  *
  * The writer never waits for any of it: it only signals that it
  * committed. Every failure (no server, a dropped connection, an error of
@@ -585,6 +586,14 @@ static int end_batch(struct lsink_forward *f, struct batch *b)
 		if (!conflict ||
 		    lsink_pg_exec(f->pg, "ROLLBACK", err, sizeof(err)) < 0)
 			goto fail;
+		/*
+		 * The conflict is dealt with: its message must not stay in
+		 * err, which the loop below reads as the batch's failure
+		 * (the batch, committed the safe way, would be taken as
+		 * failed: the connection ended, the cursor left behind, the
+		 * batch sent once more and the conflict logged as a fault).
+		 */
+		err[0] = '\0';
 		f->direct_wait = f->direct_wait == 0 ? 1
 				 : f->direct_wait >= 32 ? 64 : 2 * f->direct_wait;
 		f->direct_skip = f->direct_wait;
