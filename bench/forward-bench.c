@@ -4,7 +4,7 @@
 /*
  * Usage: forward-bench --pg CONNINFO [--events N] [--hosts 1,4,16]
  *                      [--batch N] [--backlog] [--logsink PATH] [--dir DIR]
- *                      [--csv FILE]
+ *                      [--csv FILE] [--serve-arg ARG]...
  *
  * For each K of --hosts: empties the fleet table of CONNINFO, starts K
  * daemons (`logsink serve --forward=CONNINFO --forward-host=bench-I`),
@@ -28,6 +28,8 @@
  * The end is seen by looking for each client's last event id (the key's
  * index), not by counting the table, which would take the server's CPU
  * from the forwarders being measured.
+ * --serve-arg gives the forwarding daemons one more option each
+ * (--forward-connections=N, to compare).
  * The server is whatever CONNINFO names: a local one here (see
  * docs/fleet.md for the numbers and how they were taken).
  */
@@ -62,6 +64,8 @@ static const char *conninfo;
 static const char *base_dir = "/tmp";
 static const char *batch_arg = "2000";
 static bool backlog;
+static const char *serve_args[8];
+static int n_serve_args;
 
 __attribute__((noreturn, format(printf, 1, 2)))
 static void die(const char *fmt, ...)
@@ -226,9 +230,9 @@ struct daemon {
 static void daemon_start(struct daemon *d, const char *dir, int i, bool fw)
 {
 	char fwd[1024], host[64], batch[64];
-	const char *argv[] = { logsink, "--db", d->db, "serve", "--socket",
-			       d->sock, "--ready-fd=3", fwd, host, batch,
-			       NULL };
+	const char *argv[10 + 8 + 1] = { logsink, "--db", d->db, "serve",
+					    "--socket", d->sock, "--ready-fd=3",
+					    fwd, host, batch };
 	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
 	char line[256] = "";
 	ssize_t n;
@@ -242,6 +246,8 @@ static void daemon_start(struct daemon *d, const char *dir, int i, bool fw)
 	(void)snprintf(batch, sizeof(batch), "--forward-batch=%s", batch_arg);
 	if (!fw)
 		argv[7] = NULL;
+	for (int a = 0; fw && a < n_serve_args; a++)
+		argv[10 + a] = serve_args[a];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		die("pipe: %s", strerror(errno));
 	o.argv = argv;
@@ -444,11 +450,15 @@ int main(int argc, char **argv)
 			base_dir = argv[++i];
 		else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc)
 			csv = argv[++i];
+		else if (strcmp(argv[i], "--serve-arg") == 0 && i + 1 < argc &&
+			 n_serve_args < 8)
+			serve_args[n_serve_args++] = argv[++i];
 		else {
 			fprintf(stderr,
 				"usage: forward-bench --pg CONNINFO [--events N] "
 				"[--hosts 1,4,16] [--batch N] [--backlog] "
-				"[--logsink PATH] [--dir DIR] [--csv FILE]\n");
+				"[--logsink PATH] [--dir DIR] [--csv FILE] "
+				"[--serve-arg ARG]...\n");
 			return 2;
 		}
 	}
