@@ -45,6 +45,14 @@
 /* The forwarder thread's nice value. */
 #define FORWARD_NICE 10
 
+/* One connection to the server (see SEVERAL CONNECTIONS). */
+struct fconn {
+	PGconn *pg;
+	PGcancel *cancel;          /* under the forwarder's lock */
+	/* The safe way's strings, for pg: with the COMMIT, and without. */
+	char *safe_sql, *safe_open_sql;
+};
+
 struct lsink_forward {
 	struct lsink_forward_opts o;
 	pthread_t thread;
@@ -52,30 +60,38 @@ struct lsink_forward {
 	pthread_cond_t cond;
 	/* Under lock: */
 	bool stop, kicked;
-	bool busy;                 /* sending a batch */
-	PGcancel *cancel;          /* while connected, for stopping */
+	bool busy;                 /* waiting for the server */
 	/* The thread's own: */
 	struct bgrun_store *store;
-	PGconn *pg;
-	char *copy_sql, *direct_sql, *insert_sql;
+	struct fconn conns[LSINK_FORWARD_CONNS_MAX];
+	size_t n_conns;            /* o.connections */
+	bool connected;            /* all of conns */
+	char *copy_sql, *direct_sql, *direct_open_sql, *insert_sql;
 	char shown[256];           /* the server, for messages */
 	char target[512];          /* the cursor's name */
 	char node[256];            /* this machine's name */
 	int64_t cursor;
 	int64_t made_lo, made_hi;  /* months known to have partitions */
-	char *send_sql;            /* the INSERT and the COMMIT, for pg */
 	/*
-	 * Two batches: the one being sent and the next, read from the store
-	 * meanwhile (see PIPELINE).
+	 * The batches in flight, oldest first, and perhaps one more read
+	 * from the store and not sent yet (see PIPELINE): a ring of
+	 * n_conns + 1, from head.
 	 */
 	struct batch {
 		char *buf;         /* COPY text */
 		size_t len, cap, n;
 		int64_t seq, lo_ns, hi_ns;
 		bool failed;       /* appending ran out of memory */
-		const char *forced, *node; /* the hosts, as in send_sql */
+		const char *forced, *node; /* the hosts, as in safe_sql */
 		bool direct;       /* sent by COPY into fleet_events */
-	} batches[2];
+		bool open;         /* its COMMIT is to be sent (ORDER) */
+		struct fconn *conn; /* in flight on it, or NULL */
+		bool want_keys;    /* keys wanted (n_conns > 1) */
+		uint64_t *keys;    /* its ids' hashes, n, sorted */
+		size_t keys_cap;
+	} batches[LSINK_FORWARD_CONNS_MAX + 1];
+	size_t head, n_flight;
+	bool pending;              /* the one after those in flight is read */
 	int direct_skip;           /* batches to send the safe way first */
 	int direct_wait;           /* the next skip after a conflict */
 	uint64_t n_direct;
@@ -138,12 +154,13 @@ static bool append_str(char **sql, size_t *len, const char *s)
 }
 
 /*
- * The statements of a batch, made from the column list: the COPY into
- * the temporary table (after the BEGIN), and the INSERT from there, where
- * $1 is this machine's name (for events without a host) and $2 the forced
- * host or NULL (made literals for each connection: send_sql).
+ * The statements of a batch, made from the column list: BEGIN and the
+ * COPY into table, then tail (the direct COPY's COMMIT; the safe way's
+ * INSERT and COMMIT are added for each connection: make_safe_sql); and
+ * the INSERT from the temporary table, where $1 is this machine's name
+ * (for events without a host) and $2 the forced host or NULL.
  */
-static char *make_copy_sql(const char *table)
+static char *make_copy_sql(const char *table, const char *tail)
 {
 	char *sql = NULL;
 	size_t len = 0;
@@ -151,7 +168,8 @@ static char *make_copy_sql(const char *table)
 	if (append_str(&sql, &len, "BEGIN; COPY ") &&
 	    append_str(&sql, &len, table) && append_str(&sql, &len, " (") &&
 	    append_list(&sql, &len, "", "", NULL) &&
-	    append_str(&sql, &len, ") FROM STDIN"))
+	    append_str(&sql, &len, ") FROM STDIN") &&
+	    append_str(&sql, &len, tail))
 		return sql;
 	free(sql);
 	return NULL;
@@ -227,36 +245,46 @@ static void problem(struct lsink_forward *f, const char *what,
 		  lsink_printable(f->shown), lsink_printable(line));
 }
 
+/* Ends every connection (a batch in flight is rolled back). */
 static void disconnect(struct lsink_forward *f)
 {
-	PGcancel *cancel;
+	PGcancel *cancel[LSINK_FORWARD_CONNS_MAX];
 
 	(void)pthread_mutex_lock(&f->lock);
-	cancel = f->cancel;
-	f->cancel = NULL;
+	for (size_t i = 0; i < f->n_conns; i++) {
+		cancel[i] = f->conns[i].cancel;
+		f->conns[i].cancel = NULL;
+	}
 	(void)pthread_mutex_unlock(&f->lock);
-	PQfreeCancel(cancel);
-	PQfinish(f->pg);
-	f->pg = NULL;
+	for (size_t i = 0; i < f->n_conns; i++) {
+		PQfreeCancel(cancel[i]);
+		PQfinish(f->conns[i].pg);
+		f->conns[i].pg = NULL;
+	}
+	f->connected = false;
 	f->made_lo = 1;
 	f->made_hi = 0;
+	f->n_flight = 0;
+	f->pending = false;
 }
 
 /*
- * The INSERT and the COMMIT of a batch as one string, $1 and $2 made
- * literals of this connection (its encoding, its quoting rules): sent at
- * once, so that the batch takes one round trip after the COPY, during
- * which the next one is read from the store.
+ * The safe way's string: BEGIN, the COPY into the temporary table and the
+ * INSERT from there ($1 and $2 made literals of this connection: its
+ * encoding, its quoting rules), all sent at once (see ONE STRING A
+ * BATCH); the COMMIT is added by the caller.
  */
-static char *make_send_sql(struct lsink_forward *f)
+static char *make_safe_sql(struct lsink_forward *f, PGconn *pg)
 {
-	char *node = PQescapeLiteral(f->pg, f->node, strlen(f->node));
+	char *node = PQescapeLiteral(pg, f->node, strlen(f->node));
 	char *host = f->o.host != NULL
-			     ? PQescapeLiteral(f->pg, f->o.host, strlen(f->o.host))
+			     ? PQescapeLiteral(pg, f->o.host, strlen(f->o.host))
 			     : NULL;
 	char *sql = NULL;
 	size_t len = 0;
-	bool ok = node != NULL && (f->o.host == NULL || host != NULL);
+	bool ok = node != NULL && (f->o.host == NULL || host != NULL) &&
+		  append_str(&sql, &len, f->copy_sql) &&
+		  append_str(&sql, &len, "; ");
 
 	for (const char *p = f->insert_sql; ok && *p != '\0';) {
 		const char *d = strchr(p, '$');
@@ -279,7 +307,6 @@ static char *make_send_sql(struct lsink_forward *f)
 				: host != NULL ? host : "NULL");
 		p = d + 2;
 	}
-	ok = ok && append_str(&sql, &len, "; COMMIT");
 	PQfreemem(node);
 	PQfreemem(host);
 	if (!ok) {
@@ -289,50 +316,74 @@ static char *make_send_sql(struct lsink_forward *f)
 	return sql;
 }
 
-/* Connects, checks the schema, reads the cursor. 0, or -1 said. */
-static int connect_pg(struct lsink_forward *f)
+/* Makes connection c: connected, schema checked. 0, or -1 said. */
+static int connect_one(struct lsink_forward *f, struct fconn *c)
 {
 	char err[512];
-	int r;
 
-	f->pg = lsink_pg_connect(f->o.conninfo);
-	if (f->pg == NULL || PQstatus(f->pg) != CONNECTION_OK) {
-		lsink_pg_error(f->pg, NULL, err, sizeof(err));
-		problem(f, "cannot connect", f->pg != NULL ? err : "out of memory");
-		goto fail;
+	c->pg = lsink_pg_connect(f->o.conninfo);
+	if (c->pg == NULL || PQstatus(c->pg) != CONNECTION_OK) {
+		lsink_pg_error(c->pg, NULL, err, sizeof(err));
+		problem(f, "cannot connect", c->pg != NULL ? err : "out of memory");
+		return -1;
 	}
-	if (lsink_pg_setup(f->pg, err, sizeof(err)) < 0) {
+	if (lsink_pg_setup(c->pg, err, sizeof(err)) < 0) {
 		problem(f, "the fleet schema", err);
-		goto fail;
+		return -1;
 	}
-	if (lsink_pg_exec(f->pg, "CREATE TEMP TABLE IF NOT EXISTS fleet_batch "
+	if (lsink_pg_exec(c->pg, "CREATE TEMP TABLE IF NOT EXISTS fleet_batch "
 				 "(LIKE fleet_events INCLUDING DEFAULTS) "
 				 "ON COMMIT DELETE ROWS",
 			  err, sizeof(err)) < 0) {
 		problem(f, "a temporary table", err);
-		goto fail;
+		return -1;
 	}
+	free(c->safe_sql);
+	free(c->safe_open_sql);
+	c->safe_sql = NULL;
+	c->safe_open_sql = make_safe_sql(f, c->pg);
+	if (c->safe_open_sql != NULL) {
+		size_t len = strlen(c->safe_open_sql);
+
+		c->safe_sql = c->safe_open_sql;
+		c->safe_open_sql = strdup(c->safe_sql);
+		if (!append_str(&c->safe_sql, &len, "; COMMIT")) {
+			free(c->safe_sql);
+			c->safe_sql = NULL;
+		}
+	}
+	if (c->safe_sql == NULL || c->safe_open_sql == NULL) {
+		problem(f, "preparing", "out of memory");
+		return -1;
+	}
+	(void)pthread_mutex_lock(&f->lock);
+	c->cancel = PQgetCancel(c->pg);
+	(void)pthread_mutex_unlock(&f->lock);
+	return 0;
+}
+
+/* Connects all, reads the cursor. 0, or -1 said. */
+static int connect_pg(struct lsink_forward *f)
+{
+	PGconn *pg;
+	int r;
+
+	for (size_t i = 0; i < f->n_conns; i++)
+		if (connect_one(f, &f->conns[i]) < 0)
+			goto fail;
 	/*
 	 * The cursor belongs to the server and database actually reached,
 	 * whatever string named them.
 	 */
+	pg = f->conns[0].pg;
 	(void)snprintf(f->target, sizeof(f->target), "postgresql://%s@%s:%s/%s",
-		       PQuser(f->pg), PQhost(f->pg), PQport(f->pg),
-		       PQdb(f->pg));
+		       PQuser(pg), PQhost(pg), PQport(pg), PQdb(pg));
 	r = bgrun_store_cursor_get(f->store, f->target, &f->cursor);
 	if (r < 0) {
 		problem(f, "reading the cursor", bgrun_store_errmsg(f->store));
 		goto fail;
 	}
-	free(f->send_sql);
-	f->send_sql = make_send_sql(f);
-	if (f->send_sql == NULL) {
-		problem(f, "preparing", "out of memory");
-		goto fail;
-	}
-	(void)pthread_mutex_lock(&f->lock);
-	f->cancel = PQgetCancel(f->pg);
-	(void)pthread_mutex_unlock(&f->lock);
+	f->connected = true;
 	return 0;
 fail:
 	disconnect(f);
@@ -395,6 +446,39 @@ static bool put_int(struct batch *b, int64_t v, char sep)
 	return put_text(b, num, sep);
 }
 
+/* FNV-1a of an id: the key of its row in shares_rows. */
+static uint64_t id_key(const char *id)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (; *id != '\0'; id++)
+		h = (h ^ (unsigned char)*id) * 1099511628211ull;
+	return h;
+}
+
+static bool add_key(struct batch *b, const char *id)
+{
+	uint64_t *grown;
+
+	if (b->n == b->keys_cap) {
+		grown = realloc(b->keys, (b->keys_cap ? 2 * b->keys_cap : 1024) *
+						 sizeof(*grown));
+		if (grown == NULL)
+			return false;
+		b->keys = grown;
+		b->keys_cap = b->keys_cap ? 2 * b->keys_cap : 1024;
+	}
+	b->keys[b->n] = id_key(id);
+	return true;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /*
  * A row as one line of COPY's text format, its columns in the order of
  * LSINK_PG_COLUMNS, id first.
@@ -425,6 +509,10 @@ static int add_change(void *data, const struct bgrun_store_change *c)
 		return 1;
 	}
 	b->buf[b->len - 1] = '\n';
+	if (b->want_keys && !add_key(b, ev->id)) {
+		b->failed = true;
+		return 1;
+	}
 	if (b->n == 0 || c->recorded_ns < b->lo_ns)
 		b->lo_ns = c->recorded_ns;
 	if (b->n == 0 || c->recorded_ns > b->hi_ns)
@@ -451,51 +539,76 @@ static int read_batch(struct lsink_forward *f, struct batch *b, int64_t after)
 			b->failed ? "out of memory" : bgrun_store_errmsg(f->store));
 		return -1;
 	}
+	if (b->want_keys)
+		qsort(b->keys, b->n, sizeof(*b->keys), cmp_key);
 	return (int)b->n;
 }
 
-/* BEGIN and the COPY of b that sql says. 0, or -1 with err. */
-static int copy_batch(struct lsink_forward *f, const char *sql,
-		      const struct batch *b, char *err, size_t size)
+/*
+ * ONE STRING A BATCH. A batch's statements go as one query string,
+ * "BEGIN; COPY ... FROM STDIN; [INSERT ...;] COMMIT": the server runs
+ * them one after the other, the COPY taking the rows sent after it, and
+ * the COMMIT follows the COPY (or the INSERT) at once, without waiting
+ * for the forwarder to see the COPY's result and send it. So a batch
+ * costs two waits for the server (the COPY's start, and the end of it
+ * all), and nothing of the server's work waits for the forwarder. An
+ * error ends the string there (the rest is not run) and leaves the
+ * transaction failed: the direct COPY's unique violation is then rolled
+ * back and the batch sent the safe way.
+ */
+
+/* BEGIN and the COPY of b that sql says, the rest to come. 0, or -1 with err. */
+static int copy_batch(PGconn *pg, const char *sql, const struct batch *b,
+		      char *err, size_t size)
 {
-	/* "BEGIN; COPY ...": PQexec stops at the COPY, its last command. */
-	PGresult *res = PQexec(f->pg, sql);
+	/* PQexec stops at the COPY and gives its result: the rows are wanted. */
+	PGresult *res = PQexec(pg, sql);
 
 	if (PQresultStatus(res) != PGRES_COPY_IN) {
-		lsink_pg_error(f->pg, res, err, size);
+		lsink_pg_error(pg, res, err, size);
 		PQclear(res);
 		return -1;
 	}
 	PQclear(res);
-	if (PQputCopyData(f->pg, b->buf, (int)b->len) != 1 ||
-	    PQputCopyEnd(f->pg, NULL) != 1) {
-		lsink_pg_error(f->pg, NULL, err, size);
+	if (PQputCopyData(pg, b->buf, (int)b->len) != 1 ||
+	    PQputCopyEnd(pg, NULL) != 1) {
+		lsink_pg_error(pg, NULL, err, size);
 		return -1;
 	}
 	return 0;
 }
 
 /*
- * The COPY's result: 0, or -1 with err and *ret_conflict set when a row
- * was there already (a unique violation).
+ * The results of a batch's string after the COPY's start: want commands
+ * done (COPY, [INSERT,] COMMIT). 0, or -1 with err, and *ret_conflict set
+ * when the COPY failed because a row was there already (a unique
+ * violation).
  */
-static int copy_result(struct lsink_forward *f, bool *ret_conflict, char *err,
-		       size_t size)
+static int batch_results(PGconn *pg, int want, bool *ret_conflict, char *err,
+			 size_t size)
 {
-	PGresult *res = PQgetResult(f->pg);
 	const char *state;
-	int r = 0;
+	PGresult *res;
+	int done = 0, r = 0;
 
 	*ret_conflict = false;
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		lsink_pg_error(f->pg, res, err, size);
-		state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-		*ret_conflict = state != NULL && strcmp(state, "23505") == 0;
+	/* To the end: the connection takes nothing else before. */
+	while ((res = PQgetResult(pg)) != NULL) {
+		if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+			done++;
+		} else if (r == 0) {
+			lsink_pg_error(pg, res, err, size);
+			state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+			*ret_conflict = done == 0 && state != NULL &&
+					strcmp(state, "23505") == 0;
+			r = -1;
+		}
+		PQclear(res);
+	}
+	if (r == 0 && done != want) {
+		lsink_pg_error(pg, NULL, err, size);
 		r = -1;
 	}
-	PQclear(res);
-	while ((res = PQgetResult(f->pg)) != NULL)
-		PQclear(res);
 	return r;
 }
 
@@ -516,19 +629,25 @@ static int copy_result(struct lsink_forward *f, bool *ret_conflict, char *err,
  * does not pay for two tries each time.
  */
 
+/* Whether b has rows of months not known to have partitions. */
+static bool new_months(const struct lsink_forward *f, const struct batch *b)
+{
+	return lsink_pg_month(b->lo_ns) < f->made_lo ||
+	       lsink_pg_month(b->hi_ns) > f->made_hi;
+}
+
 /*
- * Starts sending b in one transaction: its partitions, BEGIN and the COPY,
- * and, the safe way, the INSERT and the COMMIT; end_batch waits for what
- * is left. 0, or -1 said.
+ * Starts sending b on c in one transaction: its partitions, then its
+ * string and its rows; end_batch waits for the rest. 0, or -1 said.
  */
-static int start_batch(struct lsink_forward *f, struct batch *b)
+static int start_batch(struct lsink_forward *f, struct fconn *c,
+		       struct batch *b)
 {
 	int64_t lo = lsink_pg_month(b->lo_ns), hi = lsink_pg_month(b->hi_ns);
 	char err[512];
-	bool conflict;
 
-	if (lo < f->made_lo || hi > f->made_hi) {
-		if (lsink_pg_partitions(f->pg, b->lo_ns, b->hi_ns, err,
+	if (new_months(f, b)) {
+		if (lsink_pg_partitions(c->pg, b->lo_ns, b->hi_ns, err,
 					sizeof(err)) < 0) {
 			problem(f, "making partitions", err);
 			return -1;
@@ -545,78 +664,54 @@ static int start_batch(struct lsink_forward *f, struct batch *b)
 	b->direct = f->direct_skip == 0;
 	if (!b->direct)
 		f->direct_skip--;
-	if (copy_batch(f, b->direct ? f->direct_sql : f->copy_sql, b, err,
-		       sizeof(err)) < 0)
-		goto fail;
-	/* Direct: the server inserts while the next batch is read. */
-	if (b->direct)
-		return 0;
-	if (copy_result(f, &conflict, err, sizeof(err)) < 0)
-		goto fail;
-	if (PQsendQuery(f->pg, f->send_sql) != 1) {
-		lsink_pg_error(f->pg, NULL, err, sizeof(err));
-		goto fail;
+	/* Behind another: committed once that one is (ORDER). */
+	b->open = f->n_flight > 0;
+	if (copy_batch(c->pg,
+		       b->direct ? b->open ? f->direct_open_sql : f->direct_sql
+		       : b->open ? c->safe_open_sql : c->safe_sql,
+		       b, err, sizeof(err)) < 0) {
+		problem(f, "sending events", err);
+		return -1;
 	}
+	b->conn = c;
 	return 0;
-fail:
-	problem(f, "sending events", err);
-	return -1;
 }
 
 /*
- * Waits for what start_batch sent: the direct COPY (then COMMIT, or on a
- * conflict the batch again the safe way), or the INSERT and the COMMIT.
- * 0, or -1 said.
+ * Waits for the end of what start_batch sent: committed, or, the direct
+ * COPY having met a row already there, rolled back and the batch sent
+ * again the safe way. 0, or -1 said.
  */
 static int end_batch(struct lsink_forward *f, struct batch *b)
 {
-	char err[512] = "";
-	PGresult *res;
+	PGconn *pg = b->conn->pg;
+	const char *safe_sql = b->conn->safe_sql;
+	char err[512];
 	bool conflict;
-	int n = 0;
 
-	if (b->direct) {
-		if (copy_result(f, &conflict, err, sizeof(err)) == 0) {
-			if (lsink_pg_exec(f->pg, "COMMIT", err, sizeof(err)) < 0)
-				goto fail;
+	b->conn = NULL;
+	if (batch_results(pg, (b->direct ? 1 : 2) + !b->open, &conflict, err,
+			  sizeof(err)) == 0) {
+		/* The older ones committed: now this one (ORDER). */
+		if (b->open && lsink_pg_exec(pg, "COMMIT", err, sizeof(err)) < 0)
+			goto fail;
+		if (b->direct) {
 			f->direct_wait /= 2;
 			f->n_direct++;
-			return 0;
 		}
-		if (!conflict ||
-		    lsink_pg_exec(f->pg, "ROLLBACK", err, sizeof(err)) < 0)
-			goto fail;
-		/*
-		 * The conflict is dealt with: its message must not stay in
-		 * err, which the loop below reads as the batch's failure
-		 * (the batch, committed the safe way, would be taken as
-		 * failed: the connection ended, the cursor left behind, the
-		 * batch sent once more and the conflict logged as a fault).
-		 */
-		err[0] = '\0';
-		f->direct_wait = f->direct_wait == 0 ? 1
-				 : f->direct_wait >= 32 ? 64 : 2 * f->direct_wait;
-		f->direct_skip = f->direct_wait;
-		if (copy_batch(f, f->copy_sql, b, err, sizeof(err)) < 0 ||
-		    copy_result(f, &conflict, err, sizeof(err)) < 0)
-			goto fail;
-		if (PQsendQuery(f->pg, f->send_sql) != 1) {
-			lsink_pg_error(f->pg, NULL, err, sizeof(err));
-			goto fail;
-		}
-	}
-	/* Both must be done: an error ends the string's other commands. */
-	while ((res = PQgetResult(f->pg)) != NULL) {
-		if (PQresultStatus(res) == PGRES_COMMAND_OK)
-			n++;
-		else if (err[0] == '\0')
-			lsink_pg_error(f->pg, res, err, sizeof(err));
-		PQclear(res);
-	}
-	if (err[0] == '\0' && n == 2)
 		return 0;
-	if (err[0] == '\0')
-		lsink_pg_error(f->pg, NULL, err, sizeof(err));
+	}
+	if (!b->direct || !conflict ||
+	    lsink_pg_exec(pg, "ROLLBACK", err, sizeof(err)) < 0)
+		goto fail;
+	f->direct_wait = f->direct_wait == 0 ? 1
+			 : f->direct_wait >= 32 ? 64 : 2 * f->direct_wait;
+	f->direct_skip = f->direct_wait;
+	b->direct = false;
+	if (copy_batch(pg, safe_sql, b, err, sizeof(err)) < 0 ||
+	    batch_results(pg, 3, &conflict, err, sizeof(err)) < 0)
+		goto fail;
+	return 0;
 fail:
 	problem(f, "sending events", err);
 	return -1;
@@ -684,16 +779,88 @@ static void set_busy(struct lsink_forward *f, bool busy)
 
 /*
  * PIPELINE: while the server inserts one batch and commits it, the next
- * is read from the store (after the one in flight, not the cursor), so
- * that the store and the server do not take turns. The next batch is
- * only a reading ahead: if the one in flight fails, it is dropped and
- * reading starts again at the cursor, which moved only after a COMMIT.
+ * is read from the store (after the ones in flight, not the cursor), and
+ * once the oldest committed, the next is sent before the cursor is saved
+ * here: the store and the server do not take turns. What was read ahead
+ * or sent after a batch that fails is dropped with it, and reading
+ * starts again at the cursor, which moved only after a COMMIT.
+ *
+ * SEVERAL CONNECTIONS (--forward-connections, o.connections): a batch is
+ * sent on each, so that the server takes them in parallel (one process
+ * of the server per connection). ORDER: only the oldest batch in flight
+ * has its COMMIT in its string; the younger ones are sent without it
+ * (b->open), their rows inserted meanwhile, and each is committed once
+ * it is the oldest, after the one before it. So batches are committed in
+ * the store's order, as with one connection: whoever sees an event in
+ * the table sees every event stored before it, and the cursor moves over
+ * each batch in turn. A failure ends them all (the open ones roll back)
+ * and sends again everything after the cursor: exactly once holds (a
+ * row sent again is a conflict, taken the safe way). Since a younger
+ * batch's transaction waits for the forwarder, it must never hold what
+ * an older one needs: two transactions in flight never write the same
+ * row (a row changed again after it was read: shares_rows), and
+ * partitions are made only with nothing in flight.
  */
+
+/* The batch i places after the oldest in flight. */
+static struct batch *ring(struct lsink_forward *f, size_t i)
+{
+	return &f->batches[(f->head + i) % (f->n_conns + 1)];
+}
+
+/* Whether a row of b is in a batch in flight (by its id's key). */
+static bool shares_rows(struct lsink_forward *f, const struct batch *b)
+{
+	for (size_t j = 0; j < f->n_flight; j++) {
+		const struct batch *x = ring(f, j);
+
+		for (size_t i = 0; i < b->n; i++)
+			if (bsearch(&b->keys[i], x->keys, x->n, sizeof(*x->keys),
+				    cmp_key) != NULL)
+				return true;
+	}
+	return false;
+}
+
+/*
+ * Sends the batch read ahead, if a connection is free for it: 1 sent, 0
+ * not now, -1 failed (said).
+ */
+static int send_pending(struct lsink_forward *f)
+{
+	struct batch *b = ring(f, f->n_flight);
+	struct fconn *c = NULL;
+	int r;
+
+	/*
+	 * Not beside batches in flight: one that writes a row of theirs, or
+	 * one that makes a partition (the younger ones' transactions, open
+	 * until the older ones commit, would hold it up).
+	 */
+	if (!f->pending || f->n_flight == f->n_conns ||
+	    (f->n_flight > 0 && (new_months(f, b) || shares_rows(f, b))))
+		return 0;
+	for (size_t i = 0; i < f->n_conns && c == NULL; i++) {
+		c = &f->conns[i];
+		for (size_t j = 0; j < f->n_flight && c != NULL; j++)
+			if (ring(f, j)->conn == c)
+				c = NULL;
+	}
+	set_busy(f, true);
+	r = start_batch(f, c, b);
+	set_busy(f, false);
+	if (r < 0)
+		return -1;
+	f->n_flight++;
+	f->pending = false;
+	return 1;
+}
+
 static void *forward_main(void *arg)
 {
 	struct lsink_forward *f = arg;
-	struct batch *cur = &f->batches[0], *next = &f->batches[1], *t;
-	int n = 0, n_next, r;
+	struct batch *b;
+	int n, r, sent;
 
 	/*
 	 * The writer's acks come first: where CPUs are short (the server on
@@ -703,59 +870,61 @@ static void *forward_main(void *arg)
 	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), FORWARD_NICE);
 
 	while (!stopping(f)) {
-		if (f->pg == NULL && connect_pg(f) < 0) {
+		if (!f->connected && connect_pg(f) < 0) {
 			back_off(f);
 			continue;
 		}
-		if (n == 0)
-			n = read_batch(f, cur, f->cursor);
-		if (n == 0) {
+		/* One read ahead, after those in flight. */
+		if (!f->pending) {
+			b = ring(f, f->n_flight);
+			n = read_batch(f, b, f->n_flight > 0
+						     ? ring(f, f->n_flight - 1)->seq
+						     : f->cursor);
+			if (n < 0)
+				goto failed;
+			f->pending = n > 0;
+		}
+		sent = send_pending(f);
+		if (sent < 0)
+			goto failed;
+		if (sent > 0)
+			continue;
+		if (f->n_flight == 0) {
+			/* Nothing to send: until the store changes. */
 			(void)pthread_mutex_lock(&f->lock);
 			wait_kick(f, POLL_MS);
 			(void)pthread_mutex_unlock(&f->lock);
 			continue;
 		}
-		n_next = 0;
-		r = -1;
-		if (n > 0) {
-			set_busy(f, true);
-			r = start_batch(f, cur);
-			if (r == 0) {
-				n_next = read_batch(f, next, cur->seq);
-				r = end_batch(f, cur);
-			}
-			set_busy(f, false);
-		}
-		if (r < 0) {
-			n = 0;
-			disconnect(f);
-			back_off(f);
-			continue;
-		}
-		/* Committed there: now the cursor, here. */
-		if (bgrun_store_cursor_set(f->store, f->target, cur->seq) < 0)
+		/* The oldest in flight: its end, then the cursor. */
+		b = ring(f, 0);
+		set_busy(f, true);
+		r = end_batch(f, b);
+		set_busy(f, false);
+		if (r < 0)
+			goto failed;
+		f->head = (f->head + 1) % (f->n_conns + 1);
+		f->n_flight--;
+		/* Committed there: the next goes while the cursor is saved. */
+		sent = send_pending(f);
+		if (bgrun_store_cursor_set(f->store, f->target, b->seq) < 0)
 			problem(f, "saving the cursor",
 				bgrun_store_errmsg(f->store));
-		f->cursor = cur->seq;
-		f->n_sent += cur->n;
+		f->cursor = b->seq;
+		f->n_sent += b->n;
 		f->n_batches++;
-		if (f->said[0] != '\0' && n_next >= 0) {
+		f->backoff_ms = BACKOFF_MIN_MS;
+		if (sent < 0)
+			goto failed;
+		if (f->said[0] != '\0') {
 			lsink_msg("forwarding to %s: working again",
 				  lsink_printable(f->shown));
 			f->said[0] = '\0';
 		}
-		f->backoff_ms = BACKOFF_MIN_MS;
-		if (n_next < 0) {
-			/* The store could not be read: again from the cursor. */
-			n = 0;
-			disconnect(f);
-			back_off(f);
-			continue;
-		}
-		t = cur;
-		cur = next;
-		next = t;
-		n = n_next;
+		continue;
+failed:
+		disconnect(f);
+		back_off(f);
 	}
 	disconnect(f);
 	return NULL;
@@ -768,10 +937,16 @@ static void forward_free(struct lsink_forward *f)
 	bgrun_store_close(f->store);
 	free(f->copy_sql);
 	free(f->direct_sql);
+	free(f->direct_open_sql);
 	free(f->insert_sql);
-	free(f->send_sql);
-	free(f->batches[0].buf);
-	free(f->batches[1].buf);
+	for (size_t i = 0; i < LSINK_FORWARD_CONNS_MAX; i++) {
+		free(f->conns[i].safe_sql);
+		free(f->conns[i].safe_open_sql);
+	}
+	for (size_t i = 0; i <= LSINK_FORWARD_CONNS_MAX; i++) {
+		free(f->batches[i].buf);
+		free(f->batches[i].keys);
+	}
 	free(f);
 }
 
@@ -790,6 +965,10 @@ int lsink_forward_start(const struct lsink_forward_opts *o,
 	if (f == NULL)
 		return -ENOMEM;
 	f->o = *o;
+	f->n_conns = o->connections < 1 ? 1
+		     : o->connections > LSINK_FORWARD_CONNS_MAX
+			     ? LSINK_FORWARD_CONNS_MAX
+			     : o->connections;
 	f->made_lo = 1;
 	f->backoff_ms = BACKOFF_MIN_MS;
 	/* A string libpq cannot read is a usage error, now, not a retry loop. */
@@ -806,14 +985,17 @@ int lsink_forward_start(const struct lsink_forward_opts *o,
 	describe(o->conninfo, f->shown, sizeof(f->shown));
 	(void)snprintf(f->node, sizeof(f->node), "%s",
 		       uname(&u) == 0 ? u.nodename : "unknown");
-	for (int i = 0; i < 2; i++) {
+	for (size_t i = 0; i <= LSINK_FORWARD_CONNS_MAX; i++) {
 		f->batches[i].forced = f->o.host;
 		f->batches[i].node = f->node;
+		f->batches[i].want_keys = f->n_conns > 1;
 	}
-	f->copy_sql = make_copy_sql("fleet_batch");
-	f->direct_sql = make_copy_sql("fleet_events");
+	f->copy_sql = make_copy_sql("fleet_batch", "");
+	f->direct_sql = make_copy_sql("fleet_events", "; COMMIT");
+	f->direct_open_sql = make_copy_sql("fleet_events", "");
 	f->insert_sql = make_insert_sql();
 	if (f->copy_sql == NULL || f->direct_sql == NULL ||
+	    f->direct_open_sql == NULL ||
 	    f->insert_sql == NULL) {
 		forward_free(f);
 		return -ENOMEM;
@@ -883,8 +1065,10 @@ void lsink_forward_stop(struct lsink_forward *f)
 	 * again by the next start). Only then: a cancel request is a
 	 * connection of its own, which a server that is not there makes wait.
 	 */
-	if (f->busy && f->cancel != NULL)
-		(void)PQcancel(f->cancel, ignored, (int)sizeof(ignored));
+	for (size_t i = 0; f->busy && i < f->n_conns; i++)
+		if (f->conns[i].cancel != NULL)
+			(void)PQcancel(f->conns[i].cancel, ignored,
+				       (int)sizeof(ignored));
 	(void)pthread_cond_signal(&f->cond);
 	(void)pthread_mutex_unlock(&f->lock);
 	(void)pthread_join(f->thread, NULL);

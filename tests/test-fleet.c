@@ -26,6 +26,7 @@ void case_fleet_refused(void) { no_libpq(); }
 void case_fleet_pg_restart(void) { no_libpq(); }
 void case_fleet_kill9(void) { no_libpq(); }
 void case_fleet_filters(void) { no_libpq(); }
+void case_fleet_order(void) { no_libpq(); }
 
 #else
 
@@ -120,7 +121,7 @@ static void pg_start(struct t_pg *pg)
 	/* fsync off: a test's server need not survive a power cut. */
 	(void)snprintf(opts, sizeof(opts),
 		       "-c listen_addresses='' -k %s -p 5432 -c fsync=off "
-		       "-c max_connections=40",
+		       "-c max_connections=40 -c track_commit_timestamp=on",
 		       pg->dir);
 	pg_cmd(pg, (const char *const[]){ pg_bin(pg, "pg_ctl"), "-D", data,
 					  "-l", logfile, "-w", "-t", "60",
@@ -492,9 +493,13 @@ void case_fleet_two_hosts(void)
 
 		(void)snprintf(host_opt, sizeof(host_opt), "--forward-host=%s",
 			       hosts[h]);
+		/* One connection, and the default (two). */
 		t_daemon_start(&d[h], t_path(dir[h], "ev.db"),
 			       t_path(dir[h], "s/sink.sock"),
-			       (const char *const[]){ fwd, host_opt, NULL });
+			       (const char *const[]){
+				       fwd, host_opt,
+				       h == 0 ? "--forward-connections=1" : NULL,
+				       NULL });
 	}
 	for (int h = 0; h < 2; h++) {
 		o.mode = BGRUN_SINK_DAEMON;
@@ -911,6 +916,57 @@ void case_fleet_kill9(void)
 	for (const char *p = read_log(d.log); (p = strstr(p, "forwarded ")); p++)
 		last = p; /* the last run's stop line */
 	ASSERT(last != NULL && strstr(last, "(0 by direct COPY)") != NULL);
+	free(ids);
+	flood_free(f);
+}
+
+/*
+ * ORDER, with several connections: a flood through a daemon with four of
+ * them and small batches, so that batches are in flight side by side.
+ * They must still be committed in the store's order (each row's
+ * recorded_ns is taken under the store's write lock): along recorded_ns,
+ * the commit times of the rows' transactions (the server keeps them:
+ * track_commit_timestamp) never go back. Then, every acked event once,
+ * and the cursor at the counter.
+ */
+void case_fleet_order(void)
+{
+	struct t_pg *pg = pg_new();
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	struct t_flood f[FLOOD_THREADS];
+	pthread_t th[FLOOD_THREADS];
+	_Atomic bool stop = false;
+	struct t_daemon d;
+	char fwd[300];
+	size_t n;
+	t_id *ids;
+
+	(void)snprintf(fwd, sizeof(fwd), "--forward=%s", pg->conninfo);
+	t_daemon_start(&d, db, sock,
+		       (const char *const[]){ fwd, "--forward-batch=100",
+					      "--forward-connections=4", NULL });
+	flood_start(f, th, db, sock, &stop);
+	wait_total(f, FLOOD_THREADS, 15000);
+	stop = true;
+	flood_join(f, th);
+	ids = all_ids(f, FLOOD_THREADS, &n);
+	ASSERT_EQ(pg_wait(pg, COUNT_ALL, (int64_t)n, 120000), (int64_t)n);
+	pg_expect_ids(pg, NULL, ids, n, false);
+	ASSERT_EQ(pg_int(pg, "SELECT count(*) FROM (SELECT "
+			     "pg_xact_commit_timestamp(xmin) AS t, "
+			     "lag(pg_xact_commit_timestamp(xmin)) OVER (ORDER "
+			     "BY recorded_ns, id) AS before FROM fleet_events) "
+			     "x WHERE t < before"), 0);
+	/* Several transactions, or the check above checked nothing. */
+	ASSERT(pg_int(pg, "SELECT count(DISTINCT xmin::text) FROM "
+			  "fleet_events") > 10);
+	ASSERT_EQ(t_db_wait(db, "SELECT count(*) FROM cursors WHERE seq = "
+				"(SELECT value FROM counters)", 1, 120000), 1);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	fprintf(stderr, "%zu events, %lld transactions\n", n,
+		(long long)pg_int(pg, "SELECT count(DISTINCT xmin::text) FROM "
+				      "fleet_events"));
 	free(ids);
 	flood_free(f);
 }
