@@ -42,6 +42,8 @@
 #define BACKOFF_MAX_MS 5000
 /* How often the store is looked at without a signal (embedded writers). */
 #define POLL_MS 1000
+/* A lock wait that fails, with several connections (see connect_one). */
+#define LOCK_TIMEOUT "10s"
 /* The forwarder thread's nice value. */
 #define FORWARD_NICE 10
 
@@ -338,6 +340,22 @@ static int connect_one(struct lsink_forward *f, struct fconn *c)
 		problem(f, "a temporary table", err);
 		return -1;
 	}
+	/*
+	 * With several connections a younger batch's transaction stays open
+	 * until the forwarder commits it, after the older ones: if someone
+	 * else's lock request (a partition made by another daemon, an
+	 * administrator's DDL) waits for it and an older batch of ours waits
+	 * behind that request, the server sees no cycle (it goes through
+	 * the forwarder), and nothing would move. A lock wait of ours that
+	 * long fails instead: everything in flight rolls back, the other
+	 * gets its lock, and the batches are sent again.
+	 */
+	if (f->n_conns > 1 &&
+	    lsink_pg_exec(c->pg, "SET lock_timeout = '" LOCK_TIMEOUT "'", err,
+			  sizeof(err)) < 0) {
+		problem(f, "setting lock_timeout", err);
+		return -1;
+	}
 	free(c->safe_sql);
 	free(c->safe_open_sql);
 	c->safe_sql = NULL;
@@ -539,7 +557,7 @@ static int read_batch(struct lsink_forward *f, struct batch *b, int64_t after)
 			b->failed ? "out of memory" : bgrun_store_errmsg(f->store));
 		return -1;
 	}
-	if (b->want_keys)
+	if (b->want_keys && b->n > 1)
 		qsort(b->keys, b->n, sizeof(*b->keys), cmp_key);
 	return (int)b->n;
 }

@@ -117,7 +117,7 @@ static const char help_text[] =
 	"      --forward-batch=N    events per PostgreSQL transaction (default 2000)\n"
 	"      --forward-connections=N\n"
 	"                           batches in flight at once, each on a\n"
-	"                           connection of its own (1 to 8, default 2)\n"
+	"                           connection of its own (1 to 8, default 1)\n"
 	"      --stop               stop the daemon serving the socket (and the\n"
 	"                           database: --db) and wait until it has exited\n"
 	LSINK_COMMON_HELP
@@ -479,7 +479,7 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 			     .frame_ms = 10000, .max_per_pid = 32,
 			     .reserve = SIZE_MAX },
 		.srv.writer = { .batch_max = 2048 },
-		.fwd = { .batch_max = 2000, .connections = 2 },
+		.fwd = { .batch_max = 2000, .connections = 1 },
 	};
 	int opt, r, status = LSINK_EXIT_FAILURE;
 	const char *v;

@@ -493,12 +493,12 @@ void case_fleet_two_hosts(void)
 
 		(void)snprintf(host_opt, sizeof(host_opt), "--forward-host=%s",
 			       hosts[h]);
-		/* One connection, and the default (two). */
+		/* The default (one connection), and two. */
 		t_daemon_start(&d[h], t_path(dir[h], "ev.db"),
 			       t_path(dir[h], "s/sink.sock"),
 			       (const char *const[]){
 				       fwd, host_opt,
-				       h == 0 ? "--forward-connections=1" : NULL,
+				       h == 1 ? "--forward-connections=2" : NULL,
 				       NULL });
 	}
 	for (int h = 0; h < 2; h++) {
@@ -548,10 +548,12 @@ void case_fleet_two_hosts(void)
 		}
 		bgrun_sink_close(sink);
 	}
-	ASSERT_EQ(pg_wait(pg, "SELECT count(*) FROM fleet_events WHERE "
-			      "result = 'failed' AND exit_code = 99",
-			  2, 60000),
-		  2);
+	if (pg_wait(pg, "SELECT count(*) FROM fleet_events WHERE result = "
+			"'failed' AND exit_code = 99", 2, 60000) != 2) {
+		fprintf(stderr, "%s", read_log(d[0].log));
+		FAIL("the running rows did not both end there; logs above "
+		     "and:\n%s", read_log(d[1].log));
+	}
 	ASSERT_EQ(pg_wait(pg, COUNT_ALL, 122, 60000), 122);
 	for (int h = 0; h < 2; h++) {
 		pg_expect_ids(pg, hosts[h], ids[h], 61, false);
@@ -661,7 +663,11 @@ void case_fleet_two_hosts(void)
 	pg_expect_ids(pg, "host-a", ids[0], 5, false);
 	ASSERT(strstr(read_log(d[0].log), "42P01") != NULL);
 	for (int h = 0; h < 2; h++) {
-		ASSERT_EQ(t_daemon_stop(&d[h], SIGTERM), 0);
+		int code = t_daemon_stop(&d[h], SIGTERM);
+
+		if (code != 0)
+			FAIL("daemon %d exited %d: %s", h, code,
+			     read_log(d[h].log));
 		ASSERT(strstr(read_log(d[h].log), "forwarding to") != NULL);
 		/* The cursor, committed after PostgreSQL was, reached the end. */
 		ASSERT_EQ(t_db_int(d[h].db, "SELECT seq FROM cursors"),
@@ -794,7 +800,8 @@ void case_fleet_pg_restart(void)
 
 	(void)snprintf(fwd, sizeof(fwd), "--forward=%s", pg->conninfo);
 	t_daemon_start(&d, db, sock,
-		       (const char *const[]){ fwd, "--forward-batch=200", NULL });
+		       (const char *const[]){ fwd, "--forward-batch=200",
+					      "--forward-connections=2", NULL });
 	flood_start(f, th, db, sock, &stop);
 	wait_total(f, FLOOD_THREADS, 1500);
 	/* Forwarding works before the fault... */
@@ -840,7 +847,8 @@ void case_fleet_kill9(void)
 	_Atomic bool stop = false;
 	struct t_daemon d;
 	char fwd[300];
-	const char *const args[] = { fwd, "--forward-batch=50", NULL };
+	const char *const args[] = { fwd, "--forward-batch=50",
+				     "--forward-connections=2", NULL };
 	int64_t in_pg, local;
 	const char *last;
 	size_t n, at;
@@ -926,8 +934,10 @@ void case_fleet_kill9(void)
  * They must still be committed in the store's order (each row's
  * recorded_ns is taken under the store's write lock): along recorded_ns,
  * the commit times of the rows' transactions (the server keeps them:
- * track_commit_timestamp) never go back. Then, every acked event once,
- * and the cursor at the counter.
+ * track_commit_timestamp) never go back. Meanwhile an administrator
+ * locks the table until the forwarder's lock_timeout ends its wait (see
+ * connect_one in serve-forward.c). Then, every acked event once, and the
+ * cursor at the counter.
  */
 void case_fleet_order(void)
 {
@@ -939,8 +949,10 @@ void case_fleet_order(void)
 	_Atomic bool stop = false;
 	struct t_daemon d;
 	char fwd[300];
+	PGconn *admin;
+	PGresult *res;
 	size_t n;
-	t_id *ids;
+	t_id *ids, more[100];
 
 	(void)snprintf(fwd, sizeof(fwd), "--forward=%s", pg->conninfo);
 	t_daemon_start(&d, db, sock,
@@ -951,8 +963,25 @@ void case_fleet_order(void)
 	stop = true;
 	flood_join(f, th);
 	ids = all_ids(f, FLOOD_THREADS, &n);
-	ASSERT_EQ(pg_wait(pg, COUNT_ALL, (int64_t)n, 120000), (int64_t)n);
-	pg_expect_ids(pg, NULL, ids, n, false);
+	/*
+	 * An administrator's lock on the table (granted once what is in
+	 * flight is committed, or rolled back by lock_timeout), and more
+	 * events to forward meanwhile: the forwarder's wait for the lock
+	 * ends with lock_timeout, and they go once the lock is gone.
+	 */
+	admin = pg_conn(pg);
+	res = PQexec(admin, "BEGIN; LOCK TABLE fleet_events IN ACCESS "
+			    "EXCLUSIVE MODE");
+	ASSERT(PQresultStatus(res) == PGRES_COMMAND_OK);
+	PQclear(res);
+	put_n(&d, more, 100);
+	wait_log(d.log, "55P03");
+	PQclear(PQexec(admin, "COMMIT"));
+	PQfinish(admin);
+	ASSERT_EQ(pg_wait(pg, COUNT_ALL, (int64_t)n + 100, 120000),
+		  (int64_t)n + 100);
+	pg_expect_ids(pg, NULL, ids, n, true);
+	pg_expect_ids(pg, NULL, more, 100, true);
 	ASSERT_EQ(pg_int(pg, "SELECT count(*) FROM (SELECT "
 			     "pg_xact_commit_timestamp(xmin) AS t, "
 			     "lag(pg_xact_commit_timestamp(xmin)) OVER (ORDER "
@@ -964,6 +993,8 @@ void case_fleet_order(void)
 	ASSERT_EQ(t_db_wait(db, "SELECT count(*) FROM cursors WHERE seq = "
 				"(SELECT value FROM counters)", 1, 120000), 1);
 	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	ASSERT(strstr(read_log(d.log), "working again") != NULL);
+	expect_said_once(read_log(d.log));
 	fprintf(stderr, "%zu events, %lld transactions\n", n,
 		(long long)pg_int(pg, "SELECT count(DISTINCT xmin::text) FROM "
 				      "fleet_events"));
