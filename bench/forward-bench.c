@@ -3,7 +3,8 @@
 
 /*
  * Usage: forward-bench --pg CONNINFO [--events N] [--hosts 1,4,16]
- *                      [--batch N] [--logsink PATH] [--dir DIR] [--csv FILE]
+ *                      [--batch N] [--backlog] [--logsink PATH] [--dir DIR]
+ *                      [--csv FILE] [--serve-arg ARG]...
  *
  * For each K of --hosts: empties the fleet table of CONNINFO, starts K
  * daemons (`logsink serve --forward=CONNINFO --forward-host=bench-I`),
@@ -15,6 +16,20 @@
  *              there, polled every 5 ms)
  *   lag        per event, from its local commit (recorded_ns) to its
  *              insert in PostgreSQL (forwarded_at), p50 and p99
+ * The forwarded rate cannot pass the local one when the clients are the
+ * slower side; --backlog measures the forwarders alone: the daemons first
+ * take the N events without --forward, then are started again with it,
+ * and "forwarded" is N over the time from that start to the last row
+ * there (the lag is then the backlog's age, not reported).
+ * Beside them, the CPU time per event of the server's processes (read
+ * from /proc where the server runs here) and of the daemons (what they
+ * used from start to stop; with --backlog, of the forwarding start): on a
+ * shared machine, what the work costs, whatever share of the CPUs it got.
+ * The end is seen by looking for each client's last event id (the key's
+ * index), not by counting the table, which would take the server's CPU
+ * from the forwarders being measured.
+ * --serve-arg gives the forwarding daemons one more option each
+ * (--forward-connections=N, to compare).
  * The server is whatever CONNINFO names: a local one here (see
  * docs/fleet.md for the numbers and how they were taken).
  */
@@ -32,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +63,9 @@ static const char *logsink = FORWARD_BENCH_LOGSINK;
 static const char *conninfo;
 static const char *base_dir = "/tmp";
 static const char *batch_arg = "2000";
+static bool backlog;
+static const char *serve_args[8];
+static int n_serve_args;
 
 __attribute__((noreturn, format(printf, 1, 2)))
 static void die(const char *fmt, ...)
@@ -91,17 +110,129 @@ static int64_t pg_int(PGconn *c, const char *sql)
 	return v;
 }
 
+/* The CPU time (ms) of the children reaped: the daemons stopped. */
+static int64_t children_cpu_ms(void)
+{
+	struct rusage ru;
+
+	(void)getrusage(RUSAGE_CHILDREN, &ru);
+	return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+}
+
+/* Clock ticks of CPU time of process pid, with its reaped children's. */
+static int64_t proc_ticks(long pid, bool reaped)
+{
+	unsigned long long ut, st, cut, cst;
+	char path[64], stat[1024], *q;
+	int64_t ticks = -1;
+	FILE *f;
+
+	(void)snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return -1;
+	if (fgets(stat, sizeof(stat), f) != NULL &&
+	    (q = strrchr(stat, ')')) != NULL &&
+	    sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			  "%llu %llu %llu %llu", &ut, &st, &cut, &cst) == 4)
+		ticks = (int64_t)(ut + st + (reaped ? cut + cst : 0));
+	(void)fclose(f);
+	return ticks;
+}
+
+/*
+ * The CPU time (ms) of the server's processes, where the server is on
+ * this machine and its data directory readable (-1 otherwise): the
+ * postmaster's own and what it reaped, with its live children's. Read
+ * from /proc, so that nothing is asked of the server.
+ */
+static int64_t server_cpu_ms(PGconn *pg)
+{
+	static long pm = -1;
+	char path[64], line[4096];
+	int64_t total, t;
+	FILE *f;
+
+	if (pm < 0) {
+		PGresult *r = PQexec(pg, "SELECT setting FROM pg_settings "
+					 "WHERE name = 'data_directory'");
+		char pidfile[1024];
+
+		if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+			(void)snprintf(pidfile, sizeof(pidfile),
+				       "%s/postmaster.pid", PQgetvalue(r, 0, 0));
+			f = fopen(pidfile, "re");
+			if (f != NULL && fscanf(f, "%ld", &pm) != 1)
+				pm = -1;
+			if (f != NULL)
+				(void)fclose(f);
+		}
+		PQclear(r);
+	}
+	total = pm > 0 ? proc_ticks(pm, true) : -1;
+	if (total < 0)
+		return -1;
+	(void)snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children", pm, pm);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return -1;
+	if (fgets(line, sizeof(line), f) == NULL)
+		line[0] = '\0';
+	(void)fclose(f);
+	for (char *p = line, *end;; p = end) {
+		long pid = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		t = proc_ticks(pid, false);
+		total += t > 0 ? t : 0;
+	}
+	return total * 1000 / sysconf(_SC_CLK_TCK);
+}
+
+/* The daemons' server processes (at most MAX_HOSTS * 2): their count. */
+static int backend_pids(PGconn *pg, long *pids)
+{
+	PGresult *r = PQexec(pg, "SELECT pid FROM pg_stat_activity WHERE "
+				 "application_name = 'logsink'");
+	int n = 0;
+
+	for (int i = 0; PQresultStatus(r) == PGRES_TUPLES_OK &&
+			i < PQntuples(r) && n < MAX_HOSTS * 2; i++)
+		pids[n++] = strtol(PQgetvalue(r, i, 0), NULL, 10);
+	PQclear(r);
+	return n;
+}
+
+/*
+ * Until the postmaster reaped them (their /proc entries gone), so that
+ * their CPU time is in its children's: it reaps a moment after they end.
+ */
+static void wait_reaped(const long *pids, int n)
+{
+	int64_t deadline = now_ns() + 10 * (int64_t)1000000000;
+	char path[64];
+
+	for (int i = 0; i < n; i++) {
+		(void)snprintf(path, sizeof(path), "/proc/%ld", pids[i]);
+		while (access(path, F_OK) == 0 && now_ns() < deadline)
+			(void)poll(NULL, 0, 5);
+	}
+}
+
 struct daemon {
 	struct bgrun_child *child;
 	char db[512], sock[300], log[600];
 };
 
-static void daemon_start(struct daemon *d, const char *dir, int i)
+/* The daemon of simulated host i, forwarding or not. */
+static void daemon_start(struct daemon *d, const char *dir, int i, bool fw)
 {
 	char fwd[1024], host[64], batch[64];
-	const char *argv[] = { logsink, "--db", d->db, "serve", "--socket",
-			       d->sock, "--ready-fd=3", fwd, host, batch,
-			       NULL };
+	const char *argv[10 + 8 + 1] = { logsink, "--db", d->db, "serve",
+					    "--socket", d->sock, "--ready-fd=3",
+					    fwd, host, batch };
 	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
 	char line[256] = "";
 	ssize_t n;
@@ -113,6 +244,10 @@ static void daemon_start(struct daemon *d, const char *dir, int i)
 	(void)snprintf(fwd, sizeof(fwd), "--forward=%s", conninfo);
 	(void)snprintf(host, sizeof(host), "--forward-host=bench-%d", i);
 	(void)snprintf(batch, sizeof(batch), "--forward-batch=%s", batch_arg);
+	if (!fw)
+		argv[7] = NULL;
+	for (int a = 0; fw && a < n_serve_args; a++)
+		argv[10 + a] = serve_args[a];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		die("pipe: %s", strerror(errno));
 	o.argv = argv;
@@ -142,6 +277,7 @@ struct client {
 	struct daemon *d;
 	long n;
 	int64_t end_ns;
+	char last_id[BGRUN_EVENT_ID_MAX + 1]; /* the last event put */
 };
 
 static void *client_main(void *arg)
@@ -177,6 +313,8 @@ static void *client_main(void *arg)
 		if (bgrun_sink_put_batch(sink, evs, PUT_BATCH) !=
 		    BGRUN_SINK_VIA_DAEMON)
 			die("a put failed: %s", bgrun_sink_errmsg(sink));
+		(void)snprintf(c->last_id, sizeof(c->last_id), "%s",
+			       evs[PUT_BATCH - 1].id);
 	}
 	c->end_ns = now_ns();
 	bgrun_sink_close(sink);
@@ -187,6 +325,8 @@ struct result {
 	int hosts;
 	long events;
 	double local_eps, forward_eps;
+	double pg_cpu_us; /* the server's CPU time per event, or -1 */
+	double daemon_cpu_us; /* the daemons' */
 	double lag_p50_ms, lag_p99_ms;
 };
 
@@ -194,8 +334,10 @@ static void run(int k, long events, struct result *res)
 {
 	struct daemon d[MAX_HOSTS];
 	struct client c[MAX_HOSTS];
-	char dir[256], sql[512];
-	int64_t t0, t_acked = 0, t_fwd;
+	char dir[256], sql[MAX_HOSTS * 48 + 128];
+	int64_t t0, t_acked = 0, t_fwd, cpu0, cpu1, dcpu0, dcpu1;
+	long pids[MAX_HOSTS * 2];
+	int backends;
 	long per = events / k / PUT_BATCH * PUT_BATCH;
 	PGconn *pg = pg_connect();
 	PGresult *r;
@@ -207,7 +349,9 @@ static void run(int k, long events, struct result *res)
 	/* The table, if there, starts empty (the daemons make it if not). */
 	PQclear(PQexec(pg, "TRUNCATE fleet_events"));
 	for (int i = 0; i < k; i++)
-		daemon_start(&d[i], dir, i);
+		daemon_start(&d[i], dir, i, !backlog);
+	cpu0 = server_cpu_ms(pg);
+	dcpu0 = children_cpu_ms();
 	t0 = now_ns();
 	for (int i = 0; i < k; i++) {
 		c[i] = (struct client){ .d = &d[i], .n = per };
@@ -219,11 +363,36 @@ static void run(int k, long events, struct result *res)
 		if (c[i].end_ns > t_acked)
 			t_acked = c[i].end_ns;
 	}
-	while (pg_int(pg, "SELECT count(*) FROM fleet_events") < per * k)
+	res->local_eps = (double)(per * k) / ((double)(t_acked - t0) / 1e9);
+	if (backlog) {
+		for (int i = 0; i < k; i++)
+			daemon_stop(&d[i]);
+		cpu0 = server_cpu_ms(pg);
+		dcpu0 = children_cpu_ms();
+		t0 = now_ns();
+		for (int i = 0; i < k; i++)
+			daemon_start(&d[i], dir, i, true);
+	}
+	/* Each client's last event there: a client's events go in order. */
+	(void)snprintf(sql, sizeof(sql),
+		       "SELECT count(*) FROM fleet_events WHERE id IN (");
+	for (int i = 0; i < k; i++)
+		(void)snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql),
+			       "%s'%s'", i ? ", " : "", c[i].last_id);
+	(void)snprintf(sql + strlen(sql), sizeof(sql) - strlen(sql), ")");
+	while (pg_int(pg, sql) < k)
 		(void)poll(NULL, 0, 5);
 	t_fwd = now_ns();
+	backends = backend_pids(pg, pids);
 	for (int i = 0; i < k; i++)
 		daemon_stop(&d[i]);
+	wait_reaped(pids, backends);
+	cpu1 = server_cpu_ms(pg);
+	dcpu1 = children_cpu_ms();
+	if (pg_int(pg, "SELECT count(*) FROM fleet_events") != per * k)
+		die("%lld rows in fleet_events, %ld expected",
+		    (long long)pg_int(pg, "SELECT count(*) FROM fleet_events"),
+		    per * k);
 	(void)snprintf(sql, sizeof(sql),
 		       "SELECT percentile_disc(ARRAY[0.5, 0.99]) WITHIN GROUP "
 		       "(ORDER BY extract(epoch FROM forwarded_at) * 1e9 - "
@@ -231,10 +400,13 @@ static void run(int k, long events, struct result *res)
 	r = PQexec(pg, sql);
 	res->hosts = k;
 	res->events = per * k;
-	res->local_eps = (double)(per * k) / ((double)(t_acked - t0) / 1e9);
+	res->pg_cpu_us = cpu0 < 0 || cpu1 < 0 ? -1
+			 : (double)(cpu1 - cpu0) * 1000 / (double)(per * k);
+	res->daemon_cpu_us = (double)(dcpu1 - dcpu0) * 1000 / (double)(per * k);
 	res->forward_eps = (double)(per * k) / ((double)(t_fwd - t0) / 1e9);
 	res->lag_p50_ms = res->lag_p99_ms = -1;
-	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+	if (!backlog && PQresultStatus(r) == PGRES_TUPLES_OK &&
+	    PQntuples(r) == 1) {
 		/* "{p50,p99}" in ns */
 		const char *v = PQgetvalue(r, 0, 0);
 
@@ -270,17 +442,23 @@ int main(int argc, char **argv)
 			hosts = argv[++i];
 		else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
 			batch_arg = argv[++i];
+		else if (strcmp(argv[i], "--backlog") == 0)
+			backlog = true;
 		else if (strcmp(argv[i], "--logsink") == 0 && i + 1 < argc)
 			logsink = argv[++i];
 		else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
 			base_dir = argv[++i];
 		else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc)
 			csv = argv[++i];
+		else if (strcmp(argv[i], "--serve-arg") == 0 && i + 1 < argc &&
+			 n_serve_args < 8)
+			serve_args[n_serve_args++] = argv[++i];
 		else {
 			fprintf(stderr,
 				"usage: forward-bench --pg CONNINFO [--events N] "
-				"[--hosts 1,4,16] [--batch N] [--logsink PATH] "
-				"[--dir DIR] [--csv FILE]\n");
+				"[--hosts 1,4,16] [--batch N] [--backlog] "
+				"[--logsink PATH] [--dir DIR] [--csv FILE] "
+				"[--serve-arg ARG]...\n");
 			return 2;
 		}
 	}
@@ -300,23 +478,35 @@ int main(int argc, char **argv)
 		p += strcspn(p, ",");
 		p += *p == ',';
 	}
-	printf("%-6s %9s %12s %14s %10s %10s\n", "hosts", "events",
-	       "local ev/s", "forwarded ev/s", "lag p50", "lag p99");
-	for (int i = 0; i < n_res; i++)
-		printf("%-6d %9ld %12.0f %14.0f %8.1fms %8.1fms\n", res[i].hosts,
-		       res[i].events, res[i].local_eps, res[i].forward_eps,
-		       res[i].lag_p50_ms, res[i].lag_p99_ms);
+	printf("%-6s %9s %12s %14s %10s %10s %10s %10s\n", "hosts", "events",
+	       "local ev/s", backlog ? "backlog ev/s" : "forwarded ev/s",
+	       "lag p50", "lag p99", "server cpu", "daemon cpu");
+	for (int i = 0; i < n_res; i++) {
+		char p50[24] = "-", p99[24] = "-";
+
+		/* No lag with --backlog: the events waited on purpose. */
+		if (res[i].lag_p50_ms >= 0) {
+			(void)snprintf(p50, sizeof(p50), "%.1fms", res[i].lag_p50_ms);
+			(void)snprintf(p99, sizeof(p99), "%.1fms", res[i].lag_p99_ms);
+		}
+		printf("%-6d %9ld %12.0f %14.0f %10s %10s %6.1fus/ev %6.1fus/ev\n",
+		       res[i].hosts, res[i].events, res[i].local_eps,
+		       res[i].forward_eps, p50, p99, res[i].pg_cpu_us,
+		       res[i].daemon_cpu_us);
+	}
 	if (csv != NULL) {
 		out = fopen(csv, "we");
 		if (out == NULL)
 			die("%s: %s", csv, strerror(errno));
-		fprintf(out, "hosts,events,local_eps,forwarded_eps,lag_p50_ms,"
-			     "lag_p99_ms\n");
+		fprintf(out, "hosts,events,local_eps,%s,lag_p50_ms,"
+			     "lag_p99_ms,server_cpu_us,daemon_cpu_us\n",
+			backlog ? "backlog_eps" : "forwarded_eps");
 		for (int i = 0; i < n_res; i++)
-			fprintf(out, "%d,%ld,%.0f,%.0f,%.2f,%.2f\n", res[i].hosts,
-				res[i].events, res[i].local_eps,
+			fprintf(out, "%d,%ld,%.0f,%.0f,%.2f,%.2f,%.1f,%.1f\n",
+				res[i].hosts, res[i].events, res[i].local_eps,
 				res[i].forward_eps, res[i].lag_p50_ms,
-				res[i].lag_p99_ms);
+				res[i].lag_p99_ms, res[i].pg_cpu_us,
+				res[i].daemon_cpu_us);
 		(void)fclose(out);
 	}
 	return 0;

@@ -61,6 +61,8 @@
  *     bgrun/config.h  configuration files (Mercurial's syntax)
  *   libbgrun-store  (pkg-config bgrun-store)  needs SQLite:
  *     bgrun/store.h   the SQLite event store
+ *     bgrun/filters.h the query filters as a table, with their SQL in
+ *                     SQLite's and PostgreSQL's words (header only)
  *     bgrun/sink.h    bgrun_sink_put, _put_batch (daemon, else store,
  *                     else spool), bgrun_sink_replay
  *     bgrun/clone.h   the clone pipeline
@@ -73,6 +75,7 @@
 #include "bgrun/event.h"
 #include "bgrun/wire.h"
 #include "bgrun/store.h"
+#include "bgrun/filters.h"
 #include "bgrun/sink.h"
 #include "bgrun/clone.h"
 #include "bgrun/util.h"

@@ -10,23 +10,31 @@
 #include <string.h>
 
 /*
- * The filters, in PostgreSQL's words: the same model (struct
- * bgrun_query) and the same meaning as the store's SQL in
- * src/store/store-query.c, term for term, but for lost rows: whether a
- * running row's supervisor is gone can only be judged on its own host,
- * so the fleet table's `lost` is what its host stored (logsink
- * mark-lost, or prune, records it there, and the change is forwarded).
+ * The filters are the rows of BGRUN_QUERY_FILTERS (bgrun/filters.h), in
+ * their PostgreSQL words, as the local store renders their SQLite ones:
+ * the same meaning but for lost rows, as the table says.
  */
-/* A row as read back: its columns, and its JSON as the store gives it. */
-#define ROW_SQL "SELECT f.*, (to_jsonb(f) - 'forwarded_at')::text AS json " \
-		"FROM fleet_events f"
+/*
+ * A row as read back: its columns, its JSON as the store gives it, and
+ * its argv's exact bytes: each argument hex-encoded, separated by commas
+ * (a string as its UTF-8, an {"hex": ...} object as what it encodes),
+ * with their count (one empty argument and none read alike otherwise).
+ */
+#define ROW_SQL "SELECT f.*, (to_jsonb(f) - 'forwarded_at')::text AS json, " \
+		"json_array_length(f.argv) AS argc, " \
+		"(SELECT string_agg(encode(CASE WHEN json_typeof(a) = " \
+		"'object' THEN decode(a->>'hex', 'hex') ELSE " \
+		"convert_to(a #>> '{}', 'UTF8') END, 'hex'), ',' ORDER BY i) " \
+		"FROM json_array_elements(f.argv) WITH ORDINALITY e(a, i)) " \
+		"AS argv_hex FROM fleet_events f"
 
 struct sql {
 	char text[4096];
 	size_t len;
-	const char *params[16];
-	char ints[2][24];
-	int n;
+	const char *params[BGRUN_QUERY_N_FILTERS + 4];
+	char ints[BGRUN_QUERY_N_FILTERS + 4][24];
+	char *regex[BGRUN_QUERY_N_FILTERS]; /* made for GLOBs, to free */
+	int n, n_regex;
 };
 
 static void add(struct sql *s, const char *piece)
@@ -92,46 +100,68 @@ static char *glob_regex(const char *glob)
 	return re;
 }
 
-/* The WHERE terms of q into s (*ret_re: the regex made, to free). */
-static int where(struct sql *s, const struct bgrun_query *q, char **ret_re)
+/*
+ * A term of BGRUN_QUERY_FILTERS: its text with `?` made the next
+ * parameter, bound to value.
+ */
+static void add_term(struct sql *s, const char *term, const char *value)
 {
-	*ret_re = NULL;
+	const char *q = strchr(term, '?');
+	char head[256];
+
+	if (q == NULL) {
+		add(s, term);
+		return;
+	}
+	(void)snprintf(head, sizeof(head), "%.*s", (int)(q - term), term);
+	add_param(s, head, value);
+	add(s, q + 1);
+}
+
+static const char *int_value(struct sql *s, int64_t v)
+{
+	char *num = s->ints[s->n];
+
+	(void)snprintf(num, sizeof(s->ints[0]), "%lld", (long long)v);
+	return num;
+}
+
+static const char *glob_value(struct sql *s, const char *glob)
+{
+	char *re = glob_regex(glob);
+
+	if (re != NULL)
+		s->regex[s->n_regex++] = re;
+	return re;
+}
+
+static void sql_free(struct sql *s)
+{
+	for (int i = 0; i < s->n_regex; i++)
+		free(s->regex[i]);
+	s->n_regex = 0;
+}
+
+#define VALUE_NONE(s, v) NULL
+#define VALUE_INT(s, v) int_value(s, v)
+#define VALUE_TEXT(s, v) (v)
+#define VALUE_GLOB(s, v) glob_value(s, v)
+
+/* The WHERE terms of q into s (sql_free frees what they made). */
+static int where(struct sql *s, const struct bgrun_query *q)
+{
+	const char *value;
+
 	add(s, " WHERE true");
-	if (q->since_ns != BGRUN_NULL) {
-		(void)snprintf(s->ints[0], sizeof(s->ints[0]), "%lld",
-			       (long long)q->since_ns);
-		add_param(s, " AND time_ns >= ", s->ints[0]);
+#define TERM(name, kind, on, v, sqlite, pg) \
+	if (on) { \
+		value = VALUE_##kind(s, v); \
+		if (BGRUN_QUERY_##kind != BGRUN_QUERY_NONE && value == NULL) \
+			return -ENOMEM; \
+		add_term(s, pg, value); \
 	}
-	if (q->until_ns != BGRUN_NULL) {
-		(void)snprintf(s->ints[1], sizeof(s->ints[1]), "%lld",
-			       (long long)q->until_ns);
-		add_param(s, " AND time_ns < ", s->ints[1]);
-	}
-	/* Running rows are not failures (nor unknown results). */
-	if (q->failed)
-		add(s, " AND result <> 'success' AND result <> 'running'");
-	if (q->result != NULL)
-		add_param(s, " AND result = ", q->result);
-	if (q->cmd_glob != NULL) {
-		*ret_re = glob_regex(q->cmd_glob);
-		if (*ret_re == NULL)
-			return -ENOMEM;
-		add_param(s, " AND display ~ ", *ret_re);
-	}
-	if (q->tag != NULL)
-		add_param(s, " AND tag = ", q->tag);
-	if (q->cwd != NULL)
-		add_param(s, " AND cwd = ", q->cwd);
-	if (q->source != NULL)
-		add_param(s, " AND source = ", q->source);
-	if (q->event != NULL)
-		add_param(s, " AND event = ", q->event);
-	if (q->host != NULL)
-		add_param(s, " AND host = ", q->host);
-	if (q->id_part != NULL) {
-		add_param(s, " AND strpos(id, ", q->id_part);
-		add(s, "::text) > 0");
-	}
+	BGRUN_QUERY_FILTERS(TERM)
+#undef TERM
 	return 0;
 }
 
@@ -177,15 +207,67 @@ static PGresult *run(const char *conninfo, const struct sql *s)
 	return res;
 }
 
-/* The rows of res (SELECT f.*, ... AS json) to cb: 0 or cb's value. */
+static int hex_digit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/*
+ * The argv of ROW_SQL's argc and argv_hex columns, as the store decodes
+ * it (a NULL-ended array of strings, one malloc'd block): 0 (*ret_argv
+ * NULL where argv is unknown), or -ENOMEM, -EBADMSG.
+ */
+static int decode_argv(const char *argc_text, const char *hex,
+		       char ***ret_argv, size_t *ret_argc)
+{
+	size_t argc, len = hex != NULL ? strlen(hex) : 0;
+	char **argv, *o;
+
+	if (argc_text == NULL) {
+		*ret_argv = NULL;
+		*ret_argc = 0;
+		return 0;
+	}
+	argc = (size_t)strtoull(argc_text, NULL, 10);
+	/* The pointers, then the bytes (at most half the hex, each ended). */
+	argv = malloc((argc + 1) * sizeof(*argv) + len / 2 + argc + 1);
+	if (argv == NULL)
+		return -ENOMEM;
+	o = (char *)(argv + argc + 1);
+	for (size_t k = 0; k < argc; k++) {
+		argv[k] = o;
+		while (hex != NULL && *hex != '\0' && *hex != ',') {
+			int hi = hex_digit(hex[0]), lo = hi < 0 ? -1 : hex_digit(hex[1]);
+
+			if (lo < 0 || (hi | lo) == 0) { /* no NUL in an argument */
+				free(argv);
+				return -EBADMSG;
+			}
+			*o++ = (char)(hi << 4 | lo);
+			hex += 2;
+		}
+		*o++ = '\0';
+		if (hex != NULL && *hex == ',')
+			hex++;
+	}
+	argv[argc] = NULL;
+	*ret_argv = argv;
+	*ret_argc = argc;
+	return 0;
+}
+
+/* The rows of res (ROW_SQL) to cb: 0, cb's value or -errno. */
 static int emit_rows(const PGresult *res, bgrun_store_row_cb cb, void *data)
 {
-	int json = PQfnumber(res, "json"), r = 0;
+	int json = PQfnumber(res, "json"), argc = PQfnumber(res, "argc");
+	int argv_hex = PQfnumber(res, "argv_hex"), r = 0;
 
 	for (int i = 0; i < PQntuples(res) && r == 0; i++) {
 		struct bgrun_event_row row;
 		struct bgrun_event *ev = &row.ev;
 		const char *id = get_text(res, i, 0);
+		char **argv = NULL;
 
 		memset(&row, 0, sizeof(row));
 		(void)snprintf(ev->id, sizeof(ev->id), "%s", id ? id : "");
@@ -199,7 +281,16 @@ static int emit_rows(const PGresult *res, bgrun_store_row_cb cb, void *data)
 		ev->options_json = get_text(res, i, PQfnumber(res, "options"));
 		row.stored_result = ev->result;
 		row.json = get_text(res, i, json);
+		r = decode_argv(get_text(res, i, argc), get_text(res, i, argv_hex),
+				&argv, &row.argc);
+		if (r < 0) {
+			lsink_msg("event %s: its argv in the fleet table is "
+				  "malformed", lsink_printable(ev->id));
+			break;
+		}
+		ev->argv = (const char *const *)argv;
 		r = cb(data, &row);
+		free(argv);
 	}
 	return r;
 }
@@ -208,14 +299,16 @@ int lsink_pg_query(const char *conninfo, const struct bgrun_query *q,
 		   bgrun_store_row_cb cb, void *data)
 {
 	struct sql s = { .len = 0 };
-	char limit[24], *re = NULL;
+	char limit[24];
 	PGresult *res = NULL;
 	int r = 0;
 
 	/* The JSON of a row: its columns, as the local store gives them. */
 	add(&s, ROW_SQL);
-	if (where(&s, q, &re) < 0)
-		return -ENOMEM;
+	if (where(&s, q) < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
 	add(&s, " ORDER BY time_ns DESC, recorded_ns DESC, id DESC");
 	if (q->limit > 0) {
 		(void)snprintf(limit, sizeof(limit), "%lld", (long long)q->limit);
@@ -229,7 +322,7 @@ int lsink_pg_query(const char *conninfo, const struct bgrun_query *q,
 	r = emit_rows(res, cb, data);
 out:
 	PQclear(res);
-	free(re);
+	sql_free(&s);
 	return r;
 }
 
@@ -238,7 +331,6 @@ int lsink_pg_stats(const char *conninfo, const struct bgrun_query *q,
 		   void *data)
 {
 	struct sql s = { .len = 0 };
-	char *re = NULL;
 	PGresult *res = NULL;
 	static const char *const keys[BGRUN_STATS_N_KEYS] = {
 		[BGRUN_STATS_COMMAND] = "display",
@@ -267,8 +359,10 @@ int lsink_pg_stats(const char *conninfo, const struct bgrun_query *q,
 		"FILTER (WHERE result IS DISTINCT FROM 'running')"
 		", max(duration_ns) FILTER (WHERE result IS DISTINCT FROM "
 		"'running') FROM fleet_events");
-	if (where(&s, q, &re) < 0)
-		return -ENOMEM;
+	if (where(&s, q) < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
 	add(&s, " GROUP BY ");
 	add(&s, key);
 	/* The store's order: NULL first, then by bytes. */
@@ -297,7 +391,7 @@ int lsink_pg_stats(const char *conninfo, const struct bgrun_query *q,
 		r = 0;
 out:
 	PQclear(res);
-	free(re);
+	sql_free(&s);
 	return r;
 }
 

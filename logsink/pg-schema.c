@@ -31,6 +31,51 @@ static const char schema_v1[] =
 	"CREATE INDEX fleet_events_tag ON fleet_events (tag, time_ns) "
 	"WHERE tag IS NOT NULL;";
 
+/*
+ * Version 2: the indexes of the filters other than time on their column
+ * alone. Many rows share a host, a result, a command or a tag, and
+ * PostgreSQL's B-trees keep equal keys once with a list of rows
+ * (deduplication, since 13), which a second column (time_ns, unique)
+ * defeated. Measured on 100,000 forwarded rows of one command: those four
+ * indexes take 2.0 MB instead of 11.4 MB (what has to stay in memory for
+ * inserts to be cheap), for about 5 % less of the server's CPU per
+ * insert. A filtered query combines such an index with the time index
+ * (bitmap AND), or sorts what it found. forwarded_at is also when each row was inserted
+ * (clock_timestamp), not when its transaction began (now), as the
+ * forwarder's direct COPY leaves it to the default (serve-forward.c).
+ */
+static const char schema_v2[] =
+	"DROP INDEX fleet_events_host, fleet_events_result, "
+	"fleet_events_display, fleet_events_tag;"
+	"CREATE INDEX fleet_events_by_host ON fleet_events (host);"
+	"CREATE INDEX fleet_events_by_result ON fleet_events (result) "
+	"WHERE result <> 'success';"
+	"CREATE INDEX fleet_events_by_command ON fleet_events "
+	"(display text_pattern_ops);"
+	"CREATE INDEX fleet_events_by_tag ON fleet_events (tag) "
+	"WHERE tag IS NOT NULL;"
+	"ALTER TABLE fleet_events ALTER COLUMN forwarded_at "
+	"SET DEFAULT clock_timestamp();";
+
+/* The steps, schema_steps[v - 1] making version v from v - 1. */
+static const char *const schema_steps[] = { schema_v1, schema_v2 };
+_Static_assert(sizeof(schema_steps) / sizeof(schema_steps[0]) ==
+		       LSINK_PG_SCHEMA_VERSION,
+	       "a step for each schema version");
+
+/* The steps from version v to the current one, and the version recorded. */
+static int migrate(PGconn *pg, long v, char *err, size_t size)
+{
+	char sql[64];
+
+	for (; v < LSINK_PG_SCHEMA_VERSION; v++)
+		if (lsink_pg_exec(pg, schema_steps[v], err, size) < 0)
+			return -1;
+	(void)snprintf(sql, sizeof(sql), "INSERT INTO fleet_schema VALUES (%d)",
+		       LSINK_PG_SCHEMA_VERSION);
+	return lsink_pg_exec(pg, sql, err, size);
+}
+
 void lsink_pg_error(PGconn *pg, const PGresult *res, char *err, size_t size)
 {
 	const char *state = res != NULL
@@ -137,19 +182,18 @@ int lsink_pg_setup(PGconn *pg, char *err, size_t size)
 			       v, LSINK_PG_SCHEMA_VERSION);
 		goto fail;
 	}
-	if (v < 1 && (lsink_pg_exec(pg, schema_v1, err, size) < 0 ||
-		      lsink_pg_exec(pg, "INSERT INTO fleet_schema VALUES (1)",
-				    err, size) < 0))
-		goto fail;
 	/*
 	 * The table dropped behind our back (by hand, to start afresh): made
 	 * again, rather than failing forever. What was forwarded before is
 	 * not sent again (the cursors say it was).
 	 */
-	if (v >= 1 && (query_text(pg, "SELECT to_regclass('fleet_events')",
-				  version, sizeof(version), &none, err,
-				  size) < 0 ||
-		       (none && lsink_pg_exec(pg, schema_v1, err, size) < 0)))
+	if (v >= 1 && query_text(pg, "SELECT to_regclass('fleet_events')",
+				 version, sizeof(version), &none, err,
+				 size) < 0)
+		goto fail;
+	if (v >= 1 && none)
+		v = 0;
+	if (v < LSINK_PG_SCHEMA_VERSION && migrate(pg, v, err, size) < 0)
 		goto fail;
 	if (lsink_pg_exec(pg, "COMMIT", err, size) < 0)
 		goto fail;

@@ -23,7 +23,7 @@
  * version. Both are made by the first daemon that connects, or by
  * `logsink pg-init`, under an advisory lock.
  */
-#define LSINK_PG_SCHEMA_VERSION 1
+#define LSINK_PG_SCHEMA_VERSION 2
 /* pg_advisory_xact_lock's key for schema changes: "bgru". */
 #define LSINK_PG_LOCK_KEY "1650946677"
 

@@ -38,6 +38,7 @@ enum {
 	OPT_FORWARD,
 	OPT_FORWARD_HOST,
 	OPT_FORWARD_BATCH,
+	OPT_FORWARD_CONNS,
 	OPT_FRAME_TIMEOUT,
 	OPT_MAX_PER_PROCESS,
 	OPT_RESERVE,
@@ -65,6 +66,7 @@ static const struct option options[] = {
 	{ "forward", required_argument, NULL, OPT_FORWARD },
 	{ "forward-host", required_argument, NULL, OPT_FORWARD_HOST },
 	{ "forward-batch", required_argument, NULL, OPT_FORWARD_BATCH },
+	{ "forward-connections", required_argument, NULL, OPT_FORWARD_CONNS },
 	{ "stop", no_argument, NULL, OPT_STOP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -113,6 +115,9 @@ static const char help_text[] =
 	"                           event (default: the event's own, else this\n"
 	"                           machine's name)\n"
 	"      --forward-batch=N    events per PostgreSQL transaction (default 2000)\n"
+	"      --forward-connections=N\n"
+	"                           batches in flight at once, each on a\n"
+	"                           connection of its own (1 to 8, default 1)\n"
 	"      --stop               stop the daemon serving the socket (and the\n"
 	"                           database: --db) and wait until it has exited\n"
 	LSINK_COMMON_HELP
@@ -474,7 +479,7 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 			     .frame_ms = 10000, .max_per_pid = 32,
 			     .reserve = SIZE_MAX },
 		.srv.writer = { .batch_max = 2048 },
-		.fwd = { .batch_max = 2000 },
+		.fwd = { .batch_max = 2000, .connections = 1 },
 	};
 	int opt, r, status = LSINK_EXIT_FAILURE;
 	const char *v;
@@ -565,6 +570,12 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 			break;
 		case OPT_FORWARD_BATCH:
 			s.fwd.batch_max = parse_count(optarg, "forward-batch");
+			break;
+		case OPT_FORWARD_CONNS:
+			s.fwd.connections =
+				parse_count(optarg, "forward-connections");
+			if (s.fwd.connections > LSINK_FORWARD_CONNS_MAX)
+				lsink_usage("--forward-connections: at most 8");
 			break;
 		case OPT_STOP:
 			stop = true;

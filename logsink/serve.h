@@ -157,7 +157,10 @@ struct lsink_forward_opts {
 	const char *db;       /* the store, which it opens for itself */
 	const char *host;     /* the host of every event forwarded, or NULL */
 	size_t batch_max;     /* events per PostgreSQL transaction */
+	size_t connections;   /* to the server, a batch in flight on each */
 };
+/* --forward-connections at most. */
+#define LSINK_FORWARD_CONNS_MAX 8
 /*
  * Starts forwarding. -errno with a one-line message in err (a string
  * libpq cannot read is -EINVAL; no libpq, -ENOTSUP).

@@ -25,6 +25,8 @@ void case_fleet_two_hosts(void) { no_libpq(); }
 void case_fleet_refused(void) { no_libpq(); }
 void case_fleet_pg_restart(void) { no_libpq(); }
 void case_fleet_kill9(void) { no_libpq(); }
+void case_fleet_filters(void) { no_libpq(); }
+void case_fleet_order(void) { no_libpq(); }
 
 #else
 
@@ -119,7 +121,7 @@ static void pg_start(struct t_pg *pg)
 	/* fsync off: a test's server need not survive a power cut. */
 	(void)snprintf(opts, sizeof(opts),
 		       "-c listen_addresses='' -k %s -p 5432 -c fsync=off "
-		       "-c max_connections=40",
+		       "-c max_connections=40 -c track_commit_timestamp=on",
 		       pg->dir);
 	pg_cmd(pg, (const char *const[]){ pg_bin(pg, "pg_ctl"), "-D", data,
 					  "-l", logfile, "-w", "-t", "60",
@@ -430,7 +432,7 @@ static void expect_said_once(const char *log)
 }
 
 /* `logsink ARGS...`, its stdout into out (static); its exit code. */
-static int run_logsink(const char *const *args, char **out)
+static int run_logsink_to(const char *const *args, char **out, bool with_err)
 {
 	static char buf[1 << 16];
 	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
@@ -449,6 +451,9 @@ static int run_logsink(const char *const *args, char **out)
 	argv[n] = NULL;
 	o.argv = argv;
 	o.out = (struct bgrun_stdio){ .kind = BGRUN_STDIO_FILE, .path = path };
+	if (with_err)
+		o.err = (struct bgrun_stdio){ .kind = BGRUN_STDIO_FILE,
+					      .path = path, .append = true };
 	ASSERT_OK(bgrun_spawn(&o, &child));
 	if (bgrun_child_wait(child, 60000, &st) < 0)
 		FAIL("logsink did not finish within 60 s");
@@ -460,6 +465,12 @@ static int run_logsink(const char *const *args, char **out)
 	(void)fclose(f);
 	*out = buf;
 	return st.exited ? (int)st.exit_code : 128 + (int)st.signal;
+}
+
+/* Runs logsink with args; its output (stdout) in *out, its exit code. */
+static int run_logsink(const char *const *args, char **out)
+{
+	return run_logsink_to(args, out, false);
 }
 
 #define COUNT_ALL "SELECT count(*) FROM fleet_events"
@@ -482,9 +493,13 @@ void case_fleet_two_hosts(void)
 
 		(void)snprintf(host_opt, sizeof(host_opt), "--forward-host=%s",
 			       hosts[h]);
+		/* The default (one connection), and two. */
 		t_daemon_start(&d[h], t_path(dir[h], "ev.db"),
 			       t_path(dir[h], "s/sink.sock"),
-			       (const char *const[]){ fwd, host_opt, NULL });
+			       (const char *const[]){
+				       fwd, host_opt,
+				       h == 1 ? "--forward-connections=2" : NULL,
+				       NULL });
 	}
 	for (int h = 0; h < 2; h++) {
 		o.mode = BGRUN_SINK_DAEMON;
@@ -515,16 +530,30 @@ void case_fleet_two_hosts(void)
 			ASSERT_EQ(bgrun_sink_put(sink, &ev), BGRUN_SINK_VIA_STORE);
 			memcpy(ids[h][i], ev.id, sizeof(t_id));
 		}
-		/* The running row finishes, written by another writer. */
+		/*
+		 * The running row finishes, written by another writer, in
+		 * one transaction with an event stored already (as a spool
+		 * replayed after a crash has them): the write that changes
+		 * nothing comes last and must not leave the store's change
+		 * counter above every row's number, where no cursor can
+		 * reach it (checked at the end).
+		 */
 		running.result = BGRUN_RESULT_FAILED;
 		running.exit_code = 99;
-		ASSERT_EQ(bgrun_sink_put(sink, &running), BGRUN_SINK_VIA_STORE);
+		{
+			struct bgrun_event two[2] = { running, ev };
+
+			ASSERT_EQ(bgrun_sink_put_batch(sink, two, 2),
+				  BGRUN_SINK_VIA_STORE);
+		}
 		bgrun_sink_close(sink);
 	}
-	ASSERT_EQ(pg_wait(pg, "SELECT count(*) FROM fleet_events WHERE "
-			      "result = 'failed' AND exit_code = 99",
-			  2, 60000),
-		  2);
+	if (pg_wait(pg, "SELECT count(*) FROM fleet_events WHERE result = "
+			"'failed' AND exit_code = 99", 2, 60000) != 2) {
+		fprintf(stderr, "%s", read_log(d[0].log));
+		FAIL("the running rows did not both end there; logs above "
+		     "and:\n%s", read_log(d[1].log));
+	}
 	ASSERT_EQ(pg_wait(pg, COUNT_ALL, 122, 60000), 122);
 	for (int h = 0; h < 2; h++) {
 		pg_expect_ids(pg, hosts[h], ids[h], 61, false);
@@ -537,7 +566,10 @@ void case_fleet_two_hosts(void)
 	}
 	ASSERT_EQ(pg_int(pg, "SELECT count(*) FROM fleet_events WHERE "
 			     "result = 'running'"), 0);
-	ASSERT_EQ(pg_int(pg, "SELECT max(version) FROM fleet_schema"), 1);
+	ASSERT_EQ(pg_int(pg, "SELECT max(version) FROM fleet_schema"), 2);
+	/* Version 2's indexes: the filters' columns alone (deduplicated). */
+	ASSERT_EQ(pg_int(pg, "SELECT count(*) FROM pg_indexes WHERE tablename = "
+			     "'fleet_events' AND indexname LIKE 'fleet_events_by_%'"), 4);
 	/* Partitioned by month, the partitions made as events came. */
 	ASSERT(pg_int(pg, "SELECT count(*) FROM pg_inherits WHERE inhparent = "
 			  "'fleet_events'::regclass") >= 1);
@@ -631,7 +663,11 @@ void case_fleet_two_hosts(void)
 	pg_expect_ids(pg, "host-a", ids[0], 5, false);
 	ASSERT(strstr(read_log(d[0].log), "42P01") != NULL);
 	for (int h = 0; h < 2; h++) {
-		ASSERT_EQ(t_daemon_stop(&d[h], SIGTERM), 0);
+		int code = t_daemon_stop(&d[h], SIGTERM);
+
+		if (code != 0)
+			FAIL("daemon %d exited %d: %s", h, code,
+			     read_log(d[h].log));
 		ASSERT(strstr(read_log(d[h].log), "forwarding to") != NULL);
 		/* The cursor, committed after PostgreSQL was, reached the end. */
 		ASSERT_EQ(t_db_int(d[h].db, "SELECT seq FROM cursors"),
@@ -764,7 +800,8 @@ void case_fleet_pg_restart(void)
 
 	(void)snprintf(fwd, sizeof(fwd), "--forward=%s", pg->conninfo);
 	t_daemon_start(&d, db, sock,
-		       (const char *const[]){ fwd, "--forward-batch=200", NULL });
+		       (const char *const[]){ fwd, "--forward-batch=200",
+					      "--forward-connections=2", NULL });
 	flood_start(f, th, db, sock, &stop);
 	wait_total(f, FLOOD_THREADS, 1500);
 	/* Forwarding works before the fault... */
@@ -810,9 +847,11 @@ void case_fleet_kill9(void)
 	_Atomic bool stop = false;
 	struct t_daemon d;
 	char fwd[300];
-	const char *const args[] = { fwd, "--forward-batch=50", NULL };
+	const char *const args[] = { fwd, "--forward-batch=50",
+				     "--forward-connections=2", NULL };
 	int64_t in_pg, local;
-	size_t n;
+	const char *last;
+	size_t n, at;
 	t_id *ids;
 
 	(void)snprintf(fwd, sizeof(fwd), "--forward=%s", pg->conninfo);
@@ -827,6 +866,7 @@ void case_fleet_kill9(void)
 	ids = all_ids(f, FLOOD_THREADS, &n);
 	in_pg = pg_int(pg, COUNT_ALL);
 	/* Restarted: what the clients spooled meanwhile comes in first. */
+	at = strlen(read_log(d.log));
 	t_daemon_start(&d, db, sock, args);
 	ASSERT_EQ(t_wait_files(t_path(dir, "ev.db.spool"), ".ev", 0, 60000), 0);
 	local = t_db_int(db, "SELECT count(*) FROM events");
@@ -837,11 +877,321 @@ void case_fleet_kill9(void)
 	/* The rows the cursor had not caught were sent again: still once each. */
 	ASSERT_EQ(pg_int(pg, "SELECT count(DISTINCT id) FROM fleet_events"), local);
 	pg_expect_ids(pg, NULL, ids, n, true);
+	/*
+	 * The cursor reaches the counter, though the spool replayed events
+	 * stored already (the daemon committed them, the kill took the
+	 * acks): writes that change nothing take no number.
+	 */
+	ASSERT_EQ(t_db_wait(db, "SELECT count(*) FROM cursors WHERE seq = "
+				"(SELECT value FROM counters)", 1, 120000), 1);
 	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	/*
+	 * The batch the kill cut was sent again, meeting its rows (those the
+	 * server had committed): no fault to say, only the safe way.
+	 */
+	if (strstr(read_log(d.log) + at, "retrying") != NULL)
+		FAIL("a fault was said after the restart: %s",
+		     read_log(d.log) + at);
 	fprintf(stderr, "%zu acked, %lld stored, %lld in PostgreSQL at the kill\n",
 		n, (long long)local, (long long)in_pg);
+	/*
+	 * Everything sent again: as another role, the daemon has a cursor of
+	 * its own at 0. Each batch's direct COPY meets rows already there
+	 * (a unique violation), is rolled back and goes the safe way: the
+	 * table is as it was, and no batch went direct.
+	 */
+	pg_exec(pg, "CREATE ROLE again LOGIN SUPERUSER");
+	(void)snprintf(fwd, sizeof(fwd),
+		       "--forward=postgresql://again@/postgres?host=%s&port=5432",
+		       pg->dir);
+	at = strlen(read_log(d.log));
+	t_daemon_start(&d, db, sock, args);
+	ASSERT_EQ(t_db_wait(db, "SELECT count(*) FROM cursors WHERE seq = "
+				"(SELECT value FROM counters)", 2, 120000), 2);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	/*
+	 * Each conflict was met and the batch committed the safe way at
+	 * once: not taken for a failure (no fault said, no reconnection).
+	 */
+	if (strstr(read_log(d.log) + at, "retrying") != NULL)
+		FAIL("a conflict was taken for a fault: %s",
+		     read_log(d.log) + at);
+	local = t_db_int(db, "SELECT count(*) FROM events");
+	ASSERT_EQ(pg_int(pg, COUNT_ALL), local);
+	ASSERT_EQ(pg_int(pg, "SELECT count(DISTINCT id) FROM fleet_events"), local);
+	pg_expect_ids(pg, NULL, ids, n, true);
+	last = NULL;
+	for (const char *p = read_log(d.log); (p = strstr(p, "forwarded ")); p++)
+		last = p; /* the last run's stop line */
+	ASSERT(last != NULL && strstr(last, "(0 by direct COPY)") != NULL);
 	free(ids);
 	flood_free(f);
+}
+
+/*
+ * ORDER, with several connections: a flood through a daemon with four of
+ * them and small batches, so that batches are in flight side by side.
+ * They must still be committed in the store's order (each row's
+ * recorded_ns is taken under the store's write lock): along recorded_ns,
+ * the commit times of the rows' transactions (the server keeps them:
+ * track_commit_timestamp) never go back. Meanwhile an administrator
+ * locks the table until the forwarder's lock_timeout ends its wait (see
+ * connect_one in serve-forward.c). Then, every acked event once, and the
+ * cursor at the counter.
+ */
+void case_fleet_order(void)
+{
+	struct t_pg *pg = pg_new();
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	struct t_flood f[FLOOD_THREADS];
+	pthread_t th[FLOOD_THREADS];
+	_Atomic bool stop = false;
+	struct t_daemon d;
+	char fwd[300];
+	PGconn *admin;
+	PGresult *res;
+	size_t n;
+	t_id *ids, more[100];
+
+	(void)snprintf(fwd, sizeof(fwd), "--forward=%s", pg->conninfo);
+	t_daemon_start(&d, db, sock,
+		       (const char *const[]){ fwd, "--forward-batch=100",
+					      "--forward-connections=4", NULL });
+	flood_start(f, th, db, sock, &stop);
+	wait_total(f, FLOOD_THREADS, 15000);
+	stop = true;
+	flood_join(f, th);
+	ids = all_ids(f, FLOOD_THREADS, &n);
+	/*
+	 * An administrator's lock on the table (granted once what is in
+	 * flight is committed, or rolled back by lock_timeout), and more
+	 * events to forward meanwhile: the forwarder's wait for the lock
+	 * ends with lock_timeout, and they go once the lock is gone.
+	 */
+	admin = pg_conn(pg);
+	res = PQexec(admin, "BEGIN; LOCK TABLE fleet_events IN ACCESS "
+			    "EXCLUSIVE MODE");
+	ASSERT(PQresultStatus(res) == PGRES_COMMAND_OK);
+	PQclear(res);
+	put_n(&d, more, 100);
+	wait_log(d.log, "55P03");
+	PQclear(PQexec(admin, "COMMIT"));
+	PQfinish(admin);
+	ASSERT_EQ(pg_wait(pg, COUNT_ALL, (int64_t)n + 100, 120000),
+		  (int64_t)n + 100);
+	pg_expect_ids(pg, NULL, ids, n, true);
+	pg_expect_ids(pg, NULL, more, 100, true);
+	ASSERT_EQ(pg_int(pg, "SELECT count(*) FROM (SELECT "
+			     "pg_xact_commit_timestamp(xmin) AS t, "
+			     "lag(pg_xact_commit_timestamp(xmin)) OVER (ORDER "
+			     "BY recorded_ns, id) AS before FROM fleet_events) "
+			     "x WHERE t < before"), 0);
+	/* Several transactions, or the check above checked nothing. */
+	ASSERT(pg_int(pg, "SELECT count(DISTINCT xmin::text) FROM "
+			  "fleet_events") > 10);
+	ASSERT_EQ(t_db_wait(db, "SELECT count(*) FROM cursors WHERE seq = "
+				"(SELECT value FROM counters)", 1, 120000), 1);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	ASSERT(strstr(read_log(d.log), "working again") != NULL);
+	expect_said_once(read_log(d.log));
+	fprintf(stderr, "%zu events, %lld transactions\n", n,
+		(long long)pg_int(pg, "SELECT count(DISTINCT xmin::text) FROM "
+				      "fleet_events"));
+	free(ids);
+	flood_free(f);
+}
+
+/*
+ * THE SAME FILTERS, BOTH STORES. A set of events differing in every
+ * field a filter looks at, stored locally and forwarded; then every row
+ * of BGRUN_QUERY_FILTERS (bgrun/filters.h) is run against the local store
+ * and the fleet table, through `logsink query` (the ID row through
+ * `show` with a part of ids): both must give the same events, and an
+ * event set that the filter actually cuts (neither none nor all). A row
+ * added to the table without a case here fails the test.
+ */
+#define F_EVENTS 16
+#define F_BASE_S 1793491200 /* 2026-11-01T00:00Z */
+
+struct f_case {
+	const char *args[4]; /* after "query" (or "show"), NULL-ended */
+	bool show;           /* `show ARGS`, stdout and stderr */
+};
+
+/* Which of ids (bit i) the output names. */
+static unsigned ids_in(const char *out, t_id *ids)
+{
+	unsigned mask = 0;
+
+	for (int i = 0; i < F_EVENTS; i++)
+		if (strstr(out, ids[i]) != NULL)
+			mask |= 1u << i;
+	return mask;
+}
+
+static unsigned f_run(const struct f_case *c, const char *db, t_id *ids)
+{
+	const char *args[12];
+	char *out;
+	size_t n = 0;
+	int r;
+
+	args[n++] = c->show ? "show" : "query";
+	args[n++] = "--db";
+	args[n++] = db;
+	if (!c->show)
+		args[n++] = "--csv";
+	for (int i = 0; c->args[i] != NULL; i++)
+		args[n++] = c->args[i];
+	args[n] = NULL;
+	r = run_logsink_to(args, &out, c->show);
+	/* show: exit 1 when the part is ambiguous (the candidates listed). */
+	if (r != 0 && !(c->show && r == 1))
+		FAIL("logsink %s %s: exit %d: %s", args[0], c->args[0], r, out);
+	return ids_in(out, ids);
+}
+
+void case_fleet_filters(void)
+{
+	static const char *const argvs[][5] = {
+		{ "make", "all", NULL }, { "make", "-C", "build", NULL },
+		{ "hg", "commit", "-m", "x", NULL }, { "ls", "[x]", NULL },
+		{ "ls", "ax", NULL },
+		/* Bytes show must give exactly: empty, a tab, not UTF-8. */
+		{ "printf", "", "a\tb", "\xff\xfe", NULL },
+	};
+	static const char *const results[] = {
+		BGRUN_RESULT_SUCCESS, BGRUN_RESULT_FAILED, BGRUN_RESULT_SIGNALED,
+		BGRUN_RESULT_TIMEOUT, BGRUN_RESULT_LOST, BGRUN_RESULT_SUCCESS,
+		BGRUN_RESULT_SPAWN_FAILED,
+	};
+	struct t_pg *pg = pg_new();
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
+	char fwd[300], since[32], until[32], part[8];
+	struct f_case cases[BGRUN_QUERY_N_FILTERS] = { 0 };
+	const struct f_case more[] = {
+		{ { "--cmd=*commit*", NULL } },
+		{ { "--cmd=ls ?x", NULL } },
+		{ { "--cmd=*[[]x]*", NULL } },
+		{ { "--cmd=[mh]*", NULL } },
+		{ { "--cmd=[^m]*", NULL } },
+		{ { "--result=failed", NULL } },
+		{ { "--host=h1", "--failed", since, NULL } },
+		{ { "--tag=ci", "--cwd=/nonexistent/a", NULL } },
+	};
+	struct bgrun_sink *sink;
+	struct bgrun_event ev;
+	struct t_daemon d;
+	t_id ids[F_EVENTS];
+	char *local_out, *pg_out, *a, *b;
+	int show_ev = -1;
+
+	/* The events, stored by an embedded writer before any daemon. */
+	o.mode = BGRUN_SINK_EMBEDDED;
+	o.db = db;
+	ASSERT_OK(bgrun_sink_new(&sink));
+	ASSERT_OK(bgrun_sink_open(sink, &o));
+	for (int i = 0; i < F_EVENTS; i++) {
+		size_t k = (size_t)i % (sizeof(argvs) / sizeof(argvs[0]));
+
+		bgrun_event_init(&ev, i % 5 ? "commandfinish" : "commandstart",
+				 i % 4 ? "bgrun" : "hg");
+		ev.argv = argvs[k];
+		ev.host = i % 2 ? "h1" : "h2";
+		ev.cwd = i % 3 ? "/nonexistent/a" : "/nonexistent/b";
+		ev.tag = i % 3 == 1 ? "ci" : NULL;
+		ev.start_ns = ((int64_t)F_BASE_S + i * 3600) * 1000000000;
+		ev.result = results[(size_t)i % (sizeof(results) / sizeof(results[0]))];
+		ev.exit_code = strcmp(ev.result, BGRUN_RESULT_FAILED) == 0 ? 1 : 0;
+		ev.duration_ns = 1000 + i;
+		ASSERT_EQ(bgrun_sink_put(sink, &ev), BGRUN_SINK_VIA_STORE);
+		memcpy(ids[i], ev.id, sizeof(t_id));
+		if (k == 5)
+			show_ev = i;
+	}
+	bgrun_sink_close(sink);
+	(void)snprintf(fwd, sizeof(fwd), "--forward=%s", pg->conninfo);
+	t_daemon_start(&d, db, t_path(dir, "s/sink.sock"),
+		       (const char *const[]){ fwd, NULL });
+	ASSERT_EQ(pg_wait(pg, COUNT_ALL, F_EVENTS, 60000), F_EVENTS);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+
+	(void)snprintf(since, sizeof(since), "--since=@%d", F_BASE_S + 7 * 3600);
+	(void)snprintf(until, sizeof(until), "--until=@%d", F_BASE_S + 7 * 3600);
+	/* A part of ids[0]'s random tail: in it, maybe in a few others. */
+	memcpy(part, ids[0] + strlen(ids[0]) - 4, 4);
+	part[4] = '\0';
+	cases[BGRUN_QUERY_FILTER_SINCE] = (struct f_case){ { since } };
+	cases[BGRUN_QUERY_FILTER_UNTIL] = (struct f_case){ { until } };
+	cases[BGRUN_QUERY_FILTER_FAILED] = (struct f_case){ { "--failed" } };
+	cases[BGRUN_QUERY_FILTER_RESULT_LOST] =
+		(struct f_case){ { "--result=lost" } };
+	cases[BGRUN_QUERY_FILTER_RESULT_SUCCESS] =
+		(struct f_case){ { "--result=success" } };
+	cases[BGRUN_QUERY_FILTER_RESULT] =
+		(struct f_case){ { "--result=signaled" } };
+	cases[BGRUN_QUERY_FILTER_CMD] = (struct f_case){ { "--cmd=make*" } };
+	cases[BGRUN_QUERY_FILTER_TAG] = (struct f_case){ { "--tag=ci" } };
+	cases[BGRUN_QUERY_FILTER_CWD] =
+		(struct f_case){ { "--cwd=/nonexistent/a" } };
+	cases[BGRUN_QUERY_FILTER_SOURCE] = (struct f_case){ { "--source=hg" } };
+	cases[BGRUN_QUERY_FILTER_EVENT] =
+		(struct f_case){ { "--event=commandstart" } };
+	cases[BGRUN_QUERY_FILTER_HOST] = (struct f_case){ { "--host=h1" } };
+	cases[BGRUN_QUERY_FILTER_ID] = (struct f_case){ { part }, true };
+	for (int f = 0; f < BGRUN_QUERY_N_FILTERS; f++) {
+		unsigned local, fleet;
+
+		if (cases[f].args[0] == NULL)
+			FAIL("filter %d of bgrun/filters.h has no case here", f);
+		local = f_run(&cases[f], db, ids);
+		fleet = f_run(&cases[f], pg->conninfo, ids);
+		fprintf(stderr, "filter %d %s: local %#x, fleet %#x\n", f,
+			cases[f].args[0], local, fleet);
+		ASSERT_EQ(local, fleet);
+		ASSERT(local != 0);
+		/* The id part: exactly the ids that contain it, maybe all. */
+		if (f == BGRUN_QUERY_FILTER_ID) {
+			unsigned want = 0;
+
+			for (int i = 0; i < F_EVENTS; i++)
+				if (strstr(ids[i], part) != NULL)
+					want |= 1u << i;
+			ASSERT_EQ(local, want);
+		} else {
+			ASSERT(local != (1u << F_EVENTS) - 1);
+		}
+	}
+	for (size_t c = 0; c < sizeof(more) / sizeof(more[0]); c++) {
+		unsigned local = f_run(&more[c], db, ids);
+		unsigned fleet = f_run(&more[c], pg->conninfo, ids);
+
+		fprintf(stderr, "%s %s: local %#x, fleet %#x\n", more[c].args[0],
+			more[c].args[1] ? more[c].args[1] : "", local, fleet);
+		ASSERT_EQ(local, fleet);
+		ASSERT(local != 0 && local != (1u << F_EVENTS) - 1);
+	}
+
+	/* show: the argv lines of the fleet's row, byte for byte the local's. */
+	ASSERT(show_ev >= 0);
+	ASSERT_EQ(run_logsink((const char *const[]){ "show", "--db", db,
+						     ids[show_ev], NULL },
+			      &local_out), 0);
+	local_out = strdup(local_out);
+	ASSERT(local_out != NULL);
+	ASSERT_EQ(run_logsink((const char *const[]){ "show", "--db",
+						     pg->conninfo, ids[show_ev],
+						     NULL },
+			      &pg_out), 0);
+	a = strstr(local_out, "\nargv");
+	b = strstr(pg_out, "\nargv");
+	ASSERT(a != NULL && b != NULL);
+	ASSERT_EQ(count_lines(a, "\nargv["), 4);
+	ASSERT_EQ(strncmp(a, b, (size_t)(strstr(a, "\ncwd") - a)), 0);
+	ASSERT(strstr(pg_out, "argv: -") == NULL);
+	free(local_out);
 }
 
 #endif /* T_HAVE_LIBPQ */

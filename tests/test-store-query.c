@@ -651,11 +651,24 @@ void case_changes(void)
 	ASSERT_EQ(changes_after(s, mark).n, 0);
 	evs[0].result = BGRUN_RESULT_FAILED;
 	evs[0].exit_code = 3;
-	ASSERT_EQ(bgrun_store_put(s, &evs[0]), 1);
+	{
+		/*
+		 * The change, then a write that changes nothing, in one
+		 * batch (a spool replayed with events stored already): the
+		 * counter is the change's number, where a reader of changes
+		 * that read them all stands.
+		 */
+		struct bgrun_event two[2] = { evs[0], evs[1] };
+
+		ASSERT_EQ(bgrun_store_put_batch(s, two, 2), 1);
+	}
 	ch = changes_after(s, mark);
 	ASSERT_EQ(ch.n, 1);
 	ASSERT_STR_EQ(ch.id[0], evs[0].id);
 	ASSERT_STR_EQ(ch.result[0], "failed");
+	ASSERT_OK(bgrun_store_last_change(s, &last));
+	ASSERT_EQ(last, ch.seq[0]);
+	ASSERT_EQ(ch.seq[0], mark + 1);
 	/* It moved: after 0, it now comes last, once. */
 	ch = changes_after(s, 0);
 	ASSERT_EQ(ch.n, 3);

@@ -72,6 +72,7 @@ complete -c logsink -n $D -l ready-fd -x -d 'Write READY PID to descriptor N'
 complete -c logsink -n $D -l forward -x -d 'Ship every event to PostgreSQL'
 complete -c logsink -n $D -l forward-host -x -d 'The host recorded in PostgreSQL'
 complete -c logsink -n $D -l forward-batch -x -d 'Events per PostgreSQL transaction'
+complete -c logsink -n $D -l forward-connections -x -d 'Batches in flight, a connection each'
 complete -c logsink -n $D -l stop -d 'Stop the daemon serving the socket'
 
 set -l E '__fish_seen_subcommand_from send'

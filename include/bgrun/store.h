@@ -375,7 +375,12 @@ BGRUN_EXTERN int bgrun_store_changes(struct bgrun_store *store,
 				     int64_t after_seq, int64_t limit,
 				     bgrun_store_change_cb cb, void *data);
 
-/* The latest change number given (0: none yet) into *ret_seq. */
+/*
+ * The number of the latest change (0: none yet) into *ret_seq. A write
+ * that changes nothing takes no number, so a reader that read up to it
+ * has read every change; only pruning the latest changed row leaves it
+ * above every row's number.
+ */
 BGRUN_EXTERN int bgrun_store_last_change(struct bgrun_store *store,
 					 int64_t *ret_seq);
 

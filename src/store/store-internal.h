@@ -5,6 +5,7 @@
 #define BGRUN_STORE_INTERNAL_H
 
 #include "bgrun/store.h"
+#include "bgrun/filters.h"
 #include "bgrun/sink.h"
 #include "bgrun/wire.h"
 #include "common/common.h"
@@ -114,8 +115,8 @@ enum bgrun__stmt_id {
 /* Arguments encoded per statement (store-write.c), one statement per count. */
 #define BGRUN__ARGV_CHUNK 16
 
-/* The query filters, one bit each (store-query.c). */
-#define BGRUN__N_FILTERS 13
+/* The query filters, one bit each (bgrun/filters.h, store-query.c). */
+#define BGRUN__N_FILTERS BGRUN_QUERY_N_FILTERS
 /* x rows and each stats key */
 #define BGRUN__N_FILTER_STMTS ((unsigned)BGRUN__N_READS << BGRUN__N_FILTERS)
 

@@ -11,46 +11,16 @@
 #include <string.h>
 
 /*
- * The filters of struct bgrun_query, each a fixed piece of SQL with a
- * named parameter. A statement is made for each combination in use (so
+ * The filters of struct bgrun_query are the rows of BGRUN_QUERY_FILTERS
+ * (bgrun/filters.h), their SQLite terms used as they are (`?` numbered in
+ * order by SQLite). A statement is made for each combination in use (so
  * that SQLite plans each with the right index) and kept.
  */
-enum {
-	F_SINCE,
-	F_UNTIL,
-	F_FAILED,
-	F_RESULT,
-	F_RESULT_SUCCESS,
-	F_RESULT_LOST,
-	F_GLOB,
-	F_TAG,
-	F_CWD,
-	F_SOURCE,
-	F_EVENT,
-	F_HOST,
-	F_ID,
-};
-
-static const char *const filter_sql[BGRUN__N_FILTERS] = {
-	[F_SINCE] = " AND time_ns >= :since",
-	[F_UNTIL] = " AND time_ns < :until",
-	/*
-	 * Running rows come too: some may be lost (decided in C). The term
-	 * result != 'success' is what lets SQLite use the partial index
-	 * events_result (see the schema in store.c).
-	 */
-	[F_FAILED] = " AND result != 'success'",
-	[F_RESULT] = " AND result = :result AND result != 'success'",
-	[F_RESULT_SUCCESS] = " AND result = :result",
-	[F_RESULT_LOST] = " AND result IN ('lost', 'running') "
-			  "AND result != 'success'",
-	[F_GLOB] = " AND display GLOB :glob",
-	[F_TAG] = " AND tag = :tag",
-	[F_CWD] = " AND cwd = :cwd",
-	[F_SOURCE] = " AND source = :source",
-	[F_EVENT] = " AND event = :event",
-	[F_HOST] = " AND host = :host",
-	[F_ID] = " AND instr(id, :id) > 0",
+static const char *const filter_sql[BGRUN_QUERY_N_FILTERS] = {
+#define FILTER_SQL(name, kind, on, value, sqlite, pg) \
+	[BGRUN_QUERY_FILTER_##name] = sqlite,
+	BGRUN_QUERY_FILTERS(FILTER_SQL)
+#undef FILTER_SQL
 };
 
 #define STATS_HEAD(key) \
@@ -68,61 +38,30 @@ static const char *const kind_head[BGRUN__N_READS] = {
 		STATS_HEAD("date(time_ns / 1000000000, 'unixepoch', 'localtime')"),
 };
 
-static unsigned filter_mask(const struct bgrun_query *q)
+/* The value of a row of BGRUN_QUERY_FILTERS, at the next `?`. */
+#define BIND_NONE(v) SQLITE_OK
+#define BIND_INT(v) sqlite3_bind_int64(stmt, ++i, (v))
+#define BIND_TEXT(v) sqlite3_bind_text(stmt, ++i, (v), -1, SQLITE_STATIC)
+#define BIND_GLOB(v) BIND_TEXT(v)
+
+static int bind_filters(sqlite3_stmt *stmt, const struct bgrun_query *q)
 {
-	unsigned mask = 0;
+	int i = 0, rc = SQLITE_OK;
 
-	if (q->since_ns != BGRUN_NULL)
-		mask |= 1u << F_SINCE;
-	if (q->until_ns != BGRUN_NULL)
-		mask |= 1u << F_UNTIL;
-	if (q->failed)
-		mask |= 1u << F_FAILED;
-	if (q->result != NULL && strcmp(q->result, BGRUN_RESULT_LOST) == 0)
-		mask |= 1u << F_RESULT_LOST;
-	else if (q->result != NULL &&
-		 strcmp(q->result, BGRUN_RESULT_SUCCESS) == 0)
-		mask |= 1u << F_RESULT_SUCCESS;
-	else if (q->result != NULL)
-		mask |= 1u << F_RESULT;
-	if (q->cmd_glob != NULL)
-		mask |= 1u << F_GLOB;
-	if (q->tag != NULL)
-		mask |= 1u << F_TAG;
-	if (q->cwd != NULL)
-		mask |= 1u << F_CWD;
-	if (q->source != NULL)
-		mask |= 1u << F_SOURCE;
-	if (q->event != NULL)
-		mask |= 1u << F_EVENT;
-	if (q->host != NULL)
-		mask |= 1u << F_HOST;
-	if (q->id_part != NULL)
-		mask |= 1u << F_ID;
-	return mask;
-}
-
-static int bind_named_text(sqlite3_stmt *stmt, const char *name,
-			   const char *value)
-{
-	int i = sqlite3_bind_parameter_index(stmt, name);
-
-	return i > 0 ? sqlite3_bind_text(stmt, i, value, -1, SQLITE_STATIC)
-		     : SQLITE_OK;
-}
-
-static int bind_named_int(sqlite3_stmt *stmt, const char *name, int64_t v)
-{
-	int i = sqlite3_bind_parameter_index(stmt, name);
-
-	return i > 0 ? sqlite3_bind_int64(stmt, i, v) : SQLITE_OK;
+#define BIND(name, kind, on, value, sqlite, pg) \
+	if (rc == SQLITE_OK && (on)) \
+		rc = BIND_##kind(value);
+	BGRUN_QUERY_FILTERS(BIND)
+#undef BIND
+	return rc;
 }
 
 int bgrun__store_filter_stmt(struct bgrun_store *store, unsigned kind,
 			     const struct bgrun_query *q,
 			     sqlite3_stmt **ret_stmt)
 {
-	unsigned mask = filter_mask(q), slot = (kind << BGRUN__N_FILTERS) | mask;
+	unsigned mask = bgrun_query_filter_mask(q);
+	unsigned slot = (kind << BGRUN__N_FILTERS) | mask;
 	char sql[4096];
 	sqlite3_stmt *stmt;
 	size_t used;
@@ -137,7 +76,7 @@ int bgrun__store_filter_stmt(struct bgrun_store *store, unsigned kind,
 	}
 	if (store->filter_stmts[slot] == NULL) {
 		used = (size_t)snprintf(sql, sizeof(sql), "%s", kind_head[kind]);
-		for (unsigned f = 0; f < BGRUN__N_FILTERS; f++)
+		for (unsigned f = 0; f < BGRUN_QUERY_N_FILTERS; f++)
 			if (mask & (1u << f))
 				used += (size_t)snprintf(sql + used,
 							 sizeof(sql) - used,
@@ -152,25 +91,7 @@ int bgrun__store_filter_stmt(struct bgrun_store *store, unsigned kind,
 			return r;
 	}
 	stmt = store->filter_stmts[slot];
-	rc = bind_named_int(stmt, ":since", q->since_ns);
-	if (rc == SQLITE_OK)
-		rc = bind_named_int(stmt, ":until", q->until_ns);
-	if (rc == SQLITE_OK)
-		rc = bind_named_text(stmt, ":result", q->result);
-	if (rc == SQLITE_OK)
-		rc = bind_named_text(stmt, ":glob", q->cmd_glob);
-	if (rc == SQLITE_OK)
-		rc = bind_named_text(stmt, ":tag", q->tag);
-	if (rc == SQLITE_OK)
-		rc = bind_named_text(stmt, ":cwd", q->cwd);
-	if (rc == SQLITE_OK)
-		rc = bind_named_text(stmt, ":source", q->source);
-	if (rc == SQLITE_OK)
-		rc = bind_named_text(stmt, ":event", q->event);
-	if (rc == SQLITE_OK)
-		rc = bind_named_text(stmt, ":host", q->host);
-	if (rc == SQLITE_OK)
-		rc = bind_named_text(stmt, ":id", q->id_part);
+	rc = bind_filters(stmt, q);
 	if (rc != SQLITE_OK) {
 		(void)sqlite3_clear_bindings(stmt);
 		return bgrun__store_fail(store, rc, "binding a query");

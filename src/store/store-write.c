@@ -447,10 +447,20 @@ int bgrun__store_put_prepared(struct bgrun_store *store,
 		return r;
 	r = seq_load(store, &seq);
 	for (size_t i = 0; i < n && r >= 0; i++) {
-		/* A number is used up even by a write that changes nothing. */
-		r = write_event(store, preps[i], ++seq);
-		if (r > 0)
+		/*
+		 * A write that changes nothing takes no number: the row keeps
+		 * its own, so the counter is always the number of the last
+		 * change, and a reader that reached it has read everything.
+		 * (Were a number used up by a batch's last write, a spool
+		 * replaying events the store already had, the counter would
+		 * stay above every row's, and a forwarder's cursor, always some
+		 * row's number, could never reach it.)
+		 */
+		r = write_event(store, preps[i], seq + 1);
+		if (r > 0) {
+			seq++;
 			changed++;
+		}
 	}
 	if (r >= 0 && changed > 0)
 		r = seq_save(store, seq);
@@ -598,16 +608,19 @@ int bgrun__store_mark_lost_locked(struct bgrun_store *store,
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		rc = sqlite3_bind_text(stmt, 1, ids[i], -1, SQLITE_STATIC);
 		if (rc == SQLITE_OK)
-			rc = sqlite3_bind_int64(stmt, 2, ++seq);
+			rc = sqlite3_bind_int64(stmt, 2, seq + 1);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_step(stmt);
-		if (rc == SQLITE_DONE)
-			count += sqlite3_changes(store->db);
-		else
+		if (rc != SQLITE_DONE) {
 			r = bgrun__store_fail(store, rc, "marking lost rows");
+		} else if (sqlite3_changes(store->db) > 0) {
+			/* As for writes: a number only for a change. */
+			seq++;
+			count++;
+		}
 		bgrun__release_stmt(stmt);
 	}
-	if (r >= 0)
+	if (r >= 0 && count > 0)
 		r = seq_save(store, seq);
 done:
 	if (r >= 0 && ret_count != NULL)
