@@ -17,7 +17,7 @@
  * opening it for writing (check_log): logcheck.c's way, which opens
  * nothing, rests on the sink's health checks, not in this build. A
  * record the supervisor cannot store goes to the spool beside the log
- * (src/win/sink.c), else is counted as dropped; the supervisor says which
+ * (src/win/sink.c's files), else is counted as dropped; the supervisor says which
  * on our stderr when we wait (-w), and `logsink query` warns of what
  * waits in the spool.
  */

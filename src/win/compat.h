@@ -48,6 +48,30 @@
 #endif
 #define lstat stat
 
+/*
+ * The C runtime has no ESHUTDOWN (the daemon refusing a connection as it
+ * stops): the nearest it has, "connection aborted".
+ */
+#include <errno.h>
+#ifndef ESHUTDOWN
+#define ESHUTDOWN ECONNABORTED
+#endif
+
+/*
+ * Windows has no signal masks (winpthreads' pthread_sigmask does
+ * nothing): a thread started with every signal blocked (the daemon's
+ * writer) is simply a thread. sigfillset fills the set it ignores.
+ */
+#ifndef _POSIX
+typedef _sigset_t sigset_t;
+#endif
+static inline int bgrun__win_sigfillset(sigset_t *set)
+{
+	*set = (sigset_t)~(sigset_t)0;
+	return 0;
+}
+#define sigfillset bgrun__win_sigfillset
+
 /* FlushFileBuffers: data and metadata (there is no data-only flush). */
 static inline int fdatasync(int fd)
 {

@@ -302,7 +302,7 @@ void case_store_default_path(void)
 }
 
 /* The build's logsink.exe, beside bgrun.exe. */
-static char *logsink_path(void)
+char *logsink_path(void)
 {
 	char *p = bgrun_path();
 
@@ -406,7 +406,7 @@ void case_logsink_verbs(void)
 			       &out, &err), ==, 0);
 	ASSERT_STR(out, "");
 
-	ASSERT_INT(run_logsink((const char *[]){ "serve", NULL }, &out, &err),
+	ASSERT_INT(run_logsink((const char *[]){ "pg-init", NULL }, &out, &err),
 		   ==, 1);
 	ASSERT(strstr(err, "not available in the Windows build") != NULL);
 }
