@@ -6,9 +6,10 @@
  * come) with CreateNamedPipeW and no security attributes: the default
  * DACL of a pipe lets Everyone read it. libuv asks for WRITE_DAC on the
  * first instance (for its uv_pipe_chmod), so the DACL is replaced there,
- * before uv_listen, with one that lets our user alone in; the pipe's
- * security is the pipe's, not an instance's, so the instances made later
- * have it too (the test reads it back through several connections). That
+ * before uv_listen, with one that lets our user alone in. The instances
+ * made later have it too: a named pipe's security is the pipe's, not an
+ * instance's (the test reads it back through six connections, past
+ * libuv's first four instances; shown under wine, not on Windows). That
  * leaves the moment between the bind and the new DACL, and an
  * administrator's process, which the DACL does not stop: every client is
  * also checked (lsink_conn_peer), as SO_PEERCRED is used on POSIX, by the
