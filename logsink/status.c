@@ -16,7 +16,8 @@ static const char status_help[] =
 	"works, the daemon included) and why (what the writer that kept them\n"
 	"there met), or were set aside there, how many could\n"
 	"be kept nowhere (dropped: counted in the socket's directory until the\n"
-	"machine restarts), and whether a daemon answers ($BGRUN_SOCKET).\n"
+	"machine restarts), and whether a daemon answers ($BGRUN_SOCKET: \"answers,\n"
+	"pid N\", \"not running\", or \"not used:\" and why).\n"
 	"\n"
 	LSINK_COMMON_HELP
 	"\n"
