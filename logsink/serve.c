@@ -370,11 +370,16 @@ static void cleanup(struct lsink_serve *s)
 	/* After the writer, which tells it of commits. */
 	lsink_forward_stop(s->forward);
 	s->forward = NULL;
-	lsink_serve_unlisten(s);
 	if (s->ready_fd >= 0)
 		(void)close(s->ready_fd);
 	bgrun_store_close(s->store);
 	bgrun_store_close(s->srv.scratch);
+	/*
+	 * The one-daemon lock last: `serve --stop` waits for it on POSIX,
+	 * and the store's close (a checkpoint) may take a while; released
+	 * before it, --stop returned while the daemon still ran.
+	 */
+	lsink_serve_unlisten(s);
 	free(s->db_alloc);
 	free(s->db_real);
 	free(s->socket);
