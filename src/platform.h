@@ -326,8 +326,9 @@ void bgrun__reaper_ready(void *data); /* spawn/reap.c */
 /*
  * sinkconn.c: the sink client's way to its daemon (src/sink/client-daemon.c
  * has the frames): a Unix stream socket on POSIX, a named pipe on
- * Windows (\\.\pipe\bgrun-sink-SID). Also the public calls that
- * depend on it: bgrun_sink_default_socket and bgrun_sink_check_dir.
+ * Windows (\\.\pipe\bgrun-sink-SID). The public calls that depend
+ * on it, bgrun_sink_default_socket and bgrun_sink_check_dir, are the
+ * platform's too (POSIX: sinkpath.c, in libbgrun only).
  *
  * open connects to the daemon at address and checks who listens there:
  * on POSIX a socket whose directory is the user's alone
