@@ -11,9 +11,9 @@
 #include <stdint.h>
 
 /*
- * The POSIX logged mode (the supervisor chain, bgrun-full, the sink) and
- * `bgrun clone`; the Windows build has neither (-DBGRUN_CLI_LOG=0): its
- * logged mode is win-launch.c's.
+ * The POSIX logged mode (the supervisor chain, bgrun-full, the sink);
+ * the Windows build has not that (-DBGRUN_CLI_LOG=0): its logged mode,
+ * a clone hook's included, is win-launch.c's.
  */
 #ifndef BGRUN_CLI_LOG
 #define BGRUN_CLI_LOG 1
@@ -190,6 +190,21 @@ bgrun_pid_t launch_read_report(int fd, struct bgrun_failure *failure);
  * code.
  */
 int win_launch_logged(const struct cli *c, char **argv);
+/*
+ * win-launch.c: a clone hook's logged launch on Windows (as clone-hooks.c
+ * does with launch_supervisor on POSIX): bgrun-supervise.exe records
+ * event id for `cmd /c CMD` run in cwd (NULL: ours) with env_set added,
+ * tagged tag, in db (NULL: the default). Returns the hook's pid once it
+ * started, -errno (*failure filled) if it could not, 0 if the supervisor
+ * said nothing, or -1 after saying that the supervisor did not start.
+ * With ret_child, a handle on the supervisor (it exits with the hook's
+ * status); without, it is disowned.
+ */
+bgrun_pid_t win_launch_hook(const char *id, const char *tag, const char *cwd,
+			    const char *db, const char *cmd,
+			    const char *const *env_set,
+			    struct bgrun_child **ret_child,
+			    struct bgrun_failure *failure);
 
 /*
  * onexit.c: the recorder, once ev (a job's final row) is recorded, starts

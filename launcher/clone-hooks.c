@@ -142,13 +142,22 @@ static int start_hook(const struct hook *hk, const struct hook_run *run,
 			return -1;
 		}
 #else
-		/* A build without the POSIX logged mode: run->log is never set. */
+		/* Windows: one supervisor, bgrun-supervise.exe (win-launch.c). */
 		(void)l;
 		(void)args;
 		(void)n;
 		(void)fd;
 		(void)error;
-		return -1;
+		bgrun_event_new_id(id);
+		pid = win_launch_hook(id, hk->name, run->cwd, run->db, hk->cmd,
+				      env, run->wait ? &child : NULL, &failure);
+		if (pid == -1)
+			return -1;
+		if (pid == 0) {
+			cli_msg("clone: the supervisor of hook %s exited without a report",
+				cli_printable(hk->name));
+			return -1;
+		}
 #endif
 	}
 	if (pid < 0) {

@@ -256,8 +256,8 @@ static void parse(struct clone_cli *cc, int argc, char **argv)
 	int opt;
 
 	cc->opts = (struct bgrun_clone_opts)BGRUN_CLONE_OPTS_INIT;
-	/* Without the POSIX logged mode (BGRUN_CLI_LOG 0) nothing is recorded yet: --no-log. */
-	cc->log = BGRUN_CLI_LOG;
+	/* Recorded in both builds (on Windows its hooks by bgrun-supervise.exe). */
+	cc->log = true;
 	cc->timeout = 60;
 	/* The user's configuration's [hooks] first, as hg reads its hgrc. */
 	if (bgrun_config_default_path(&user) == 0 &&
@@ -307,8 +307,6 @@ static void parse(struct clone_cli *cc, int argc, char **argv)
 			}
 			break;
 		case OPT_DB:
-			if (!BGRUN_CLI_LOG)
-				usage_error("--db: this build does not record clones yet (its hooks run unlogged)", NULL);
 			cc->db = optarg;
 			break;
 		case OPT_NO_LOG:
@@ -451,7 +449,6 @@ static bgrun_os_fd_t stdin_fd(void)
 }
 #endif
 
-#if BGRUN_CLI_LOG
 /* Writes ev to the log (--db, or the default), or says why not. */
 static void put_event(struct clone_cli *cc, const struct bgrun_event *ev)
 {
@@ -476,17 +473,6 @@ out:
 	bgrun_store_close(store);
 	free(path);
 }
-#else
-/*
- * A build without the POSIX logged mode (Windows, so far): the clone is
- * not recorded there yet, and cc->log is never set.
- */
-static void put_event(struct clone_cli *cc, const struct bgrun_event *ev)
-{
-	(void)cc;
-	(void)ev;
-}
-#endif
 
 /* Records the clone as an event (event "clone", source "bgrun"). */
 static void record(struct clone_cli *cc, const char *id, int64_t start_ns,

@@ -17,7 +17,7 @@
  * opening it for writing (check_log): logcheck.c's way, which opens
  * nothing, rests on the sink's health checks, not in this build. A
  * record the supervisor cannot store goes to the spool beside the log
- * (src/win/sink.c), else is counted as dropped; the supervisor says which
+ * (src/win/sink.c's files), else is counted as dropped; the supervisor says which
  * on our stderr when we wait (-w), and `logsink query` warns of what
  * waits in the spool.
  */
@@ -245,4 +245,71 @@ out:
 		CloseHandle(rd);
 	free(v);
 	return status;
+}
+
+bgrun_pid_t win_launch_hook(const char *id, const char *tag, const char *cwd,
+			    const char *db, const char *cmd,
+			    const char *const *env_set,
+			    struct bgrun_child **ret_child,
+			    struct bgrun_failure *failure)
+{
+	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	struct bgrun_child *child = NULL;
+	const char *sup = supervisor_path(), *v[16];
+	HANDLE rd = NULL, wr = NULL;
+	char opt[64];
+	size_t n = 0;
+	bgrun_pid_t r;
+
+	if (sup == NULL) {
+		cli_msg("cannot find %s beside bgrun", SUPERVISOR);
+		return -1;
+	}
+	if (!CreatePipe(&rd, &wr, NULL, 0)) {
+		cli_msg("cannot start the supervisor: %s", bgrun_strerror(-EMFILE));
+		return -1;
+	}
+	(void)snprintf(opt, sizeof(opt), "--_supervise=%s", id);
+	v[n++] = sup;
+	v[n++] = opt;
+	v[n++] = "--tag";
+	v[n++] = tag;
+	if (cwd != NULL) {
+		v[n++] = "-C";
+		v[n++] = cwd;
+	}
+	if (db != NULL) {
+		v[n++] = "--db";
+		v[n++] = db;
+	}
+	v[n++] = "-s";
+	v[n++] = "--";
+	v[n++] = cmd;
+	v[n] = NULL;
+	opts.argv = v;
+	opts.env_set = env_set;
+	/* A hook waited for says what it has to say on our stderr. */
+	if (ret_child != NULL)
+		opts.err.kind = BGRUN_STDIO_INHERIT;
+	opts.detach = ret_child == NULL;
+	opts.ensurestart = true;
+	opts.pass_fds = &wr;
+	opts.n_pass_fds = 1;
+	opts.failure = failure;
+	r = bgrun_spawn(&opts, &child);
+	CloseHandle(wr);
+	if (r < 0) {
+		cli_msg("cannot start the supervisor %s: %s", cli_printable(sup),
+			bgrun_strerror(r));
+		CloseHandle(rd);
+		return -1;
+	}
+	*failure = (struct bgrun_failure){ .stage = BGRUN_STAGE_NONE };
+	r = read_report(rd, failure);
+	CloseHandle(rd);
+	if (ret_child != NULL && r > 0)
+		*ret_child = child;
+	else
+		bgrun_child_disown(child);
+	return r;
 }

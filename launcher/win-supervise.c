@@ -17,9 +17,9 @@
  * of COMMAND's resource use (bgrun/spawn.h: times, peak working set, IO
  * counts).
  *
- * The events go through the sink (src/win/sink.c: the store, else the
- * spool DB.spool\ beside it, else the dropped-events count; there is no
- * sink daemon on Windows yet). A record that cannot be stored is said on
+ * The events go through the sink (src/sink/client.c: the daemon on its
+ * named pipe as $BGRUN_SINK says, else the store, else the spool
+ * DB.spool\ beside it, else the dropped-events count). A record that cannot be stored is said on
  * our stderr, with where it was kept: bgrun's while bgrun waits (-w),
  * else NUL, and then the spool and `logsink query`'s warning say it.
  * Our exit code is COMMAND's, as `bgrun -w` reports it.
@@ -65,8 +65,8 @@ static char *absolute(const char *path)
 }
 
 /*
- * One write to the log through the sink (src/win/sink.c): the store,
- * else the spool beside it, else the dropped-events count. The first
+ * One write to the log through the sink: the daemon ($BGRUN_SINK), the
+ * store, else the spool beside it, else the dropped-events count. The first
  * store opened drains what earlier writers spooled. A failure is said
  * once, with where the record was kept, and never changes COMMAND.
  */

@@ -7,8 +7,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 /* The read buffer starts small; it grows for a large frame, then shrinks. */
 #define BUF_MIN (16u * 1024)
@@ -27,8 +25,8 @@ struct lsink_conn {
 	uint64_t last_ms;          /* last time it did something */
 	uint64_t frame_ms;         /* when the partial frame in buf began */
 	uint64_t progress_ms;      /* accepted, or its last whole frame */
-	uid_t uid;
-	pid_t pid;
+	int64_t uid;
+	int64_t pid;
 	bool reading, finishing, closing, closed, is_touched;
 };
 
@@ -130,7 +128,7 @@ static void flush(struct lsink_conn *c)
 static void protocol_error(struct lsink_conn *c, uint32_t seq, int code,
 			   const char *why)
 {
-	lsink_msg("connection from pid %d: %s: %s", (int)c->pid,
+	lsink_msg("connection from pid %lld: %s: %s", (long long)c->pid,
 		  bgrun_wire_code_name(code), why);
 	(void)bgrun_wire_put_error(&c->out, seq, code, why);
 	flush(c);
@@ -165,7 +163,7 @@ static void handle_event(struct lsink_conn *c, struct bgrun_wire_msg *m,
 	 * could not name its user (the static front: no NSS there) leaves
 	 * the name to us.
 	 */
-	if (m->ev.uid != (int64_t)c->uid)
+	if (m->ev.uid != c->uid)
 		m->ev.user = NULL;
 	else if (m->ev.user == NULL)
 		m->ev.user = bgrun_user_name(c->uid);
@@ -423,8 +421,8 @@ static bool admit(struct lsink_conn *c)
 		open += !o->closing && !o->finishing;
 	if (mine > lim->max_per_pid) {
 		(void)snprintf(msg, sizeof(msg),
-			       "too many connections from process %d (at most %zu)",
-			       (int)c->pid, lim->max_per_pid);
+			       "too many connections from process %lld (at most %zu)",
+			       (long long)c->pid, lim->max_per_pid);
 		why = msg;
 	} else if (open > lim->max_conns - lim->reserve && mine > 1) {
 		/* The reserve: one connection per process, for newcomers. */
@@ -444,9 +442,7 @@ void lsink_conn_accept(uv_stream_t *listener, int status)
 {
 	struct lsink_server *srv = listener->data;
 	struct lsink_conn *c;
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	uv_os_fd_t fd;
+	struct lsink_peer peer;
 
 	if (status < 0) {
 		lsink_msg("accept: %s", uv_strerror(status));
@@ -470,17 +466,15 @@ void lsink_conn_accept(uv_stream_t *listener, int status)
 		conn_close(c);
 		return;
 	}
-	/* The kernel says who connected; the payload never does. */
-	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0 ||
-	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+	/* The system says who connected; the payload never does. */
+	if (lsink_conn_peer(srv, &c->pipe, &peer) < 0) {
 		conn_close(c);
 		return;
 	}
-	c->uid = cred.uid;
-	c->pid = cred.pid;
-	if (cred.uid != srv->uid && !(cred.uid == 0 && srv->lim.allow_root)) {
-		lsink_msg("refused a connection from uid %u (pid %d)",
-			  (unsigned)cred.uid, (int)cred.pid);
+	c->uid = peer.uid;
+	c->pid = peer.pid;
+	if (!peer.allowed) {
+		lsink_msg("refused a connection from %s", peer.who);
 		(void)bgrun_wire_put_error(
 			&c->out, 0, BGRUN_WIRE_E_DENIED,
 			"connections from another user are refused");

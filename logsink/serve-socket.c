@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* serve-socket.c: the daemon's socket: its directory, the one-daemon lock, binding it, or taking systemd's. */
+/* serve-socket.c: the daemon's POSIX half: the socket (its directory, the one-daemon lock, binding it, or taking systemd's), SO_PEERCRED, SIGTERM for --stop, --detach. */
 
 #include "serve.h"
 
@@ -11,32 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The first descriptor systemd passes (sd_listen_fds(3)). */
 #define LISTEN_FDS_START 3
-
-/* A startup failure: one line on stderr, and to whoever waits on --ready-fd. */
-int lsink_serve_fail(struct lsink_serve *s, const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	lsink_msg("%s", line);
-	if (s->ready_fd >= 0) {
-		(void)dprintf(s->ready_fd, "ERROR %s\n", line);
-		(void)close(s->ready_fd);
-		s->ready_fd = -1;
-	}
-	return -1;
-}
 
 /* Whether dir is below $XDG_RUNTIME_DIR, where directories may be made. */
 static bool in_runtime_dir(const char *dir)
@@ -234,7 +218,196 @@ static int activated_socket(struct lsink_serve *s)
 
 int lsink_serve_listen(struct lsink_serve *s)
 {
-	int r = activated_socket(s);
+	int r;
 
+	/* A client that vanishes must not kill us: EPIPE is enough. */
+	(void)signal(SIGPIPE, SIG_IGN);
+	s->srv.uid = geteuid();
+	r = activated_socket(s);
 	return r < 0 || (r == 0 && bind_socket(s) < 0) ? -1 : 0;
+}
+
+int lsink_serve_listen_start(struct lsink_serve *s)
+{
+	struct lsink_server *srv = &s->srv;
+	int r;
+
+	if ((r = uv_pipe_init(&srv->loop, &srv->listener, 0)) < 0 ||
+	    (r = uv_pipe_open(&srv->listener, s->listen_fd)) < 0 ||
+	    (r = uv_listen((uv_stream_t *)&srv->listener, 256,
+			   lsink_conn_accept)) < 0)
+		return lsink_serve_fail(s, "listening on '%s': %s",
+				    lsink_printable(s->socket), uv_strerror(r));
+	s->listen_fd = -1; /* the listener's now */
+	return 0;
+}
+
+/* SIGTERM and SIGINT are all there is: serve.c's uv_signal handles. */
+int lsink_serve_stoppers_start(struct lsink_serve *s)
+{
+	(void)s;
+	return 0;
+}
+
+void lsink_serve_stoppers_end(struct lsink_server *srv)
+{
+	(void)srv;
+}
+
+void lsink_serve_unlisten(struct lsink_serve *s)
+{
+	struct stat st;
+
+	if (s->listen_fd >= 0)
+		(void)close(s->listen_fd);
+	s->listen_fd = -1;
+	/* Our socket only: a successor may have bound the path already. */
+	if (!s->activated && s->sock_ino != 0 && stat(s->socket, &st) == 0 &&
+	    st.st_ino == s->sock_ino)
+		(void)unlink(s->socket);
+	s->sock_ino = 0;
+	if (s->lock_fd >= 0)
+		(void)close(s->lock_fd);
+	s->lock_fd = -1;
+}
+
+/*
+ * SIGTERM, then the wait: the daemon's lock on SOCKET.lock goes when it
+ * exits.
+ */
+int lsink_serve_stop_pid(const char *path, int64_t pid, int wait_ms,
+			 char *err, size_t size)
+{
+	char *lock = NULL;
+	int fd, r = -1;
+
+	if (asprintf(&lock, "%s.lock", path) < 0) {
+		(void)snprintf(err, size, "out of memory");
+		return -1;
+	}
+	fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	free(lock);
+	if (kill((pid_t)pid, SIGTERM) < 0) {
+		(void)snprintf(err, size, "cannot stop the daemon (pid %lld): %s",
+			       (long long)pid, strerror(errno));
+		goto out;
+	}
+	/* Wait, with a deadline: a daemon draining a full queue takes a while. */
+	for (int waited = 0; fd >= 0; waited += 10) {
+		if (flock(fd, LOCK_SH | LOCK_NB) == 0)
+			break;
+		if (waited >= wait_ms) {
+			(void)snprintf(err, size,
+				       "the daemon (pid %lld) did not exit within %d s",
+				       (long long)pid, wait_ms / 1000);
+			goto out;
+		}
+		(void)nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	}
+	r = 0;
+out:
+	if (fd >= 0)
+		(void)close(fd);
+	return r;
+}
+
+bool lsink_serve_ready_fd_ok(int fd)
+{
+	return fcntl(fd, F_SETFD, FD_CLOEXEC) == 0;
+}
+
+int lsink_serve_file_identity(const char *path, int64_t *ret_dev,
+			      int64_t *ret_ino)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	*ret_dev = (int64_t)st.st_dev;
+	*ret_ino = (int64_t)st.st_ino;
+	return 0;
+}
+
+int lsink_conn_peer(struct lsink_server *srv, uv_pipe_t *pipe,
+		    struct lsink_peer *ret)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	uv_os_fd_t fd;
+
+	if (uv_fileno((uv_handle_t *)pipe, &fd) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return -errno;
+	ret->uid = cred.uid;
+	ret->pid = cred.pid;
+	ret->allowed = (int64_t)cred.uid == srv->uid ||
+		       (cred.uid == 0 && srv->lim.allow_root);
+	(void)snprintf(ret->who, sizeof(ret->who), "uid %u (pid %d)",
+		       (unsigned)cred.uid, (int)cred.pid);
+	return 0;
+}
+
+/* --detach: ourselves again, --foreground, through the primitive. */
+int lsink_serve_detach(int argc, char **argv, const char *db)
+{
+	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
+	const char **args = calloc((size_t)argc + 6, sizeof(*args));
+	char exe[PATH_MAX], line[1100];
+	size_t n = 0, used = 0;
+	ssize_t len;
+	int p[2] = { -1, -1 }, status = LSINK_EXIT_FAILURE;
+	pid_t pid;
+
+	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (args == NULL || len <= 0 || pipe2(p, O_CLOEXEC) < 0) {
+		lsink_msg("cannot detach: %s",
+			  strerror(errno ? errno : ENOMEM));
+		goto cleanup;
+	}
+	exe[len] = '\0';
+	args[n++] = exe;
+	if (db != NULL) {
+		args[n++] = "--db";
+		args[n++] = db;
+	}
+	args[n++] = "serve";
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--detach") != 0)
+			args[n++] = argv[i];
+	args[n++] = "--foreground";
+	args[n++] = "--ready-fd=3";
+	o.argv = args;
+	o.pass_fds = &p[1];
+	o.n_pass_fds = 1;
+	pid = bgrun_spawn(&o, NULL);
+	(void)close(p[1]);
+	if (pid < 0) {
+		lsink_msg("cannot start '%s': %s", exe, bgrun_strerror(pid));
+		goto cleanup;
+	}
+	/* Its word when it listens, or why it cannot; EOF if it died. */
+	while (used < sizeof(line) - 1) {
+		len = read(p[0], line + used, sizeof(line) - 1 - used);
+		if (len < 0 && errno == EINTR)
+			continue;
+		if (len <= 0)
+			break;
+		used += (size_t)len;
+	}
+	line[used] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	if (strncmp(line, "READY ", 6) == 0) {
+		(void)printf("%s\n", line + 6);
+		status = lsink_flush_stdout();
+	} else if (strncmp(line, "ERROR ", 6) == 0) {
+		/* It said why on its stderr too, which is not ours. */
+		(void)fprintf(stderr, "logsink: %s\n", line + 6);
+	} else {
+		lsink_msg("the daemon exited before listening");
+	}
+cleanup:
+	if (p[0] >= 0)
+		(void)close(p[0]);
+	free(args);
+	return status;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* serve.c: `logsink serve`: options, the socket (own or systemd's), detaching, signals, the loop. */
+/* serve.c: `logsink serve`: options, the store, stopping, the loop (the listener itself is the platform half's: serve-socket.c, serve-pipe.c). */
 
 #include "serve.h"
 
@@ -9,12 +9,11 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -124,7 +123,9 @@ static const char help_text[] =
 	"\n"
 	"Started by systemd with socket activation (LISTEN_FDS), it takes its\n"
 	"socket from there. SIGTERM or SIGINT: stop accepting, commit and ack\n"
-	"what was received, exit 0.\n";
+	"what was received, exit 0. On Windows it listens on a named pipe,\n"
+	"$BGRUN_SOCKET or \\\\.\\pipe\\bgrun-sink-SID (SID: the user's), that only\n"
+	"the user may open; --stop sets the daemon's stop event.\n";
 
 
 static size_t parse_count(const char *arg, const char *name)
@@ -156,17 +157,17 @@ static uint64_t parse_ms(const char *arg, const char *name)
 
 /*
  * `serve --stop`: the daemon says who it is (its HELLO, on a connection
- * checked as every client's), is sent SIGTERM, and is waited for: its
- * lock on SOCKET.lock goes when it exits.
+ * checked as every client's), is asked to stop (the platform half:
+ * SIGTERM on POSIX, its stop event on Windows), and is waited for.
  */
 static int stop_daemon(const char *db, const char *socket)
 {
 	struct bgrun_sink_opts so = BGRUN_SINK_OPTS_INIT;
 	struct bgrun_sink_daemon_status st;
 	struct bgrun_sink *sink = NULL;
-	char *lock = NULL;
+	char *dflt = NULL, err[512];
 	const char *path;
-	int r, fd = -1, status = LSINK_EXIT_FAILURE;
+	int r, status = LSINK_EXIT_FAILURE;
 
 	so.mode = BGRUN_SINK_DAEMON;
 	so.db = db;
@@ -180,8 +181,8 @@ static int stop_daemon(const char *db, const char *socket)
 		goto out;
 	}
 	path = socket;
-	if (path == NULL && bgrun_sink_default_socket(&lock) >= 0)
-		path = lock;
+	if (path == NULL && bgrun_sink_default_socket(&dflt) >= 0)
+		path = dflt;
 	r = bgrun_sink_daemon_status(sink, &st);
 	if (r == -ENOENT || r == -ECONNREFUSED) {
 		(void)printf("no daemon is serving '%s'\n",
@@ -195,41 +196,58 @@ static int stop_daemon(const char *db, const char *socket)
 		goto out;
 	}
 	path = path != NULL ? path : "?";
-	free(lock);
-	lock = NULL;
-	if (asprintf(&lock, "%s.lock", path) < 0) {
-		lock = NULL;
-		lsink_msg("out of memory");
+	if (lsink_serve_stop_pid(path, st.pid, STOP_WAIT_MS, err,
+				 sizeof(err)) < 0) {
+		lsink_msg("%s", err);
 		goto out;
-	}
-	fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (kill((pid_t)st.pid, SIGTERM) < 0) {
-		lsink_msg("cannot stop the daemon (pid %lld): %s",
-			  (long long)st.pid, strerror(errno));
-		goto out;
-	}
-	/* Wait, with a deadline: a daemon draining a full queue takes a while. */
-	for (int waited = 0; fd >= 0; waited += 10) {
-		if (flock(fd, LOCK_SH | LOCK_NB) == 0)
-			break;
-		if (waited >= STOP_WAIT_MS) {
-			lsink_msg("the daemon (pid %lld) did not exit within %d s",
-				  (long long)st.pid, STOP_WAIT_MS / 1000);
-			goto out;
-		}
-		(void)nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
 	}
 	(void)printf("stopped the daemon (pid %lld) serving '%s'\n",
 		     (long long)st.pid, lsink_printable(path));
 	status = EXIT_SUCCESS;
 out:
-	if (fd >= 0)
-		(void)close(fd);
-	free(lock);
+	free(dflt);
 	bgrun_sink_close(sink);
 	if (lsink_flush_stdout() != 0)
 		status = LSINK_EXIT_FAILURE;
 	return status;
+}
+
+/* A startup failure: one line on stderr, and to whoever waits on --ready-fd. */
+int lsink_serve_fail(struct lsink_serve *s, const char *fmt, ...)
+{
+	char line[1024], said[1040];
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	lsink_msg("%s", line);
+	if (s->ready_fd >= 0) {
+		(void)snprintf(said, sizeof(said), "ERROR %s", line);
+		lsink_serve_ready_say(s, said);
+	}
+	return -1;
+}
+
+void lsink_serve_ready_say(struct lsink_serve *s, const char *line)
+{
+	size_t len = strlen(line), off = 0;
+	ssize_t n;
+
+	if (s->ready_fd < 0)
+		return;
+	while (off <= len) {
+		/* The line, then its newline. */
+		n = off < len ? write(s->ready_fd, line + off, len - off)
+			      : write(s->ready_fd, "\n", 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	(void)close(s->ready_fd);
+	s->ready_fd = -1;
 }
 
 /* ---- the loop ---- */
@@ -241,6 +259,9 @@ void lsink_serve_maybe_done(struct lsink_server *srv)
 		return;
 	srv->done = true;
 	lsink_writer_stop(&srv->writer);
+	/* Nothing may send to the stop handle once it is closed. */
+	lsink_serve_stoppers_end(srv);
+	uv_close((uv_handle_t *)&srv->stop, NULL);
 	uv_close((uv_handle_t *)&srv->wake, NULL);
 	uv_close((uv_handle_t *)&srv->sweep, NULL);
 	uv_close((uv_handle_t *)&srv->sigterm, NULL);
@@ -266,10 +287,16 @@ static void on_signal(uv_signal_t *h, int signum)
 	if (srv->draining) {
 		/* A second one: leave now (what was acked is committed). */
 		lsink_msg("%s again: exiting without draining",
-			  strsignal(signum));
+			  signum == SIGINT ? "SIGINT" : "SIGTERM");
 		_exit(1);
 	}
 	drain(srv);
+}
+
+/* The platform's stopper (serve --stop on Windows): as SIGTERM's first time. */
+static void on_stop(uv_async_t *h)
+{
+	drain(h->data);
 }
 
 static void on_wake(uv_async_t *h)
@@ -305,16 +332,14 @@ static int run(struct lsink_serve *s)
 		return lsink_serve_fail(s, "uv_loop_init: %s", uv_strerror(r));
 	srv->staged_tail = &srv->staged;
 	srv->listener.data = srv->wake.data = srv->sweep.data = srv;
-	srv->sigterm.data = srv->sigint.data = srv;
-	if ((r = uv_pipe_init(&srv->loop, &srv->listener, 0)) < 0 ||
-	    (r = uv_pipe_open(&srv->listener, s->listen_fd)) < 0 ||
-	    (r = uv_listen((uv_stream_t *)&srv->listener, 256,
-			   lsink_conn_accept)) < 0)
-		return lsink_serve_fail(s, "listening on '%s': %s",
-				    lsink_printable(s->socket), uv_strerror(r));
+	srv->sigterm.data = srv->sigint.data = srv->stop.data = srv;
+	if (lsink_serve_listen_start(s) < 0)
+		return -1;
 	srv->listening = true;
-	s->listen_fd = -1; /* the listener's now */
 	(void)uv_async_init(&srv->loop, &srv->wake, on_wake);
+	(void)uv_async_init(&srv->loop, &srv->stop, on_stop);
+	if (lsink_serve_stoppers_start(s) < 0)
+		return -1;
 	(void)uv_timer_init(&srv->loop, &srv->sweep);
 	(void)uv_signal_init(&srv->loop, &srv->sigterm);
 	(void)uv_signal_init(&srv->loop, &srv->sigint);
@@ -329,102 +354,32 @@ static int run(struct lsink_serve *s)
 		return lsink_serve_fail(s, "cannot start the writer thread: %s",
 				    strerror(-r));
 	if (s->ready_fd >= 0) {
-		(void)dprintf(s->ready_fd, "READY %d\n", (int)getpid());
-		(void)close(s->ready_fd);
-		s->ready_fd = -1;
+		char line[64];
+
+		(void)snprintf(line, sizeof(line), "READY %d", (int)getpid());
+		lsink_serve_ready_say(s, line);
 	}
 	(void)uv_run(&srv->loop, UV_RUN_DEFAULT);
 	return 0;
-}
-
-/* ---- detaching ---- */
-
-/* --detach: ourselves again, --foreground, through the primitive. */
-static int detach(int argc, char **argv, const char *db)
-{
-	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
-	const char **args = calloc((size_t)argc + 6, sizeof(*args));
-	char exe[PATH_MAX], line[1100];
-	size_t n = 0, used = 0;
-	ssize_t len;
-	int p[2] = { -1, -1 }, status = LSINK_EXIT_FAILURE;
-	pid_t pid;
-
-	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (args == NULL || len <= 0 || pipe2(p, O_CLOEXEC) < 0) {
-		lsink_msg("cannot detach: %s",
-			  strerror(errno ? errno : ENOMEM));
-		goto cleanup;
-	}
-	exe[len] = '\0';
-	args[n++] = exe;
-	if (db != NULL) {
-		args[n++] = "--db";
-		args[n++] = db;
-	}
-	args[n++] = "serve";
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--detach") != 0)
-			args[n++] = argv[i];
-	args[n++] = "--foreground";
-	args[n++] = "--ready-fd=3";
-	o.argv = args;
-	o.pass_fds = &p[1];
-	o.n_pass_fds = 1;
-	pid = bgrun_spawn(&o, NULL);
-	(void)close(p[1]);
-	if (pid < 0) {
-		lsink_msg("cannot start '%s': %s", exe, bgrun_strerror(pid));
-		goto cleanup;
-	}
-	/* Its word when it listens, or why it cannot; EOF if it died. */
-	while (used < sizeof(line) - 1) {
-		len = read(p[0], line + used, sizeof(line) - 1 - used);
-		if (len < 0 && errno == EINTR)
-			continue;
-		if (len <= 0)
-			break;
-		used += (size_t)len;
-	}
-	line[used] = '\0';
-	line[strcspn(line, "\n")] = '\0';
-	if (strncmp(line, "READY ", 6) == 0) {
-		(void)printf("%s\n", line + 6);
-		status = lsink_flush_stdout();
-	} else if (strncmp(line, "ERROR ", 6) == 0) {
-		/* It said why on its stderr too, which is not ours. */
-		(void)fprintf(stderr, "logsink: %s\n", line + 6);
-	} else {
-		lsink_msg("the daemon exited before listening");
-	}
-cleanup:
-	if (p[0] >= 0)
-		(void)close(p[0]);
-	free(args);
-	return status;
 }
 
 /* ---- the verb ---- */
 
 static void cleanup(struct lsink_serve *s)
 {
-	struct stat st;
-
 	/* After the writer, which tells it of commits. */
 	lsink_forward_stop(s->forward);
 	s->forward = NULL;
-	if (s->listen_fd >= 0)
-		(void)close(s->listen_fd);
-	/* Our socket only: a successor may have bound the path already. */
-	if (!s->activated && s->sock_ino != 0 && stat(s->socket, &st) == 0 &&
-	    st.st_ino == s->sock_ino)
-		(void)unlink(s->socket);
-	if (s->lock_fd >= 0)
-		(void)close(s->lock_fd);
 	if (s->ready_fd >= 0)
 		(void)close(s->ready_fd);
 	bgrun_store_close(s->store);
 	bgrun_store_close(s->srv.scratch);
+	/*
+	 * The one-daemon lock last: `serve --stop` waits for it on POSIX,
+	 * and the store's close (a checkpoint) may take a while; released
+	 * before it, --stop returned while the daemon still ran.
+	 */
+	lsink_serve_unlisten(s);
 	free(s->db_alloc);
 	free(s->db_real);
 	free(s->socket);
@@ -432,7 +387,7 @@ static void cleanup(struct lsink_serve *s)
 
 static int open_store(struct lsink_serve *s)
 {
-	struct stat st;
+	int64_t dev, ino;
 	int r;
 
 	if (s->db == NULL) {
@@ -457,13 +412,14 @@ static int open_store(struct lsink_serve *s)
 	}
 	/* Clients check that we write the database they mean. */
 	s->db_real = realpath(s->db, NULL);
-	if (stat(s->db, &st) < 0)
+	r = lsink_serve_file_identity(s->db, &dev, &ino);
+	if (r < 0)
 		return lsink_serve_fail(s, "'%s': %s", lsink_printable(s->db),
-				    strerror(errno));
+				    bgrun_strerror(r));
 	s->srv.hello = (struct bgrun_wire_hello){
 		BGRUN_WIRE_VERSION, BGRUN_WIRE_MAX_FRAME, getpid(),
-		s->db_real != NULL ? s->db_real : s->db, (int64_t)st.st_dev,
-		(int64_t)st.st_ino, bgrun_clock_ns(BGRUN_CLOCK_REALTIME),
+		s->db_real != NULL ? s->db_real : s->db, dev, ino,
+		bgrun_clock_ns(BGRUN_CLOCK_REALTIME),
 		BGRUN_NULL, BGRUN_NULL,
 	};
 	return 0;
@@ -513,7 +469,7 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 			break;
 		case OPT_READY_FD:
 			s.ready_fd = (int)parse_count(optarg, "ready-fd");
-			if (fcntl(s.ready_fd, F_SETFD, FD_CLOEXEC) < 0)
+			if (!lsink_serve_ready_fd_ok(s.ready_fd))
 				lsink_usage("--ready-fd: %d is not open",
 					    s.ready_fd);
 			break;
@@ -599,7 +555,7 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 	}
 	if (s.detach) {
 		free(s.socket);
-		return detach(argc, argv, db);
+		return lsink_serve_detach(argc, argv, db);
 	}
 	if (s.log != NULL) {
 		int fd = open(s.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
@@ -612,8 +568,6 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 		}
 		(void)close(fd);
 	}
-	/* A client that vanishes must not kill us: EPIPE is enough. */
-	(void)signal(SIGPIPE, SIG_IGN);
 	if (s.socket == NULL &&
 	    (r = bgrun_sink_default_socket(&s.socket)) < 0) {
 		lsink_serve_fail(&s, "no socket path: %s", bgrun_strerror(r));
@@ -650,7 +604,6 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 			goto out;
 		}
 	}
-	s.srv.uid = geteuid();
 	s.srv.writer.store = s.store;
 	s.srv.writer.db = s.db;
 	s.srv.writer.forward = s.forward;

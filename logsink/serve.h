@@ -92,6 +92,7 @@ struct lsink_server {
 	uv_loop_t loop;
 	uv_pipe_t listener;
 	uv_async_t wake;
+	uv_async_t stop;           /* sent by the platform's stopper (any thread) */
 	uv_signal_t sigterm, sigint;
 	uv_timer_t sweep;
 	bool listening;
@@ -107,7 +108,8 @@ struct lsink_server {
 	bool paused;               /* reading stopped everywhere: queue full */
 	bool draining;
 	bool done;                 /* the handles are being closed */
-	uid_t uid;                 /* our own effective uid */
+	int64_t uid;               /* our own effective uid (Windows: BGRUN_NULL) */
+	void *platform;            /* the platform half's own state, or NULL */
 	uint64_t idle_since_ms;    /* when the last connection went away */
 	uint64_t replay_at_ms;     /* the next periodic spool replay */
 	struct bgrun_wire_hello hello; /* what a HELLO is answered with */
@@ -173,7 +175,7 @@ void lsink_forward_kick(struct lsink_forward *f);
 /* Stops the thread after its current batch and frees it; accepts NULL. */
 void lsink_forward_stop(struct lsink_forward *f);
 
-/* serve.c and serve-socket.c: `logsink serve` itself. */
+/* serve.c and its platform half: `logsink serve` itself. */
 
 /* The daemon: its server, its store and its socket. */
 struct lsink_serve {
@@ -196,11 +198,57 @@ struct lsink_serve {
  */
 __attribute__((format(printf, 2, 3)))
 int lsink_serve_fail(struct lsink_serve *s, const char *fmt, ...);
+/* Says line to whoever waits on --ready-fd, then closes it (once). */
+void lsink_serve_ready_say(struct lsink_serve *s, const char *line);
+
 /*
- * The listening socket (s->listen_fd): systemd's (LISTEN_FDS), else
- * s->socket bound after its directory is checked and the one-daemon lock
- * taken. 0, or -1 after lsink_serve_fail.
+ * The daemon's platform half: serve-socket.c on POSIX (a Unix socket,
+ * SO_PEERCRED, SIGTERM), serve-pipe.c on Windows (a named pipe with an
+ * owner-only DACL, the client process's token, a stop event). serve.c
+ * and serve-conn.c call these and nothing of the platform's own.
+ */
+
+/*
+ * Before the store is opened: the one-daemon lock taken and (POSIX) the
+ * socket bound (s->listen_fd; systemd's when activated), s->srv.uid
+ * set. 0, or -1 after lsink_serve_fail.
  */
 int lsink_serve_listen(struct lsink_serve *s);
+/* In the loop: s->srv.listener listening, with lsink_conn_accept. 0 or -1 (failed). */
+int lsink_serve_listen_start(struct lsink_serve *s);
+/*
+ * The platform's other ways to be told to stop, besides SIGTERM and
+ * SIGINT (uv_signal): each calls uv_async_send(&srv->stop). Stopped by
+ * lsink_serve_stoppers_end before that handle is closed.
+ */
+int lsink_serve_stoppers_start(struct lsink_serve *s);
+void lsink_serve_stoppers_end(struct lsink_server *srv);
+/* Gives back what listening took (our socket file, the lock). */
+void lsink_serve_unlisten(struct lsink_serve *s);
+/*
+ * `serve --stop`, once the daemon said who it is (pid, serving path):
+ * asks it to stop, then waits up to wait_ms for it to exit. 0, or -1
+ * with a one-line message in err.
+ */
+int lsink_serve_stop_pid(const char *path, int64_t pid, int wait_ms,
+			 char *err, size_t size);
+/* --detach: ourselves again in the background; the exit status. */
+int lsink_serve_detach(int argc, char **argv, const char *db);
+/* Whether fd may be --ready-fd's (an open descriptor), made close-on-exec. */
+bool lsink_serve_ready_fd_ok(int fd);
+/* Which file the database is, for the HELLO (what clients compare). */
+int lsink_serve_file_identity(const char *path, int64_t *ret_dev,
+			      int64_t *ret_ino);
+
+/* Who is at the other end of an accepted connection. */
+struct lsink_peer {
+	int64_t uid;     /* the kernel's word (Windows: BGRUN_NULL) */
+	int64_t pid;
+	bool allowed;    /* our user (or root, with --allow-root) */
+	char who[160];   /* for messages: "uid 1000 (pid 42)" */
+};
+/* 0 and *ret filled, or -errno (the connection is then closed). */
+int lsink_conn_peer(struct lsink_server *srv, uv_pipe_t *pipe,
+		    struct lsink_peer *ret);
 
 #endif /* LSINK_SERVE_H */

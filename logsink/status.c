@@ -8,9 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 static const char status_help[] =
 	"Usage: logsink status [OPTION]...\n"
@@ -19,7 +16,8 @@ static const char status_help[] =
 	"works, the daemon included) and why (what the writer that kept them\n"
 	"there met), or were set aside there, how many could\n"
 	"be kept nowhere (dropped: counted in the socket's directory until the\n"
-	"machine restarts), and whether a daemon answers ($BGRUN_SOCKET).\n"
+	"machine restarts), and whether a daemon answers ($BGRUN_SOCKET: \"answers,\n"
+	"pid N\", \"not running\", or \"not used:\" and why).\n"
 	"\n"
 	LSINK_COMMON_HELP
 	"\n"
@@ -31,26 +29,40 @@ static const struct option status_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* Whether something accepts connections on the socket path. */
-static bool daemon_answers(const char *sock)
+/*
+ * Whether the daemon answers on sock, checked as every client checks it
+ * (who listens, the database it writes): the line's text in line.
+ */
+static void daemon_line(const char *db, const char *sock, char *line,
+			size_t size)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd, r;
+	struct bgrun_sink_opts so = BGRUN_SINK_OPTS_INIT;
+	struct bgrun_sink_daemon_status st;
+	struct bgrun_sink *sink = NULL;
+	int r;
 
-	if (strlen(sock) >= sizeof(sa.sun_path))
-		return false;
-	memcpy(sa.sun_path, sock, strlen(sock) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-	(void)close(fd);
-	return r == 0;
+	so.mode = BGRUN_SINK_DAEMON;
+	so.db = db;
+	so.socket = sock;
+	r = bgrun_sink_new(&sink);
+	if (r >= 0)
+		r = bgrun_sink_open(sink, &so);
+	if (r >= 0)
+		r = bgrun_sink_daemon_status(sink, &st);
+	if (r >= 0)
+		(void)snprintf(line, size, "answers, pid %lld", (long long)st.pid);
+	else if (r == -ENOENT || r == -ECONNREFUSED)
+		(void)snprintf(line, size, "not running");
+	else
+		(void)snprintf(line, size, "not used: %s",
+			       sink != NULL ? bgrun_sink_errmsg(sink)
+					    : bgrun_strerror(r));
+	bgrun_sink_close(sink);
 }
 
 int lsink_status_main(int argc, char **argv, const char *db)
 {
-	char why[512], *path = NULL, *sock = NULL, *dropped_at = NULL;
+	char why[512], line[640], *path = NULL, *sock = NULL, *dropped_at = NULL;
 	int64_t waiting = 0, bad = 0, dropped = 0;
 	int opt, r, status = EXIT_SUCCESS;
 
@@ -111,12 +123,13 @@ int lsink_status_main(int argc, char **argv, const char *db)
 						: "-");
 	if (dropped > 0)
 		status = LSINK_EXIT_FAILURE;
-	if (sock == NULL)
+	if (sock == NULL) {
 		(void)printf("daemon:   no socket path\n");
-	else
-		(void)printf("daemon:   %s (%s)\n",
-			     daemon_answers(sock) ? "answers" : "not running",
+	} else {
+		daemon_line(db, sock, line, sizeof(line));
+		(void)printf("daemon:   %s (%s)\n", lsink_printable(line),
 			     lsink_printable(sock));
+	}
 	free(path);
 	free(sock);
 	free(dropped_at);

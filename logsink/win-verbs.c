@@ -1,49 +1,27 @@
 /* SPDX-License-Identifier: MIT */
-/* win-verbs.c: what logsink's Windows build does not have yet (the sink daemon, send, status, PostgreSQL, the plot): each says so when asked for. */
+/* win-verbs.c: what logsink's Windows build does not have (PostgreSQL: pg-init, a postgresql:// --db, serve --forward; the plot): each says so when asked for. */
 
 #include "logsink.h"
+#include "serve.h"
 #include "sink-verbs.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /*
  * Said as an error with the failure exit code, not as a usage error:
  * the command line is right, this build lacks the part. README,
  * Windows, lists what the Windows build has and why the rest waits
- * (the daemon and its socket: a named pipe to come; status reads the
- * daemon's socket; PostgreSQL: no libpq built for Windows; the plot:
- * gnuplot is not expected on Windows).
+ * (PostgreSQL: no libpq built for Windows; the plot: gnuplot is not
+ * expected on Windows).
  */
 static int missing(const char *what)
 {
 	lsink_msg("%s: not available in the Windows build (it has query, "
-		  "show, stats, prune and mark-lost)", what);
+		  "show, stats, status, prune, mark-lost, send and serve)",
+		  what);
 	return LSINK_EXIT_FAILURE;
-}
-
-int lsink_serve_main(int argc, char **argv, const char *db)
-{
-	(void)argc;
-	(void)argv;
-	(void)db;
-	return missing("serve");
-}
-
-int lsink_send_main(int argc, char **argv, const char *db)
-{
-	(void)argc;
-	(void)argv;
-	(void)db;
-	return missing("send");
-}
-
-int lsink_status_main(int argc, char **argv, const char *db)
-{
-	(void)argc;
-	(void)argv;
-	(void)db;
-	return missing("status");
 }
 
 int lsink_pg_init_main(int argc, char **argv, const char *db)
@@ -103,4 +81,26 @@ int lsink_plot(struct bgrun_store *store, const struct bgrun_query *q,
 	(void)rows;
 	(void)n;
 	return missing("--plot") != 0 ? -1 : -1;
+}
+
+int lsink_forward_start(const struct lsink_forward_opts *o,
+			struct lsink_forward **ret_forward, char *err,
+			size_t size)
+{
+	(void)o;
+	(void)ret_forward;
+	(void)snprintf(err, size,
+		       "--forward: not available in the Windows build "
+		       "(no libpq)");
+	return -ENOTSUP;
+}
+
+void lsink_forward_kick(struct lsink_forward *f)
+{
+	(void)f;
+}
+
+void lsink_forward_stop(struct lsink_forward *f)
+{
+	(void)f;
 }

@@ -4,6 +4,7 @@
 #ifndef BGRUN_PLATFORM_H
 #define BGRUN_PLATFORM_H
 
+#include "bgrun/event.h"
 #include "bgrun/spawn.h"
 #include "common/common.h"
 
@@ -321,5 +322,70 @@ void bgrun__watch_remove(struct bgrun__watch *w);
 /* Called by bgrun__reaper_atfork, inside the reaper's lock. */
 void bgrun__watch_atfork(enum bgrun__fork_phase phase);
 void bgrun__reaper_ready(void *data); /* spawn/reap.c */
+
+/*
+ * sinkconn.c: the sink client's way to its daemon (src/sink/client-daemon.c
+ * has the frames): a Unix stream socket on POSIX, a named pipe on
+ * Windows (\\.\pipe\bgrun-sink-SID). The public calls that depend
+ * on it, bgrun_sink_default_socket and bgrun_sink_check_dir, are the
+ * platform's too (POSIX: sinkpath.c, in libbgrun only).
+ *
+ * open connects to the daemon at address and checks who listens there:
+ * on POSIX a socket whose directory is the user's alone
+ * (bgrun_sink_check_dir) and a peer running as the effective uid or
+ * root (SO_PEERCRED); on Windows a pipe whose server process runs as
+ * the calling user (its token's user SID). 0, or -errno with a
+ * one-line message in err (-ENOENT or -ECONNREFUSED: nobody listens).
+ * Never blocks for long: a daemon too busy to accept is an error.
+ */
+int bgrun__sinkconn_open(const char *address, struct bgrun__sinkconn *ret,
+			 char *err, size_t size);
+bool bgrun__sinkconn_is_open(const struct bgrun__sinkconn *c);
+/*
+ * One step of an exchange: waits up to timeout_ms until the connection
+ * can take some of out (when out_len > 0) or has bytes for in, then
+ * writes what it can and reads what is there (at most in_cap).
+ * 0 with *ret_sent and *ret_got (both 0 when the wait ended first or was
+ * interrupted); -ECONNRESET when the daemon closed the connection;
+ * another -errno. What out held is copied or written before the return:
+ * the caller may change it afterwards.
+ */
+int bgrun__sinkconn_step(struct bgrun__sinkconn *c, const void *out,
+			 size_t out_len, size_t *ret_sent, void *in,
+			 size_t in_cap, size_t *ret_got, int timeout_ms);
+/* Closes c (accepts a closed one) and makes it BGRUN__SINKCONN_INIT. */
+void bgrun__sinkconn_close(struct bgrun__sinkconn *c);
+/*
+ * Starts a daemon (BGRUN_SINK_AUTO): argv (NULL-terminated, borrowed)
+ * with "--ready-fd=N" appended for a pipe on which it says "READY PID"
+ * or "ERROR MESSAGE"; its first line (up to size - 1 bytes, without the
+ * newline) in line, waiting up to timeout_ms. 0 when one was read
+ * (READY or not), else -errno with why in line. Windows: -ENOSYS (this
+ * build does not start a daemon: BGRUN_SINK=auto is try there).
+ */
+int bgrun__sinkconn_start(const char *const *argv, int timeout_ms, char *line,
+			  size_t size);
+/*
+ * Which file path is, as the daemon's HELLO says it (db_dev, db_ino):
+ * st_dev and st_ino on POSIX; the volume serial number and the file
+ * index on Windows (GetFileInformationByHandle). 0 or -errno.
+ */
+int bgrun__file_identity(const char *path, int64_t *ret_dev, int64_t *ret_ino);
+
+/*
+ * The spool's files, where events wait that neither the daemon nor the
+ * store took (bgrun/sink.h, SPOOL): src/sink/spool.c on POSIX (openat
+ * and its kin), src/win/sink.c on Windows.
+ * bgrun__spool_write writes ev into db's spool as one file holding its
+ * EVENT frame (-EINVAL for an event that cannot be encoded);
+ * bgrun__spool_note_reason notes why (error, why: the one-line
+ * message) beside what waits (BGRUN__SPOOL_REASON; Windows: not kept,
+ * 0); bgrun__dropped_note counts ev as dropped (error: why it could be
+ * neither stored nor spooled), see bgrun_sink_dropped_count.
+ */
+int bgrun__spool_write(const char *db, const struct bgrun_event *ev);
+int bgrun__spool_note_reason(const char *db, int error, const char *why);
+int bgrun__dropped_note(const char *socket, const char *db,
+			const struct bgrun_event *ev, int error);
 
 #endif /* BGRUN_PLATFORM_H */

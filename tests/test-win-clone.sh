@@ -15,7 +15,9 @@
 # of the bundle (hg debugapplystreamclonebundle). Then a clone into a
 # directory whose Windows path is over 260 characters, the owner file
 # of a running clone (left by --cleanup) and of a killed one (removed), a
-# URL (refused in one line), a hook (fired, unlogged). Wine's output goes to files,
+# URL (refused in one line), a hook; every clone and logged hook is
+# recorded (BGRUN_DB, in TMP), and the rows are read back with Python's
+# sqlite3. Wine's output goes to files,
 # never to a pipe (scripts/wine-run.sh says why). Exit 77 when hg, wine
 # or python3 is missing.
 
@@ -30,6 +32,8 @@ CLONE_NEEDS="hg python3 wine"
 # wclone ARGS...: bgrun.exe clone ARGS under wine (paths relative to
 # TMP, which wine sees as the current directory on its Z: drive); sets
 # RC, OUT, ERR as capture does.
+# The log of every clone here (relative: wine's current directory is TMP).
+export BGRUN_DB=events.db
 wclone() {
 	wine "$EXE" clone "$@" >"$TMP/.stdout" 2>"$TMP/.stderr" </dev/null
 	RC=$?
@@ -208,7 +212,33 @@ eq "hook: exit 0 (--wait: it succeeded)" "$RC" 0
 files=$(find hooked/.hg/store -type f ! -name fncache ! -name requires | wc -l)
 eq "hook: ran in DEST with the clone's environment" \
 	"$(tr -d '\r' <hooked/hooked.txt 2>/dev/null)" "post-clone.cli1 $files"
-wclone --db=x.db v1.hg nodb
-eq "--db: exit 2 (clones not recorded in this build)" "$RC" 2
+
+# --- the records: the clones above in BGRUN_DB, one with --db and its
+# hook (run by bgrun-supervise.exe, as a logged launch) ---
+wclone -q --db=clones.db --wait --hook='echo recorded> hook2.txt' v1.hg recorded
+eq "recorded: exit 0" "$RC" 0
+eq "recorded: the hook ran" "$(tr -d '\r' <recorded/hook2.txt 2>/dev/null)" recorded
+# rows DB SQL: the rows, one per line, fields joined by |.
+rows() {
+	python3 - "$1" "$2" <<-'PY'
+	import sqlite3, sys
+	db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+	for r in db.execute(sys.argv[2]):
+	    print("|".join("" if v is None else str(v) for v in r))
+	PY
+}
+eq "recorded: the clone's row (event clone, success, exit 0, DEST its cwd)" \
+	"$(rows clones.db "SELECT event, source, result, exit_code, cwd LIKE '%recorded' FROM events WHERE event = 'clone'")" \
+	"clone|bgrun|success|0|1"
+check "recorded: the clone's row has its files and bytes" \
+	test -n "$(rows clones.db "SELECT 1 FROM events WHERE event = 'clone' AND json_extract(options, '$.files') > 0 AND json_extract(options, '$.bytes') > 0")"
+eq "recorded: the hook's row (tagged with its name, success, exit 0)" \
+	"$(rows clones.db "SELECT tag, result, exit_code FROM events WHERE event != 'clone'")" \
+	"post-clone.cli1|success|0"
+eq "recorded: the clones before, in BGRUN_DB (v1 and v2 twice, long path, stdin, running, hooked: success)" \
+	"$(rows events.db "SELECT count(*) FROM events WHERE event = 'clone' AND result = 'success'")" 8
+eq "recorded: the --wait hook before, in BGRUN_DB" \
+	"$(rows events.db "SELECT tag, result FROM events WHERE event != 'clone' AND tag LIKE 'post-clone%'")" \
+	"post-clone.cli1|success"
 
 finish

@@ -1,19 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* client-daemon.c: the sink client's daemon path (private, in both libraries): the socket, who listens there, pipelined events and acks. */
+/* client-daemon.c: the sink client's daemon path (private, in both libraries): HELLO, pipelined events and acks, over the platform's connection (sinkconn.c). */
 
 #include "sink-internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,9 +42,7 @@ int bgrun__sink_enter(struct bgrun_sink *sink)
 
 void bgrun__sink_disconnect(struct bgrun_sink *sink)
 {
-	if (sink->fd >= 0)
-		(void)close(sink->fd);
-	sink->fd = -1;
+	bgrun__sinkconn_close(&sink->conn);
 	sink->out.len = sink->out_sent = 0;
 	sink->in_len = 0;
 }
@@ -60,24 +53,21 @@ typedef int (*frame_fn)(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 
 /*
  * Sends what sink->out holds while reading frames for fn, until fn says
- * done and everything is sent. The socket is non-blocking: acks are read
- * while frames are written, so neither side can wait on the other.
+ * done and everything is sent: acks are read while frames are written
+ * (bgrun__sinkconn_step), so neither side can wait on the other.
  */
 static int pump(struct bgrun_sink *sink, int timeout_ms, frame_fn fn, void *ctx)
 {
 	int64_t deadline = bgrun__now_ns(CLOCK_MONOTONIC) +
 			   (int64_t)timeout_ms * 1000000;
 	bool done = false;
-	ssize_t n;
+	size_t sent, n;
 	int r;
 
 	for (;;) {
-		struct pollfd p = { .fd = sink->fd, .events = POLLIN };
 		int64_t left;
 
-		if (sink->out_sent < sink->out.len)
-			p.events |= POLLOUT;
-		else if (done)
+		if (sink->out_sent >= sink->out.len && done)
 			break;
 		left = (deadline - bgrun__now_ns(CLOCK_MONOTONIC)) / 1000000;
 		if (left <= 0)
@@ -85,25 +75,6 @@ static int pump(struct bgrun_sink *sink, int timeout_ms, frame_fn fn, void *ctx)
 						"%s: no answer from the daemon "
 						"within %d ms",
 						sink->socket, timeout_ms);
-		r = poll(&p, 1, (int)left);
-		if (r < 0 && errno != EINTR)
-			return bgrun__sink_fail(sink, -errno, "poll: %s",
-						strerror(errno));
-		if (r <= 0)
-			continue;
-		if (p.revents & POLLOUT) {
-			n = send(sink->fd, sink->out.data + sink->out_sent,
-				 sink->out.len - sink->out_sent,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
-			if (n < 0 && errno != EINTR && errno != EAGAIN)
-				return bgrun__sink_fail(sink, -errno, "%s: %s",
-							sink->socket,
-							strerror(errno));
-			if (n > 0)
-				sink->out_sent += (size_t)n;
-		}
-		if (!(p.revents & (POLLIN | POLLHUP | POLLERR)))
-			continue;
 		if (sink->in_cap - sink->in_len < 4096) {
 			size_t cap = sink->in_cap ? 2 * sink->in_cap : 16384;
 			uint8_t *grown;
@@ -121,18 +92,23 @@ static int pump(struct bgrun_sink *sink, int timeout_ms, frame_fn fn, void *ctx)
 			sink->in = grown;
 			sink->in_cap = cap;
 		}
-		n = recv(sink->fd, sink->in + sink->in_len,
-			 sink->in_cap - sink->in_len, MSG_DONTWAIT);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n < 0)
-			return bgrun__sink_fail(sink, -errno, "%s: %s",
-						sink->socket, strerror(errno));
-		if (n == 0)
-			return bgrun__sink_fail(sink, -ECONNRESET,
+		r = bgrun__sinkconn_step(&sink->conn,
+					 sink->out.data + sink->out_sent,
+					 sink->out.len - sink->out_sent, &sent,
+					 sink->in + sink->in_len,
+					 sink->in_cap - sink->in_len, &n,
+					 (int)left);
+		if (r == -ECONNRESET)
+			return bgrun__sink_fail(sink, r,
 						"%s: the daemon closed the "
 						"connection",
 						sink->socket);
+		if (r < 0)
+			return bgrun__sink_fail(sink, r, "%s: %s", sink->socket,
+						strerror(-r));
+		sink->out_sent += sent;
+		if (n == 0)
+			continue;
 		sink->in_len += (size_t)n;
 		for (;;) {
 			struct bgrun_wire_msg m;
@@ -185,7 +161,7 @@ static int refusal(struct bgrun_sink *sink, const struct bgrun_wire_msg *m)
 static int on_hello(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 		    void *ctx)
 {
-	struct stat st;
+	int64_t dev, ino;
 
 	if (m->type == BGRUN_WIRE_ERROR)
 		return refusal(sink, m);
@@ -195,8 +171,8 @@ static int on_hello(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 					sink->socket);
 	/* The daemon must write the database this sink is for. */
 	if (sink->db != NULL &&
-	    (stat(sink->db, &st) < 0 || m->hello.db_dev != (int64_t)st.st_dev ||
-	     m->hello.db_ino != (int64_t)st.st_ino))
+	    (bgrun__file_identity(sink->db, &dev, &ino) < 0 ||
+	     m->hello.db_dev != dev || m->hello.db_ino != ino))
 		return bgrun__sink_fail(
 			sink, -EXDEV, "%s: the daemon writes %s, not %s",
 			sink->socket,
@@ -223,68 +199,21 @@ static int on_hello(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 static int connect_daemon(struct bgrun_sink *sink,
 			  struct bgrun_sink_daemon_status *status)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct bgrun_wire_hello hello = {
 		.version = BGRUN_WIRE_VERSION, .max_frame = BGRUN_WIRE_MAX_FRAME,
-		.pid = getpid(), .db_dev = BGRUN_NULL, .db_ino = BGRUN_NULL,
-		.started_ns = BGRUN_NULL, .events = BGRUN_NULL,
-		.queued = BGRUN_NULL,
+		.pid = getpid(), .db_dev = BGRUN_NULL,
+		.db_ino = BGRUN_NULL, .started_ns = BGRUN_NULL,
+		.events = BGRUN_NULL, .queued = BGRUN_NULL,
 	};
-	socklen_t len = sizeof(struct ucred);
-	struct ucred cred;
-	char *slash;
-	int fd, r;
+	char err[sizeof(sink->errmsg)];
+	int r;
 
 	if (sink->socket == NULL)
 		return bgrun__sink_fail(sink, -ENOENT,
 					"no socket path for the daemon");
-	if (strlen(sink->socket) >= sizeof(sa.sun_path))
-		return bgrun__sink_fail(sink, -ENAMETOOLONG,
-					"%s: socket path too long",
-					sink->socket);
-	strcpy(sa.sun_path, sink->socket);
-	/* Its directory must be ours alone, or anyone could pose as it. */
-	slash = strrchr(sa.sun_path, '/');
-	if (slash != NULL) {
-		*slash = '\0';
-		r = bgrun_sink_check_dir(slash == sa.sun_path ? "/"
-							      : sa.sun_path);
-		*slash = '/';
-		if (r == -EPERM || r == -ENOTDIR)
-			return bgrun__sink_fail(
-				sink, r,
-				"%s: the directory is not yours "
-				"alone: not used",
-				sink->socket);
-		if (r < 0)
-			return bgrun__sink_fail(sink, r, "%s: %s", sink->socket,
-						strerror(-r));
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return bgrun__sink_fail(sink, -errno, "socket: %s",
-					strerror(errno));
-	fd = bgrun__fd_high(fd, 3);
-	if (fd < 0)
-		return bgrun__sink_fail(sink, fd, "socket: %s", strerror(-fd));
-	/* Non-blocking: a full backlog is EAGAIN, never an endless wait. */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		r = bgrun__sink_fail(sink, -errno, "%s: %s", sink->socket,
-				     strerror(errno));
-		goto fail;
-	}
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-		r = bgrun__sink_fail(sink, -errno, "SO_PEERCRED: %s",
-				     strerror(errno));
-		goto fail;
-	}
-	if (cred.uid != geteuid() && cred.uid != 0) {
-		r = bgrun__sink_fail(sink, -EPERM,
-				     "%s: the daemon runs as uid %u: not used",
-				     sink->socket, (unsigned)cred.uid);
-		goto fail;
-	}
-	sink->fd = fd;
+	r = bgrun__sinkconn_open(sink->socket, &sink->conn, err, sizeof(err));
+	if (r < 0)
+		return bgrun__sink_fail(sink, r, "%s", err);
 	sink->out.len = sink->out_sent = sink->in_len = 0;
 	r = bgrun_wire_put_hello(&sink->out, 0, &hello);
 	if (r >= 0)
@@ -295,28 +224,17 @@ static int connect_daemon(struct bgrun_sink *sink,
 	if (r < 0)
 		bgrun__sink_disconnect(sink);
 	return r < 0 ? r : 0;
-fail:
-	(void)close(fd);
-	return r;
 }
 
-/*
- * Starts a daemon (AUTO) and waits until it says it is ready (or why it
- * is not) on a pipe: no polling of the socket.
- */
+/* Starts a daemon (AUTO) and waits until it says it is ready, or why not. */
 static int start_daemon(struct bgrun_sink *sink)
 {
 	const char *argv[12];
-	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
 	char line[256];
-	size_t used = 0, i = 0;
-	int p[2], r;
-	pid_t pid;
+	size_t i = 0;
+	int r;
 
 	sink->started = true;
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return bgrun__sink_fail(sink, -errno, "pipe: %s",
-					strerror(errno));
 	argv[i++] = sink->logsink != NULL ? sink->logsink : "logsink";
 	if (sink->db != NULL) {
 		argv[i++] = "--db";
@@ -325,45 +243,13 @@ static int start_daemon(struct bgrun_sink *sink)
 	argv[i++] = "serve";
 	argv[i++] = "--socket";
 	argv[i++] = sink->socket;
-	argv[i++] = "--ready-fd=3";
 	argv[i++] = "--exit-idle=10m";
 	argv[i] = NULL;
-	o.argv = argv;
-	o.pass_fds = &p[1];
-	o.n_pass_fds = 1;
-	pid = bgrun_spawn(&o, NULL);
-	(void)close(p[1]);
-	if (pid < 0) {
-		(void)close(p[0]);
-		return bgrun__sink_fail(sink, pid, "cannot start %s: %s",
-					argv[0], bgrun_strerror(pid));
-	}
-	/* "READY PID" or "ERROR MESSAGE", then the pipe closes. */
-	for (;;) {
-		struct pollfd pf = { .fd = p[0], .events = POLLIN };
-		ssize_t n;
-
-		r = poll(&pf, 1, sink->timeout_ms);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n = read(p[0], line + used, sizeof(line) - 1 - used);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		used += (size_t)n;
-		if (used == sizeof(line) - 1)
-			break;
-	}
-	(void)close(p[0]);
-	line[used] = '\0';
-	line[strcspn(line, "\n")] = '\0';
-	if (strncmp(line, "READY", 5) == 0)
+	r = bgrun__sinkconn_start(argv, sink->timeout_ms, line, sizeof(line));
+	if (r >= 0 && strncmp(line, "READY", 5) == 0)
 		return 0;
-	return bgrun__sink_fail(sink, -EIO, "the daemon did not start: %s",
-		    used > 0 ? line : "no word from it");
+	return bgrun__sink_fail(sink, r < 0 ? r : -EIO,
+				"the daemon did not start: %s", line);
 }
 
 static int on_answer(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
@@ -452,7 +338,7 @@ int bgrun__sink_connect_daemon(struct bgrun_sink *sink)
 {
 	int r;
 
-	if (sink->fd >= 0)
+	if (bgrun__sinkconn_is_open(&sink->conn))
 		return 0;
 	r = connect_daemon(sink, NULL);
 	if ((r == -ENOENT || r == -ECONNREFUSED) &&
@@ -481,7 +367,7 @@ int bgrun__sink_via_daemon(struct bgrun_sink *sink, struct bgrun__sink_batch *b)
 	/* One more try on a new connection if the old one broke. */
 	for (int attempt = 0; attempt < 2 && bgrun__sink_pending(b);
 	     attempt++) {
-		if (sink->fd < 0) {
+		if (!bgrun__sinkconn_is_open(&sink->conn)) {
 			r = bgrun__sink_connect_daemon(sink);
 			if (r < 0)
 				return r;
@@ -539,7 +425,7 @@ int bgrun__sink_init(struct bgrun_sink *sink,
 	const char *prog;
 	int r;
 
-	sink->fd = -1;
+	sink->conn = (struct bgrun__sinkconn)BGRUN__SINKCONN_INIT;
 	sink->next_seq = 1;
 	if (opts->timeout_ms < 0)
 		return bgrun__sink_fail(sink, -EINVAL, "negative timeout: %d ms",

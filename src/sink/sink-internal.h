@@ -20,7 +20,7 @@ struct bgrun_sink {
 	char *socket;   /* NULL: no socket path could be found */
 	char *logsink;  /* NULL: "logsink" in PATH */
 	int timeout_ms;
-	int fd;         /* the daemon connection, or -1 */
+	struct bgrun__sinkconn conn; /* the daemon connection */
 	bool started;   /* AUTO: a daemon was started (once per sink) */
 	bool replayed;  /* the spool was replayed into store */
 	bool spooled;
@@ -96,32 +96,23 @@ int bgrun__sink_via_daemon(struct bgrun_sink *sink,
  */
 int bgrun__sink_connect_daemon(struct bgrun_sink *sink);
 
-/* spool.c */
 /*
- * Writes ev into db's spool as one file holding its EVENT frame: a
- * temporary file (O_EXCL, 0600), fsync, rename to a unique name ending in
- * ".ev", fsync of the directory. The spool (0700) and missing parents
- * (0700) are created. -EINVAL for an event that cannot be encoded.
- */
-int bgrun__spool_write(const char *db, const struct bgrun_event *ev);
-/*
+ * spool.c (POSIX; src/win/sink.c on Windows): bgrun__spool_write,
+ * bgrun__spool_note_reason, bgrun__dropped_note are declared in
+ * platform.h. A spool file is a temporary file (O_EXCL, 0600), fsync,
+ * rename to a unique name ending in ".ev", fsync of the directory; the
+ * spool (0700) and missing parents (0700) are created.
+ *
  * Why what waits in a spool is there: the file BGRUN__SPOOL_REASON in
  * it, one line "ERRNO<TAB>DEV<TAB>INO<TAB>MTIME_NS<TAB>MESSAGE", the
  * error the last writer that spooled met and the database file it met it
  * on (stat(2) of db then: a reason holds only for that same file). Made
- * by bgrun__spool_note_reason (error: -errno, why: the one-line message)
- * when an event was spooled; removed by the replay that empties the
- * spool; read by bgrun_sink_spool_reason and bgrun_sink_check_log.
+ * by bgrun__spool_note_reason when an event was spooled; removed by the
+ * replay that empties the spool; read by bgrun_sink_spool_reason and
+ * bgrun_sink_check_log.
  */
 #define BGRUN__SPOOL_REASON ".reason"
-int bgrun__spool_note_reason(const char *db, int error, const char *why);
 /* The file counting dropped events: the directory of socket, "dropped". */
 int bgrun__dropped_path(const char *socket, char **ret_path);
-/*
- * Notes ev as dropped (error: why it could be neither stored nor
- * spooled) in that file, one line: see bgrun_sink_dropped_count.
- */
-int bgrun__dropped_note(const char *socket, const char *db,
-			const struct bgrun_event *ev, int error);
 
 #endif /* BGRUN_SINK_INTERNAL_H */

@@ -22,6 +22,12 @@ struct bgrun__dir {
 };
 #define BGRUN__DIR_INIT { .fd = -1 }
 
+/* A connection to the sink daemon (sinkconn.c): a Unix stream socket. */
+struct bgrun__sinkconn {
+	int fd; /* -1 when closed */
+};
+#define BGRUN__SINKCONN_INIT { .fd = -1 }
+
 /*
  * One child in the exit watch (watch.c). With a pidfd it is in the
  * watcher's epoll set; without one (no pidfd_open, or it failed, e.g.

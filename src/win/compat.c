@@ -16,6 +16,28 @@
 /* compat.h renames fclose; this file calls the C runtime's. */
 #undef fclose
 
+int bgrun__win_lstat(const char *path, struct stat *st)
+{
+	WCHAR w[MAX_PATH * 2];
+	DWORD attr;
+	int r;
+
+	if (MultiByteToWideChar(CP_UTF8, 0, path, -1, w, MAX_PATH * 2) <= 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	attr = GetFileAttributesW(w);
+	r = stat(path, st);
+	if (attr == INVALID_FILE_ATTRIBUTES ||
+	    !(attr & FILE_ATTRIBUTE_REPARSE_POINT))
+		return r;
+	/* A link that leads nowhere is still there, as lstat(2) says. */
+	if (r < 0)
+		memset(st, 0, sizeof(*st));
+	st->st_mode = (st->st_mode & ~S_IFMT) | BGRUN__WIN_S_IFLNK;
+	return 0;
+}
+
 char *bgrun__win_strndup(const char *s, size_t n)
 {
 	size_t len = strnlen(s, n);

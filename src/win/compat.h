@@ -36,17 +36,45 @@
 #define O_NOCTTY 0
 #endif
 /*
- * _open has no way to refuse a symbolic link (a reparse point): on
- * Windows the store's refusal of links is not made (README, Windows).
- * Creating one needs a privilege an ordinary user lacks by default.
+ * _open has no way to refuse a symbolic link (a reparse point): the
+ * refusal is made on the path before it is opened instead. lstat is
+ * stat, but a reparse point (a symbolic link, a junction, whatever it
+ * leads to, or nothing) is said to be a link, S_IFLNK, which the C
+ * runtime lacks, as POSIX's lstat says of a link: so the store refuses a
+ * log that is one, in POSIX's words.
  */
 #ifndef O_NOFOLLOW
 #define O_NOFOLLOW 0
 #endif
-#ifndef S_ISLNK
-#define S_ISLNK(m) 0
+#define BGRUN__WIN_S_IFLNK 0xA000
+#undef S_ISLNK
+#define S_ISLNK(m) (((m) & S_IFMT) == BGRUN__WIN_S_IFLNK)
+int bgrun__win_lstat(const char *path, struct stat *st);
+#define lstat bgrun__win_lstat
+
+/*
+ * The C runtime has no ESHUTDOWN (the daemon refusing a connection as it
+ * stops): the nearest it has, "connection aborted".
+ */
+#include <errno.h>
+#ifndef ESHUTDOWN
+#define ESHUTDOWN ECONNABORTED
 #endif
-#define lstat stat
+
+/*
+ * Windows has no signal masks (winpthreads' pthread_sigmask does
+ * nothing): a thread started with every signal blocked (the daemon's
+ * writer) is simply a thread. sigfillset fills the set it ignores.
+ */
+#ifndef _POSIX
+typedef _sigset_t sigset_t;
+#endif
+static inline int bgrun__win_sigfillset(sigset_t *set)
+{
+	*set = (sigset_t)~(sigset_t)0;
+	return 0;
+}
+#define sigfillset bgrun__win_sigfillset
 
 /* FlushFileBuffers: data and metadata (there is no data-only flush). */
 static inline int fdatasync(int fd)

@@ -39,6 +39,16 @@ struct bgrun__dir {
 };
 #define BGRUN__DIR_INIT { .path = 0, .len = 0 }
 
+/*
+ * A connection to the sink daemon (sinkconn.c): a named pipe client
+ * and its overlapped reads and writes.
+ */
+struct bgrun__win_sinkconn;
+struct bgrun__sinkconn {
+	struct bgrun__win_sinkconn *p; /* NULL when closed */
+};
+#define BGRUN__SINKCONN_INIT { .p = 0 }
+
 /* The C runtime has no <sys/uio.h>: the POSIX buffer list, for bgrun__file_readv. */
 struct iovec {
 	void *iov_base;

@@ -1,31 +1,33 @@
 /* SPDX-License-Identifier: MIT */
-/* sink.c: the sink client of the Windows build: the embedded store, else the spool, else the dropped-events count (no daemon). */
+/* sink.c: the sink's files in the Windows build: the spool (write, count, replay) and the dropped-events count; the sink itself is src/sink/'s, as on POSIX. */
 
 /*
- * bgrun/sink.h's contract with the one path Windows has: there is no
- * sink daemon in this build yet, so a put goes to the store, and when
- * the store cannot take it, to the spool beside the database (DB.spool\,
- * one file per event, the same EVENT frame and names as POSIX's
- * src/sink/spool.c, so a log and its spool can move between systems),
- * and when even that fails, one line in the dropped-events file. The
- * first store a sink opens replays the spool (bgrun_sink_replay), so the
- * next writer that succeeds drains what the failed ones left.
+ * The spool beside the database (DB.spool\, one file per event, the
+ * same EVENT frame and names as POSIX's src/sink/spool.c, so a log and
+ * its spool can move between systems), and the dropped-events file for
+ * what even the spool could not take. The sink client (src/sink/client.c,
+ * client-daemon.c, daemon.c: the daemon on its named pipe, else the
+ * store, else the spool) calls bgrun__spool_write and bgrun__dropped_note
+ * (platform.h) here; the store's first open replays the spool
+ * (bgrun_sink_replay), so the next writer that succeeds drains what the
+ * failed ones left.
  *
  * Written on Win32 calls rather than src/sink/'s openat/renameat/
  * scandir, which the C runtime lacks: CreateFileW with CREATE_NEW for
  * the temporary file, FlushFileBuffers, MoveFileExW with
  * MOVEFILE_WRITE_THROUGH for the rename (NTFS has no directory fsync;
- * write-through is its equivalent). $BGRUN_SINK=daemon is honoured as
- * "no store": the event goes to the spool, as on POSIX with no daemon.
+ * write-through is its equivalent). No reason file is kept beside the
+ * spool (bgrun__spool_note_reason does nothing here).
  *
  * The dropped-events file is %LOCALAPPDATA%\bgrun\dropped ($XDG_RUNTIME_DIR
  * \bgrun\dropped when that is set, as on POSIX): the socket argument of
- * bgrun/sink.h names a directory that does not exist on Windows.
+ * bgrun/sink.h names a pipe on Windows, which has no directory.
  */
 
 #include "win.h"
 #include "common/common.h"
 #include "bgrun/sink.h"
+#include "bgrun/store.h"
 #include "bgrun/wire.h"
 
 #include <errno.h>
@@ -36,39 +38,6 @@
 
 /* Events stored per transaction when replaying, as src/sink/replay.c. */
 #define REPLAY_BATCH 256
-
-struct bgrun_sink {
-	bool open;
-	bool spooled;
-	bool replayed;   /* the spool was replayed into store */
-	bool no_store;   /* $BGRUN_SINK=daemon: there is no daemon here */
-	char *db;
-	struct bgrun_store *store;
-	char errmsg[512];
-};
-
-__attribute__((format(printf, 3, 4)))
-static int fail(struct bgrun_sink *sink, int error, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(sink->errmsg, sizeof(sink->errmsg), fmt, ap);
-	va_end(ap);
-	return error;
-}
-
-int bgrun_sink_spool_dir(const char *db, char **ret_path)
-{
-	char *path;
-
-	if (db == NULL)
-		return -EINVAL;
-	if (asprintf(&path, "%s.spool", db) < 0)
-		return -ENOMEM;
-	*ret_path = path;
-	return 0;
-}
 
 /* dir\name (or dir\*name), in UTF-16, malloc'd. */
 static int join_w(const char *dir, const char *name, WCHAR **ret)
@@ -128,7 +97,7 @@ static int write_file(const WCHAR *path, const void *data, size_t len)
 }
 
 /* One event into db's spool, as src/sink/spool.c writes it. */
-static int spool_write(const char *db, const struct bgrun_event *ev)
+int bgrun__spool_write(const char *db, const struct bgrun_event *ev)
 {
 	static volatile LONG counter;
 	struct bgrun_wire_buf b = { 0 };
@@ -180,9 +149,18 @@ int bgrun_sink_dropped_path(const char *socket, char **ret_path)
 				ret_path);
 }
 
+/* Not kept on Windows (see the top of this file). */
+int bgrun__spool_note_reason(const char *db, int error, const char *why)
+{
+	(void)db;
+	(void)error;
+	(void)why;
+	return 0;
+}
+
 /* One line "TIME_NS\tID\tERRNO\tDB\n" appended, as src/sink/spool.c does. */
-static int dropped_note(const char *db, const struct bgrun_event *ev,
-			int error)
+int bgrun__dropped_note(const char *socket, const char *db,
+			const struct bgrun_event *ev, int error)
 {
 	char *path = NULL, *line = NULL, *slash;
 	WCHAR *w = NULL;
@@ -190,7 +168,7 @@ static int dropped_note(const char *db, const struct bgrun_event *ev,
 	DWORD done;
 	int n, r;
 
-	r = bgrun_sink_dropped_path(NULL, &path);
+	r = bgrun_sink_dropped_path(socket, &path);
 	if (r < 0)
 		return r;
 	slash = strrchr(path, '\\');
@@ -227,142 +205,6 @@ out:
 	free(line);
 	free(path);
 	return r;
-}
-
-int bgrun_sink_new(struct bgrun_sink **ret_sink)
-{
-	struct bgrun_sink *sink = calloc(1, sizeof(*sink));
-
-	if (sink == NULL)
-		return -ENOMEM;
-	*ret_sink = sink;
-	return 0;
-}
-
-int bgrun_sink_open(struct bgrun_sink *sink, const struct bgrun_sink_opts *opts)
-{
-	enum bgrun_sink_mode mode = opts != NULL ? opts->mode : BGRUN_SINK_ENV;
-	const char *env = getenv("BGRUN_SINK");
-	char *db = NULL;
-	int r;
-
-	if (sink == NULL)
-		return -EINVAL;
-	sink->errmsg[0] = '\0';
-	if (sink->open)
-		return fail(sink, -EINVAL, "the sink is open already");
-	if (mode == BGRUN_SINK_ENV && env != NULL && env[0] != '\0') {
-		if (strcmp(env, "daemon") == 0)
-			mode = BGRUN_SINK_DAEMON;
-		else if (strcmp(env, "auto") != 0 &&
-			 strcmp(env, "embedded") != 0)
-			return fail(sink, -EINVAL,
-				    "BGRUN_SINK: not auto, embedded or daemon");
-	}
-	if (mode > BGRUN_SINK_DAEMON ||
-	    (opts != NULL && opts->timeout_ms < 0))
-		return fail(sink, -EINVAL, "bad sink options");
-	if (opts != NULL && opts->db != NULL)
-		db = strdup(opts->db);
-	else if ((r = bgrun_store_default_path(&db)) < 0)
-		return fail(sink, r, "no event log: set BGRUN_DB or LOCALAPPDATA");
-	if (db == NULL)
-		return fail(sink, -ENOMEM, "out of memory");
-	sink->db = db;
-	sink->no_store = mode == BGRUN_SINK_DAEMON;
-	sink->open = true;
-	return 0;
-}
-
-/* The store, opened (and the spool replayed into it) on first use. */
-static int open_store(struct bgrun_sink *sink)
-{
-	int r;
-
-	if (sink->store != NULL)
-		return 0;
-	if (sink->no_store)
-		return fail(sink, -ENOTCONN,
-			    "BGRUN_SINK=daemon: no sink daemon in the Windows build");
-	r = bgrun_store_new(&sink->store);
-	if (r < 0)
-		return fail(sink, r, "%s", bgrun_strerror(r));
-	r = bgrun_store_open(sink->store, sink->db, 0);
-	if (r < 0) {
-		(void)fail(sink, r, "%s",
-			   bgrun_store_errmsg(sink->store)[0]
-				   ? bgrun_store_errmsg(sink->store)
-				   : bgrun_strerror(r));
-		bgrun_store_close(sink->store);
-		sink->store = NULL;
-		return r;
-	}
-	if (!sink->replayed) {
-		/* What earlier writers could not store; theirs to retry if this fails. */
-		sink->replayed = true;
-		(void)bgrun_sink_replay(sink->store, sink->db, NULL);
-	}
-	return 0;
-}
-
-int bgrun_sink_put(struct bgrun_sink *sink, const struct bgrun_event *ev)
-{
-	char why[sizeof(sink->errmsg)];
-	int r, s;
-
-	if (sink == NULL || ev == NULL)
-		return -EINVAL;
-	sink->errmsg[0] = '\0';
-	sink->spooled = false;
-	if (!sink->open)
-		return fail(sink, -EINVAL, "the sink is not open");
-	r = open_store(sink);
-	if (r >= 0) {
-		r = bgrun_store_put(sink->store, ev);
-		if (r >= 0)
-			return BGRUN_SINK_VIA_STORE;
-		(void)fail(sink, r, "%s",
-			   bgrun_store_errmsg(sink->store)[0]
-				   ? bgrun_store_errmsg(sink->store)
-				   : bgrun_strerror(r));
-		if (r == -EINVAL)
-			return r; /* refused: no store would take it */
-		/* Opened again at the next put: it may work then. */
-		bgrun_store_close(sink->store);
-		sink->store = NULL;
-	}
-	memcpy(why, sink->errmsg, sizeof(why));
-	s = spool_write(sink->db, ev);
-	if (s >= 0) {
-		sink->spooled = true;
-		return fail(sink, r, "%s; kept in the spool %s.spool", why,
-			    sink->db);
-	}
-	if (dropped_note(sink->db, ev, s) >= 0)
-		return fail(sink, r, "%s; not kept (the spool %s.spool: %s): "
-			    "counted as dropped", why, sink->db,
-			    bgrun_strerror(s));
-	return fail(sink, r, "%s; not kept (the spool %s.spool: %s)", why,
-		    sink->db, bgrun_strerror(s));
-}
-
-bool bgrun_sink_spooled(const struct bgrun_sink *sink)
-{
-	return sink != NULL && sink->spooled;
-}
-
-const char *bgrun_sink_errmsg(const struct bgrun_sink *sink)
-{
-	return sink != NULL ? sink->errmsg : "";
-}
-
-void bgrun_sink_close(struct bgrun_sink *sink)
-{
-	if (sink == NULL)
-		return;
-	bgrun_store_close(sink->store);
-	free(sink->db);
-	free(sink);
 }
 
 /* The names in dir ending in suffix (not beginning with '.'), UTF-8. */
@@ -698,4 +540,113 @@ out:
 	free_names(names, n);
 	free(dir);
 	return r;
+}
+
+/* No reason is kept beside the spool on Windows (see the top of this file). */
+int bgrun_sink_spool_reason(const char *db, char *why, size_t size)
+{
+	(void)db;
+	if (why != NULL && size > 0)
+		why[0] = '\0';
+	return 0;
+}
+
+__attribute__((format(printf, 4, 5)))
+static int say(char *why, size_t size, int error, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why != NULL && size > 0) {
+		va_start(ap, fmt);
+		(void)vsnprintf(why, size, fmt, ap);
+		va_end(ap);
+	}
+	return error;
+}
+
+/*
+ * As src/sink/health.c judges it, with what Windows tells: the file (a
+ * regular file, not a reparse point, writable, beginning as an SQLite
+ * database) or, when it does not exist yet, the nearest directory above
+ * it. Free space and read-only volumes are left to the write to say.
+ */
+int bgrun_sink_check_log(const char *db, char *why, size_t size)
+{
+	static const char magic[16] = "SQLite format 3";
+	char head[16], *dir;
+	DWORD attr, got = 0;
+	WCHAR *w;
+	HANDLE h;
+	int r;
+
+	if (why != NULL && size > 0)
+		why[0] = '\0';
+	if (db == NULL || db[0] == '\0')
+		return say(why, size, -ENOENT,
+			   "no event log: set BGRUN_DB or LOCALAPPDATA");
+	r = bgrun__win_utf16(db, &w);
+	if (r < 0)
+		return say(why, size, r, "%s: %s", db, bgrun_strerror(r));
+	attr = GetFileAttributesW(w);
+	if (attr == INVALID_FILE_ATTRIBUTES) {
+		r = bgrun__win_errno(GetLastError());
+		free(w);
+		if (r != -ENOENT)
+			return say(why, size, r, "%s: %s", db, bgrun_strerror(r));
+		/* Made at the first write: the nearest directory must be there. */
+		dir = strdup(db);
+		for (char *sep; dir != NULL;) {
+			sep = strrchr(dir, '\\');
+			if (strrchr(dir, '/') > sep)
+				sep = strrchr(dir, '/');
+			if (sep == NULL)
+				break;
+			*sep = '\0';
+			if (bgrun__win_utf16(dir, &w) < 0)
+				break;
+			attr = GetFileAttributesW(w);
+			free(w);
+			if (attr == INVALID_FILE_ATTRIBUTES)
+				continue;
+			r = attr & FILE_ATTRIBUTE_DIRECTORY
+				    ? 0
+				    : say(why, size, -ENOTDIR,
+					  "%s is not a directory", dir);
+			free(dir);
+			return r;
+		}
+		free(dir);
+		return 0;
+	}
+	if (attr & FILE_ATTRIBUTE_REPARSE_POINT) {
+		free(w);
+		return say(why, size, -ELOOP,
+			   "%s is a symbolic link (refused for writing)", db);
+	}
+	if (attr & FILE_ATTRIBUTE_DIRECTORY) {
+		free(w);
+		return say(why, size, -EBADMSG, "%s is not a regular file", db);
+	}
+	if (attr & FILE_ATTRIBUTE_READONLY) {
+		free(w);
+		return say(why, size, -EACCES, "%s: %s", db,
+			   bgrun_strerror(-EACCES));
+	}
+	h = CreateFileW(w, GENERIC_READ,
+			FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+			NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+	free(w);
+	if (h == INVALID_HANDLE_VALUE) {
+		r = bgrun__win_errno(GetLastError());
+		return say(why, size, r, "%s: %s", db, bgrun_strerror(r));
+	}
+	if (!ReadFile(h, head, sizeof(head), &got, NULL))
+		got = 0;
+	(void)CloseHandle(h);
+	if (got == 0)
+		return 0; /* made, not written yet: the store will set it up */
+	if (got != sizeof(head) || memcmp(head, magic, sizeof(head)) != 0)
+		return say(why, size, -EBADMSG, "%s is not an SQLite database",
+			   db);
+	return 0;
 }

@@ -302,7 +302,7 @@ void case_store_default_path(void)
 }
 
 /* The build's logsink.exe, beside bgrun.exe. */
-static char *logsink_path(void)
+char *logsink_path(void)
 {
 	char *p = bgrun_path();
 
@@ -406,8 +406,53 @@ void case_logsink_verbs(void)
 			       &out, &err), ==, 0);
 	ASSERT_STR(out, "");
 
-	ASSERT_INT(run_logsink((const char *[]){ "serve", NULL }, &out, &err),
+	ASSERT_INT(run_logsink((const char *[]){ "pg-init", NULL }, &out, &err),
 		   ==, 1);
 	ASSERT(strstr(err, "not available in the Windows build") != NULL);
 }
 
+
+/*
+ * A log that is a symbolic link (a reparse point) is refused for
+ * writing, in the POSIX build's words, and the file it leads to is left
+ * alone; read-only opens still follow it. Made with CreateSymbolicLinkW
+ * where the system lets this user (wine does; Windows wants developer
+ * mode or the privilege): otherwise, or where the link does not show as
+ * a reparse point, the case says so and skips.
+ */
+void case_store_reparse_point(void)
+{
+	char *target = tmp_path("real.db"), *link = tmp_path("link.db");
+	struct bgrun_store *store;
+	DWORD attr;
+	int r;
+
+	ASSERT_INT(bgrun_store_new(&store), ==, 0);
+	ASSERT_INT(bgrun_store_open(store, target, 0), ==, 0);
+	bgrun_store_close(store);
+	/* 2: SYMBOLIC_LINK_FLAG_ALLOW_UNPRIVILEGED_CREATE (developer mode). */
+	if (!CreateSymbolicLinkW(wide(link), wide(target), 2) &&
+	    !CreateSymbolicLinkW(wide(link), wide(target), 0))
+		SKIP("CreateSymbolicLinkW: error %lu: no symbolic link can be "
+		     "made here, the refusal is not checked",
+		     (unsigned long)GetLastError());
+	attr = GetFileAttributesW(wide(link));
+	if (attr == INVALID_FILE_ATTRIBUTES ||
+	    !(attr & FILE_ATTRIBUTE_REPARSE_POINT))
+		SKIP("the link made does not show as a reparse point%s%s: the "
+		     "refusal is not checked",
+		     wine_version() != NULL ? " under wine " : "",
+		     wine_version() != NULL ? wine_version() : "");
+	ASSERT_INT(bgrun_store_new(&store), ==, 0);
+	r = bgrun_store_open(store, link, 0);
+	if (r != -ELOOP)
+		FAIL("opening a log that is a symbolic link for writing: %d (%s)",
+		     r, bgrun_store_errmsg(store));
+	if (strstr(bgrun_store_errmsg(store),
+		   "is a symbolic link: refused for writing") == NULL)
+		FAIL("the refusal said '%s'", bgrun_store_errmsg(store));
+	bgrun_store_close(store);
+	ASSERT_INT(bgrun_store_new(&store), ==, 0);
+	ASSERT_INT(bgrun_store_open(store, link, BGRUN_STORE_READONLY), ==, 0);
+	bgrun_store_close(store);
+}

@@ -55,6 +55,8 @@ void check_args(const char *out, const char *const *exp, size_t first);
 int win_log_child(int argc, char **argv);
 /* Sets (NULL: removes) a variable of ours, which children inherit. */
 void set_env(const char *name, const char *value);
+/* The build's logsink.exe, beside bgrun.exe. */
+char *logsink_path(void);
 /* Runs logsink.exe with args: its exit code; *ret_out, *ret_err what it wrote. */
 int run_logsink(const char *const *args, char **ret_out, char **ret_err);
 #define LOG(name) void case_##name(void);
