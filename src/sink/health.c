@@ -17,19 +17,6 @@
 /* Less free space than this and a write is expected to fail. */
 #define MIN_FREE_BYTES (64 * 1024)
 
-__attribute__((format(printf, 4, 5)))
-static int say(char *why, size_t size, int error, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why != NULL && size > 0) {
-		va_start(ap, fmt);
-		(void)vsnprintf(why, size, fmt, ap);
-		va_end(ap);
-	}
-	return error;
-}
-
 /* The file system of path: read-only, or (nearly) full. */
 static int check_fs(const char *path, char *why, size_t size)
 {
@@ -38,10 +25,10 @@ static int check_fs(const char *path, char *why, size_t size)
 	if (statvfs(path, &sv) < 0)
 		return 0; /* no verdict: let the write say */
 	if (sv.f_flag & ST_RDONLY)
-		return say(why, size, -EROFS, "%s is on a read-only file system",
+		return bgrun__say(why, size, -EROFS, "%s is on a read-only file system",
 			   path);
 	if ((unsigned long long)sv.f_bavail * sv.f_frsize < MIN_FREE_BYTES)
-		return say(why, size, -ENOSPC,
+		return bgrun__say(why, size, -ENOSPC,
 			   "the file system of %s is full (%llu KiB free)", path,
 			   (unsigned long long)sv.f_bavail * sv.f_frsize / 1024);
 	return 0;
@@ -80,7 +67,7 @@ static int check_dir_of(const char *path, char *why, size_t size)
 		return -ENOMEM;
 	r = check_fs(dir, why, size);
 	if (r >= 0 && access(dir, W_OK | X_OK) < 0)
-		r = say(why, size, -errno, "cannot write in %s: %s", dir,
+		r = bgrun__say(why, size, -errno, "cannot write in %s: %s", dir,
 			strerror(errno));
 	free(dir);
 	return r;
@@ -126,7 +113,7 @@ static int read_reason(const char *db, char *why, size_t size, bool *ret_same)
 		    (unsigned long long)st.st_ino == ino &&
 		    (long long)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec ==
 			    mtime;
-	return say(why, size, -error, "%s", line + used);
+	return bgrun__say(why, size, -error, "%s", line + used);
 }
 
 int bgrun_sink_spool_reason(const char *db, char *why, size_t size)
@@ -156,11 +143,11 @@ int bgrun_sink_check_log(const char *db, char *why, size_t size)
 	if (why != NULL && size > 0)
 		why[0] = '\0';
 	if (db == NULL || db[0] == '\0')
-		return say(why, size, -ENOENT,
+		return bgrun__say(why, size, -ENOENT,
 			   "no event log: set BGRUN_DB, XDG_STATE_HOME or HOME");
 	if (lstat(db, &st) < 0) {
 		if (errno != ENOENT)
-			return say(why, size, -errno, "%s: %s", db,
+			return bgrun__say(why, size, -errno, "%s: %s", db,
 				   strerror(errno));
 		/* Made at the first write: the directory must allow it. */
 		return check_dir_of(db, why, size);
@@ -173,21 +160,21 @@ int bgrun_sink_check_log(const char *db, char *why, size_t size)
 	if (r < 0)
 		return r;
 	if (access(db, R_OK | W_OK) < 0)
-		return say(why, size, -errno, "%s: %s", db, strerror(errno));
+		return bgrun__say(why, size, -errno, "%s: %s", db, strerror(errno));
 	if (S_ISLNK(st.st_mode))
-		return say(why, size, -ELOOP,
+		return bgrun__say(why, size, -ELOOP,
 			   "%s is a symbolic link (refused for writing)", db);
 	if (!S_ISREG(st.st_mode))
-		return say(why, size, -EBADMSG, "%s is not a regular file", db);
+		return bgrun__say(why, size, -EBADMSG, "%s is not a regular file", db);
 	if (st.st_size == 0)
 		return 0; /* made, not written yet: the store will set it up */
 	fd = open(db, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
-		return say(why, size, -errno, "%s: %s", db, strerror(errno));
+		return bgrun__say(why, size, -errno, "%s: %s", db, strerror(errno));
 	n = read(fd, head, sizeof(head));
 	(void)close(fd);
 	if (n != (ssize_t)sizeof(head) || memcmp(head, magic, sizeof(head)) != 0)
-		return say(why, size, -EBADMSG, "%s is not an SQLite database",
+		return bgrun__say(why, size, -EBADMSG, "%s is not an SQLite database",
 			   db);
 	/*
 	 * Damage past the header shows only to SQLite, at a write: the
@@ -197,7 +184,7 @@ int bgrun_sink_check_log(const char *db, char *why, size_t size)
 	 */
 	if (read_reason(db, reason, sizeof(reason), &same) == -EBADMSG && same &&
 	    bgrun_sink_spool_count(db, &waiting, NULL) >= 0 && waiting > 0)
-		return say(why, size, -EBADMSG, "%s (the last write failed)",
+		return bgrun__say(why, size, -EBADMSG, "%s (the last write failed)",
 			   reason);
 	return 0;
 }
@@ -215,11 +202,11 @@ int bgrun_sink_check_spool(const char *db, char *why, size_t size)
 	if (r < 0)
 		return r;
 	if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode)) {
-		r = say(why, size, -ELOOP, "%s is a symbolic link", dir);
+		r = bgrun__say(why, size, -ELOOP, "%s is a symbolic link", dir);
 	} else if (stat(dir, &st) == 0) {
 		r = check_fs(dir, why, size);
 		if (r >= 0 && access(dir, W_OK | X_OK) < 0)
-			r = say(why, size, -errno, "cannot write in %s: %s", dir,
+			r = bgrun__say(why, size, -errno, "cannot write in %s: %s", dir,
 				strerror(errno));
 	} else {
 		r = check_dir_of(dir, why, size);

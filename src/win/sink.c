@@ -551,19 +551,6 @@ int bgrun_sink_spool_reason(const char *db, char *why, size_t size)
 	return 0;
 }
 
-__attribute__((format(printf, 4, 5)))
-static int say(char *why, size_t size, int error, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why != NULL && size > 0) {
-		va_start(ap, fmt);
-		(void)vsnprintf(why, size, fmt, ap);
-		va_end(ap);
-	}
-	return error;
-}
-
 /*
  * As src/sink/health.c judges it, with what Windows tells: the file (a
  * regular file, not a reparse point, writable, beginning as an SQLite
@@ -582,17 +569,17 @@ int bgrun_sink_check_log(const char *db, char *why, size_t size)
 	if (why != NULL && size > 0)
 		why[0] = '\0';
 	if (db == NULL || db[0] == '\0')
-		return say(why, size, -ENOENT,
+		return bgrun__say(why, size, -ENOENT,
 			   "no event log: set BGRUN_DB or LOCALAPPDATA");
 	r = bgrun__win_utf16(db, &w);
 	if (r < 0)
-		return say(why, size, r, "%s: %s", db, bgrun_strerror(r));
+		return bgrun__say(why, size, r, "%s: %s", db, bgrun_strerror(r));
 	attr = GetFileAttributesW(w);
 	if (attr == INVALID_FILE_ATTRIBUTES) {
 		r = bgrun__win_errno(GetLastError());
 		free(w);
 		if (r != -ENOENT)
-			return say(why, size, r, "%s: %s", db, bgrun_strerror(r));
+			return bgrun__say(why, size, r, "%s: %s", db, bgrun_strerror(r));
 		/* Made at the first write: the nearest directory must be there. */
 		dir = strdup(db);
 		for (char *sep; dir != NULL;) {
@@ -610,7 +597,7 @@ int bgrun_sink_check_log(const char *db, char *why, size_t size)
 				continue;
 			r = attr & FILE_ATTRIBUTE_DIRECTORY
 				    ? 0
-				    : say(why, size, -ENOTDIR,
+				    : bgrun__say(why, size, -ENOTDIR,
 					  "%s is not a directory", dir);
 			free(dir);
 			return r;
@@ -620,16 +607,16 @@ int bgrun_sink_check_log(const char *db, char *why, size_t size)
 	}
 	if (attr & FILE_ATTRIBUTE_REPARSE_POINT) {
 		free(w);
-		return say(why, size, -ELOOP,
+		return bgrun__say(why, size, -ELOOP,
 			   "%s is a symbolic link (refused for writing)", db);
 	}
 	if (attr & FILE_ATTRIBUTE_DIRECTORY) {
 		free(w);
-		return say(why, size, -EBADMSG, "%s is not a regular file", db);
+		return bgrun__say(why, size, -EBADMSG, "%s is not a regular file", db);
 	}
 	if (attr & FILE_ATTRIBUTE_READONLY) {
 		free(w);
-		return say(why, size, -EACCES, "%s: %s", db,
+		return bgrun__say(why, size, -EACCES, "%s: %s", db,
 			   bgrun_strerror(-EACCES));
 	}
 	h = CreateFileW(w, GENERIC_READ,
@@ -638,7 +625,7 @@ int bgrun_sink_check_log(const char *db, char *why, size_t size)
 	free(w);
 	if (h == INVALID_HANDLE_VALUE) {
 		r = bgrun__win_errno(GetLastError());
-		return say(why, size, r, "%s: %s", db, bgrun_strerror(r));
+		return bgrun__say(why, size, r, "%s: %s", db, bgrun_strerror(r));
 	}
 	if (!ReadFile(h, head, sizeof(head), &got, NULL))
 		got = 0;
@@ -646,7 +633,7 @@ int bgrun_sink_check_log(const char *db, char *why, size_t size)
 	if (got == 0)
 		return 0; /* made, not written yet: the store will set it up */
 	if (got != sizeof(head) || memcmp(head, magic, sizeof(head)) != 0)
-		return say(why, size, -EBADMSG, "%s is not an SQLite database",
+		return bgrun__say(why, size, -EBADMSG, "%s is not an SQLite database",
 			   db);
 	return 0;
 }
