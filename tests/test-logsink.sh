@@ -868,12 +868,6 @@ kill -KILL "$PID_RUN" 2>/dev/null
 check "prune: the killed one is recorded" wait_result "$ID_RUN" signaled
 
 # --- 32 bgrun processes at once, 50 launches each ---
-# Every record is written, however long the others hold the log: a
-# loaded machine (CI's sanitizer build, other jobs) can keep a writer
-# waiting past the default 10 s, and its event then waits in the spool
-# for a writer that never comes in this test (the spool has its own
-# tests: test-unwritable.sh, stress.sh).
-export BGRUN_LOCK_TIMEOUT=300
 CDB=$TMP/concurrent.db
 rm -f "$TMP/conc-errors"
 T0=$SECONDS
@@ -891,7 +885,7 @@ echo "# 1600 launches took $((SECONDS - T0)) s"
 check "concurrent: every bgrun exited 0, silently" test ! -s "$TMP/conc-errors"
 [ -s "$TMP/conc-errors" ] && sed 's/^/# /' "$TMP/conc-errors" | head -n 20
 count() { "$LS" --db "$CDB" query --json "$@" | wc -l; }
-end=$((SECONDS + 400))
+end=$((SECONDS + 120))
 until [ "$(count --result success)" -eq 1600 ] || [ "$SECONDS" -ge "$end" ]; do
 	sleep 0.05
 done
@@ -902,6 +896,5 @@ eq "concurrent: none left running" "$(count --result running)" 0
 eq "concurrent: stats agree" "$("$LS" --db "$CDB" stats --csv | py '
 import csv, sys
 print(sum(int(r["runs"]) for r in csv.DictReader(sys.stdin)))')" 1600
-unset BGRUN_LOCK_TIMEOUT
 
 finish
