@@ -197,7 +197,6 @@ static int launch_supervised(const struct cli *c, char **argv)
 	l.err_capture = cap.path[1];
 	l.max_output = cap.max_output;
 	l.env_file = cap.env_path;
-	l.env_fd = cap.env_fd;
 	/*
 	 * --wait shows the kept output as it comes by following the file,
 	 * not by a pipe (a tee): the command writes to a file either way,

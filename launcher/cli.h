@@ -144,13 +144,12 @@ struct sup_launch {
 	const char *out_capture, *err_capture;
 	int64_t max_output;
 	/*
-	 * The file COMMAND's final environment is kept in (output.c: ID.env),
-	 * already made, and our descriptor of it (borrowed), -1: none. It is
-	 * written before COMMAND starts, its entries each ended by a NUL, and
-	 * named to the recorder only once written.
+	 * The file COMMAND's final environment is to be kept in (output.c:
+	 * ID.env), NULL: none. Named to bgrun-start through the recorder's
+	 * --_env, which writes it once it has reported (start.c: keep_env),
+	 * its entries each ended by a NUL.
 	 */
 	const char *env_file;
-	int env_fd;
 };
 
 /* What launch_supervisor did. */

@@ -229,41 +229,6 @@ struct rec_opts {
 };
 
 /*
- * COMMAND's environment into l->env_fd, each entry ended by its NUL, so
- * that any bytes come back as they were (restart.c reads it). Written by
- * us before COMMAND starts: nothing of ours runs between fork and exec.
- * 0, or -errno (said).
- */
-static int write_env(const struct sup_launch *l, const char *const *envp)
-{
-	size_t len = 0, off = 0;
-	char *buf;
-	int r;
-
-	for (size_t i = 0; envp != NULL && envp[i] != NULL; i++)
-		len += strlen(envp[i]) + 1;
-	buf = malloc(len > 0 ? len : 1);
-	if (buf == NULL) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; envp != NULL && envp[i] != NULL; i++) {
-		size_t n = strlen(envp[i]) + 1;
-
-		memcpy(buf + off, envp[i], n);
-		off += n;
-	}
-	r = bgrun_write_all(l->env_fd, buf, len);
-	free(buf);
-out:
-	if (r < 0)
-		cli_msg("cannot keep the environment in %s: %s; 'bgrun restart' "
-			"will not repeat it", cli_printable(l->env_file),
-			bgrun_strerror(r));
-	return r;
-}
-
-/*
  * COMMAND could not be started: a recorder records it (spawn_failed),
  * the same code as for a failure bgrun-start meets. With ensurestart the
  * row is there when we return: a recorder killed before it could write
@@ -405,9 +370,11 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 	if (r < 0)
 		goto cmd_failed;
 
-	/* Named to the recorder once it is there to be read. */
-	if (l->env_file != NULL && l->env_fd >= 0 &&
-	    write_env(l, (const char *const *)cmd_envp) == 0) {
+	/*
+	 * The kept environment: named here, written by bgrun-start once
+	 * it has reported (start.c, keep_env), off our clock.
+	 */
+	if (l->env_file != NULL) {
 		if (asprintf(&ro.env, "--_env=%s", l->env_file) < 0) {
 			ro.env = NULL;
 			cli_msg("cannot start the supervisor: %s", strerror(ENOMEM));

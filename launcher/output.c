@@ -26,7 +26,7 @@
 
 void capture_init(struct capture *cap)
 {
-	*cap = (struct capture){ .fd = { -1, -1 }, .env_fd = -1 };
+	*cap = (struct capture){ .fd = { -1, -1 } };
 }
 
 /* DIR/ID.SUFFIX, created for us alone: a new file, never a link. */
@@ -62,9 +62,11 @@ static int make_dir(const char *dir)
 }
 
 /*
- * DIR/ID.env, for COMMAND's environment (launch.c writes it before
- * COMMAND starts), so that `bgrun restart` can repeat it; beside the
- * output, never in the log, which is forwarded to other machines.
+ * DIR/ID.env, for COMMAND's environment (bgrun-start writes it once it
+ * has reported: start.c, keep_env), so that `bgrun restart` can repeat
+ * it; beside the output, never in the log, which is forwarded to other
+ * machines. Only named here: a file's creation costs as much as the rest
+ * of a launch on some file systems.
  */
 static void open_env(const struct cli *c, const char *id,
 		     struct capture *cap)
@@ -79,8 +81,8 @@ static void open_env(const struct cli *c, const char *id,
 			r = make_dir(cap->dir);
 	}
 	if (r >= 0)
-		r = create(cap->dir, id, BGRUN_OUTPUT_ENV, &cap->env_path,
-			   &cap->env_fd);
+		r = bgrun_output_path(cap->dir, id, BGRUN_OUTPUT_ENV,
+				      &cap->env_path);
 	if (r < 0)
 		cli_msg("cannot keep the environment of event %s in %s: %s; "
 			"'bgrun restart' will not repeat it", id,
@@ -151,9 +153,6 @@ void capture_close_fds(struct capture *cap)
 			(void)close(cap->fd[i]);
 		cap->fd[i] = -1;
 	}
-	if (cap->env_fd >= 0)
-		(void)close(cap->env_fd);
-	cap->env_fd = -1;
 }
 
 /* The output files alone (the environment's stays). */
@@ -180,9 +179,6 @@ void capture_discard(struct capture *cap)
 
 void capture_discard_env(struct capture *cap)
 {
-	if (cap->env_fd >= 0)
-		(void)close(cap->env_fd);
-	cap->env_fd = -1;
 	if (cap->env_path != NULL)
 		(void)unlink(cap->env_path);
 	free(cap->env_path);

@@ -22,11 +22,10 @@ struct capture {
 	int fd[2];
 	int64_t max_output; /* bytes; 0: no cap */
 	/*
-	 * DIR/ID.env, made empty for COMMAND's environment (launch.c writes
-	 * it), and our descriptor of it; NULL and -1 with --no-keep-env.
+	 * DIR/ID.env, the name for COMMAND's environment (bgrun-start writes
+	 * it: start.c, keep_env); NULL with --no-keep-env.
 	 */
 	char *env_path;
-	int env_fd;
 };
 
 void capture_init(struct capture *cap);

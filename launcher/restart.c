@@ -530,7 +530,6 @@ int jobs_restart_main(int argc, char **argv)
 	l.err_capture = cap.path[1];
 	l.max_output = cap.max_output;
 	l.env_file = cap.env_path;
-	l.env_fd = cap.env_fd;
 	l.timeout_ns = c.timeout_ns;
 	l.kill_after_ns = c.kill_after_ns;
 	l.args = &args[1];

@@ -355,6 +355,36 @@ static void keep_outputs(struct start *st)
 		st->out[i].fd = fcntl(st->out[i].src, F_DUPFD_CLOEXEC, 3);
 }
 
+/*
+ * COMMAND's environment, kept for `bgrun restart` in the file the
+ * recorder's --_env names (bgrun made the name, launch.c): each entry
+ * ended by its NUL, so that any bytes come back as they were. Written
+ * here, after the report, so that its creation is off bgrun's clock,
+ * and before the recorder starts, so that no row names it before it is
+ * there. A file that cannot be made is said by restart, which then
+ * finds none.
+ */
+static void keep_env(const struct start *st)
+{
+	static const char opt[] = "--_env=";
+	const char *path = NULL;
+	int fd;
+
+	for (size_t i = 0; i < st->n_rec && path == NULL; i++)
+		if (strncmp(st->rec[i], opt, sizeof(opt) - 1) == 0)
+			path = st->rec[i] + sizeof(opt) - 1;
+	if (path == NULL || st->pid <= 0)
+		return;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
+	if (fd < 0)
+		return;
+	for (size_t i = 0; st->envp != NULL && st->envp[i] != NULL; i++)
+		if (write_all(fd, st->envp[i], strlen(st->envp[i]) + 1) < 0)
+			break;
+	(void)close(fd);
+}
+
 /* We must not hold COMMAND's streams (a pipe's end, a terminal). */
 static void null_stdio(void)
 {
@@ -1132,6 +1162,7 @@ static int supervisor(struct start *st, const sigset_t *set)
 	tell_guard_launch(st);
 	report(st);
 	/* bgrun has its answer: what follows is off its clock. */
+	keep_env(st);
 	keep_outputs(st);
 	null_stdio();
 	(void)start_recorder(st, &rec);
