@@ -69,6 +69,7 @@
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -318,6 +319,27 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
+/* write_all of n buffers, len bytes in all: 0, or -1. */
+static int writev_all(int fd, struct iovec *v, size_t n, size_t len)
+{
+	ssize_t w = writev(fd, v, (int)n);
+
+	if (w == (ssize_t)len)
+		return 0;
+	if (w < 0 && errno != EINTR)
+		return -1;
+	/* Short (or interrupted): the rest one buffer at a time. */
+	for (size_t i = 0, done = w > 0 ? (size_t)w : 0; i < n; i++) {
+		size_t skip = done < v[i].iov_len ? done : v[i].iov_len;
+
+		done -= skip;
+		if (write_all(fd, (const char *)v[i].iov_base + skip,
+			      v[i].iov_len - skip) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /*
  * bgrun may be gone already (--no-ensurestart): EPIPE, ignored. Detached,
  * bgrun exits once it has read the report: we wait for that (its end of
@@ -379,9 +401,19 @@ static void keep_env(const struct start *st)
 		  0600);
 	if (fd < 0)
 		return;
-	for (size_t i = 0; st->envp != NULL && st->envp[i] != NULL; i++)
-		if (write_all(fd, st->envp[i], strlen(st->envp[i]) + 1) < 0)
+	/* A few writes, not one per variable (no malloc: see THE GUARDIAN). */
+	for (size_t i = 0; st->envp != NULL && st->envp[i] != NULL;) {
+		struct iovec v[64];
+		size_t n = 0, len = 0;
+
+		for (; n < 64 && st->envp[i] != NULL; n++, i++) {
+			v[n].iov_base = st->envp[i];
+			v[n].iov_len = strlen(st->envp[i]) + 1;
+			len += v[n].iov_len;
+		}
+		if (writev_all(fd, v, n, len) < 0)
 			break;
+	}
 	(void)close(fd);
 }
 

@@ -4,12 +4,15 @@
 #
 # Usage: test-front.sh LOGSINK
 #
-# The front must hold no code of libsqlite3 or libuv and load neither (its
-# symbols, since it is static: lib.sh's check_not_linked). With a daemon,
-# `send` is recorded by the front alone: a copy of it with no logsink-full
-# to run still records. Without one, the front hands the event
-# to logsink-full with its id: one row, that id. Other verbs and --version
-# go to logsink-full unchanged.
+# Linked dynamically (-Dstatic_fronts=false, the sanitizers), the front
+# must hold no code of libsqlite3 or libuv and load neither (lib.sh's
+# check_not_linked); without a daemon it hands the event to logsink-full
+# with its id: one row, that id. Linked statically, it holds the store
+# (SQLite's code, never libuv's) and records every `send` itself, the
+# embedded store included: a copy of it with no logsink-full beside it
+# still records, with or without a daemon; only a user that /etc/passwd
+# does not name goes to logsink-full. Other verbs and --version go to
+# logsink-full unchanged.
 
 set -u
 LS=${1:?usage: test-front.sh LOGSINK}
@@ -18,8 +21,16 @@ source "$(dirname "$0")/lib.sh"
 export BGRUN_DB=$TMP/events.db BGRUN_SOCKET=$TMP/run/sink.sock
 unset BGRUN_SINK
 
-# --- what it links: static, or dynamic with the C library alone ---
-check_not_linked "does not link libsqlite3 or libuv" "$LS" sqlite libuv
+# --- what it links: static with the store, or dynamic with the C library alone ---
+if readelf -d "$LS" | grep -q NEEDED; then
+	STATIC=0
+	check_not_linked "dynamic: does not link libsqlite3 or libuv" "$LS" sqlite libuv
+else
+	STATIC=1
+	check_not_linked "static: holds no libuv" "$LS" libuv
+	check "static: holds the store (SQLite's code)" eval 'nm "$LS" | grep -q " T sqlite3_open_v2$"'
+fi
+mkdir "$TMP/alone" && cp "$LS" "$TMP/alone/logsink"
 
 # --- passed through ---
 capture "$LS" --version
@@ -36,14 +47,44 @@ eq "no daemon: one row, that id" \
 	"1|$ID1"
 capture "$LS" send --event e1b --field id=given-id --print-id
 eq "no daemon, --field id: kept" "$OUT" given-id
+if [ "$STATIC" = 1 ]; then
+	# A copy of the front alone: it has no logsink-full to fall back on.
+	capture "$TMP/alone/logsink" send --event e1c --print-id
+	eq "static, no daemon: the front alone records, exit 0" "$RC" 0
+	eq "static, no daemon: the front alone's row" \
+		"$(sqlite3 "$BGRUN_DB" "SELECT id FROM events WHERE event = 'e1c'")" "$OUT"
+	# A uid /etc/passwd does not name: logsink-full's (here: none to run).
+	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+	   ! getent passwd 54321 >/dev/null; then
+		# Its own directory, outside ours (0700, root's).
+		NAMELESS=$(mktemp -d) && chmod 0777 "$NAMELESS"
+		cp "$LS" "$NAMELESS/logsink-alone"
+		capture setpriv --reuid 54321 --regid 54321 --clear-groups \
+			env BGRUN_DB="$NAMELESS/events.db" \
+			BGRUN_SOCKET="$NAMELESS/sock" HOME="$NAMELESS" \
+			"$NAMELESS/logsink-alone" send --event e1d
+		check "static, a user /etc/passwd does not name: handed to logsink-full" \
+			eval '[ "$RC" != 0 ] && [[ $ERR == *"cannot run "*logsink-full* ]]'
+		capture setpriv --reuid 54321 --regid 54321 --clear-groups \
+			env BGRUN_DB="$NAMELESS/events.db" \
+			BGRUN_SOCKET="$NAMELESS/sock" HOME="$NAMELESS" \
+			"$LS" send --event e1d
+		eq "static, that user: logsink-full records, exit 0" "$RC" 0
+		eq "static, that user: the row, by uid" \
+			"$(sqlite3 "$NAMELESS/events.db" "SELECT uid, coalesce(user, 'NULL') FROM events WHERE event = 'e1d'")" \
+			"54321|NULL"
+		rm -rf "$NAMELESS"
+	else
+		echo "# skipped: a user /etc/passwd does not name (needs root, setpriv, a free uid 54321)"
+	fi
+fi
 
 # --- a daemon: the front records it ---
 mkdir -m 0700 "$TMP/run"
 DPID=$("$LS" serve --detach --log "$TMP/daemon.log")
 [[ $DPID =~ ^[0-9]+$ ]] && KILL_PIDS+=("$DPID")
 check "daemon started" test -S "$BGRUN_SOCKET"
-# A copy of the front alone: it has no logsink-full to fall back on.
-mkdir "$TMP/alone" && cp "$LS" "$TMP/alone/logsink"
+# The copy of the front alone: it has no logsink-full to fall back on.
 capture "$TMP/alone/logsink" send --event e2 --field exit_code=3 --print-id
 eq "daemon: the front alone records, exit 0" "$RC" 0
 ID2=$OUT

@@ -1,19 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* user.c: a user's name from its uid on POSIX (getpwuid_r), for the dynamically linked programs and the shared library. */
-
-/*
- * Not in the statically linked fronts (bgrun, logsink): there glibc's
- * getpwuid_r would load NSS modules at run time from whatever glibc is
- * installed, not the one linked. They link user-static.c instead.
- */
+/* user.c: a user's name from its uid on POSIX, looked up once per uid (user-nss.c, or user-passwd.c in the static programs). */
 
 #include "platform.h"
+#include "user.h"
 
-#include <errno.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/types.h>
 
 /* User names, per uid, kept for the life of the process (few uids). */
@@ -24,34 +16,6 @@ struct user_name {
 };
 static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct user_name *users;
-
-static char *lookup_user(uid_t uid)
-{
-	struct passwd pw, *found = NULL;
-	size_t size = 4096;
-	char *buf = NULL, *name = NULL, *grown;
-	int r;
-
-	for (;;) {
-		grown = realloc(buf, size);
-		if (grown == NULL)
-			goto cleanup;
-		buf = grown;
-		r = getpwuid_r(uid, &pw, buf, size, &found);
-		if (r == ERANGE && size < 1024 * 1024) {
-			size *= 2;
-			continue;
-		}
-		if (r == EINTR)
-			continue;
-		break;
-	}
-	if (r == 0 && found != NULL)
-		name = strdup(found->pw_name);
-cleanup:
-	free(buf);
-	return name;
-}
 
 const char *bgrun__user_name(int64_t uid)
 {
@@ -70,7 +34,7 @@ const char *bgrun__user_name(int64_t uid)
 		u = calloc(1, sizeof(*u));
 		if (u != NULL) {
 			u->uid = uid;
-			u->name = lookup_user(uid);
+			u->name = bgrun__user_lookup((uid_t)uid);
 			u->next = users;
 			users = u;
 		}
