@@ -11,7 +11,7 @@
  * (meson.build): no dynamic loader at all.
  *
  * A statically linked glibc program names users from /etc/passwd only
- * (src/unix/user-static.c). When the user is not there (a directory
+ * (src/unix/user-passwd.c). When the user is not there (a directory
  * service), this program executes bgrun-full with the same arguments and
  * descriptors, which asks NSS: the row names the user either way.
  */

@@ -87,8 +87,9 @@ const char *bgrun__boot_id(void);
 const char *bgrun__host_name(void);
 int64_t bgrun__user_id(void);
 /*
- * user.c: the name of user uid. In the statically linked fronts,
- * user-static.c: always NULL (it says why).
+ * user.c: the name of user uid, or NULL: through NSS (user-nss.c), or in
+ * the statically linked programs from /etc/passwd alone (user-passwd.c
+ * says why).
  */
 const char *bgrun__user_name(int64_t uid);
 /* len random bytes: the platform's generator, else a unique mix. */
