@@ -936,7 +936,7 @@ void case_fleet_kill9(void)
  * the commit times of the rows' transactions (the server keeps them:
  * track_commit_timestamp) never go back. Meanwhile an administrator
  * locks the table until the forwarder's lock_timeout ends its wait (see
- * connect_one in serve-forward.c). Then, every acked event once, and the
+ * connect_one in serve-forward-pg.c). Then, every acked event once, and the
  * cursor at the counter.
  */
 void case_fleet_order(void)
