@@ -58,7 +58,6 @@ bool lsink_fwd_append(char **sql, size_t *len, const char *s)
 	*sql = grown;
 	*len += (size_t)sprintf(*sql + *len, "%s", s);
 	return true;
-
 }
 
 /*
@@ -74,7 +73,8 @@ char *lsink_fwd_copy_sql(const char *table, const char *tail)
 	size_t len = 0;
 
 	if (lsink_fwd_append(&sql, &len, "BEGIN; COPY ") &&
-	    lsink_fwd_append(&sql, &len, table) && lsink_fwd_append(&sql, &len, " (") &&
+	    lsink_fwd_append(&sql, &len, table) &&
+	    lsink_fwd_append(&sql, &len, " (") &&
 	    append_list(&sql, &len, "", "", NULL) &&
 	    lsink_fwd_append(&sql, &len, ") FROM STDIN") &&
 	    lsink_fwd_append(&sql, &len, tail))
@@ -306,7 +306,8 @@ int lsink_fwd_read(struct lsink_forward *f, struct fbatch *b, int64_t after)
 				add_change, b);
 	if (b->failed || r < 0) {
 		lsink_fwd_problem(f, "reading the local store",
-			b->failed ? "out of memory" : bgrun_store_errmsg(f->store));
+				  b->failed ? "out of memory"
+					    : bgrun_store_errmsg(f->store));
 		return -1;
 	}
 	if (b->want_keys && b->n > 1)

@@ -68,7 +68,8 @@ static int connect_one(struct lsink_forward *f, struct fconn *c)
 	c->pg = lsink_pg_connect(f->o.conninfo);
 	if (c->pg == NULL || PQstatus(c->pg) != CONNECTION_OK) {
 		lsink_pg_error(c->pg, NULL, err, sizeof(err));
-		lsink_fwd_problem(f, "cannot connect", c->pg != NULL ? err : "out of memory");
+		lsink_fwd_problem(f, "cannot connect",
+				  c->pg != NULL ? err : "out of memory");
 		return -1;
 	}
 	if (lsink_pg_setup(c->pg, err, sizeof(err)) < 0) {

@@ -49,6 +49,8 @@
 #define POLL_MS 1000
 /* The forwarder thread's nice value. */
 #define FORWARD_NICE 10
+/* The writer is busy if it committed in the last IDLE_MS (see YIELDING). */
+#define IDLE_MS 50
 
 /* Says what is wrong, once until it changes or forwarding works again. */
 void lsink_fwd_problem(struct lsink_forward *f, const char *what,
@@ -62,6 +64,14 @@ void lsink_fwd_problem(struct lsink_forward *f, const char *what,
 	memcpy(f->said, line, sizeof(line));
 	lsink_msg("forwarding to %s: %s (events are kept here; retrying)",
 		  lsink_printable(f->shown), lsink_printable(line));
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* CLOCK_MONOTONIC's time ms from now, for pthread_cond_timedwait. */
@@ -84,9 +94,11 @@ static void wait_kick(struct lsink_forward *f, int ms)
 {
 	struct timespec ts = deadline(ms);
 
+	f->waiting = true;
 	while (!f->kicked && !f->stop)
 		if (pthread_cond_timedwait(&f->cond, &f->lock, &ts) != 0)
 			break;
+	f->waiting = false;
 	f->kicked = false;
 }
 
@@ -107,6 +119,8 @@ static void back_off(struct lsink_forward *f)
 							   : f->backoff_ms * 2;
 }
 
+static struct fbatch *ring(struct lsink_forward *f, size_t i);
+
 static bool stopping(struct lsink_forward *f)
 {
 	bool stop;
@@ -122,6 +136,85 @@ static void set_busy(struct lsink_forward *f, bool busy)
 	(void)pthread_mutex_lock(&f->lock);
 	f->busy = busy;
 	(void)pthread_mutex_unlock(&f->lock);
+}
+
+/*
+ * YIELDING. Forwarding takes CPU from this machine: the thread's reading
+ * and COPY text (some 1.7 us an event), and, with the server here, far
+ * more of the server's (some 7 us an event: docs/fleet.md). Where the
+ * CPUs are short, that is taken from the loop and the writer, whose acks
+ * the clients wait for. So while the writer is busy (it committed in
+ * the last IDLE_MS: the writer's kicks say when), no batch is started,
+ * nor read: forwarding waits for a pause, and what came meanwhile goes
+ * then, in full batches. It waits o.yield_ms at most, counted from the
+ * first commit after it last caught up (first_commit_ns); past that, it
+ * sends, busy writer or not, until a read finds less than a batch: a
+ * flood that never pauses is forwarded all the same, as a backlog, the
+ * CPUs shared. A burst shorter than yield_ms is thus stored at the speed
+ * it would have without forwarding, and forwarded after it. A backlog
+ * of unknown age (there at the start, or read again after a failure)
+ * counts as old. Embedded writers do not kick, so are never waited for.
+ */
+
+/*
+ * Whether to wait now; if so, *ret_until is when to look again (the
+ * writer idle if it commits nothing more, or yield_ms up).
+ */
+static bool holding(struct lsink_forward *f, int64_t *ret_until)
+{
+	int64_t now, idle_at, due;
+	bool hold;
+
+	if (f->o.yield_ms == 0)
+		return false;
+	now = mono_ns();
+	(void)pthread_mutex_lock(&f->lock);
+	idle_at = f->last_commit_ns + (int64_t)IDLE_MS * 1000000;
+	due = f->first_commit_ns + (int64_t)f->o.yield_ms * 1000000;
+	hold = f->first_commit_ns != 0 && now < idle_at && now < due;
+	(void)pthread_mutex_unlock(&f->lock);
+	if (hold)
+		*ret_until = idle_at < due ? idle_at : due;
+	return hold;
+}
+
+/* Waits until (CLOCK_MONOTONIC) or stop: kicks do not end it. */
+static void hold_until(struct lsink_forward *f, int64_t until)
+{
+	struct timespec ts = { until / 1000000000, until % 1000000000 };
+	int64_t t0 = mono_ns();
+
+	(void)pthread_mutex_lock(&f->lock);
+	while (!f->stop &&
+	       pthread_cond_timedwait(&f->cond, &f->lock, &ts) == 0)
+		;
+	(void)pthread_mutex_unlock(&f->lock);
+	f->held_ns += mono_ns() - t0;
+}
+
+/*
+ * Reads the batch after those in flight: its size, or -1 said. A read
+ * that finds a whole batch has not caught up, and the oldest change not
+ * sent is as old as before it (or old, if that was not known).
+ */
+static int read_ahead(struct lsink_forward *f)
+{
+	struct fbatch *b = ring(f, f->n_flight);
+	int64_t first;
+	int n;
+
+	(void)pthread_mutex_lock(&f->lock);
+	first = f->first_commit_ns;
+	f->first_commit_ns = 0;
+	(void)pthread_mutex_unlock(&f->lock);
+	n = lsink_fwd_read(f, b, f->n_flight > 0 ? ring(f, f->n_flight - 1)->seq
+						 : f->cursor);
+	if (n < 0 || (size_t)n >= f->o.batch_max) {
+		(void)pthread_mutex_lock(&f->lock);
+		f->first_commit_ns = first != 0 ? first : 1;
+		(void)pthread_mutex_unlock(&f->lock);
+	}
+	return n;
 }
 
 /*
@@ -173,6 +266,7 @@ static int send_pending(struct lsink_forward *f)
 {
 	struct fbatch *b = ring(f, f->n_flight);
 	struct fconn *c = NULL;
+	int64_t until;
 	int r;
 
 	/*
@@ -181,7 +275,11 @@ static int send_pending(struct lsink_forward *f)
 	 * until the older ones commit, would hold it up).
 	 */
 	if (!f->pending || f->n_flight == f->n_conns ||
-	    (f->n_flight > 0 && (lsink_fwd_new_months(f, b) || shares_rows(f, b))))
+	    (f->n_flight > 0 &&
+	     (lsink_fwd_new_months(f, b) || shares_rows(f, b))))
+		return 0;
+	/* The writer first (YIELDING). */
+	if (holding(f, &until))
 		return 0;
 	for (size_t i = 0; i < f->n_conns && c == NULL; i++) {
 		c = &f->conns[i];
@@ -203,6 +301,7 @@ static void *forward_main(void *arg)
 {
 	struct lsink_forward *f = arg;
 	struct fbatch *b;
+	int64_t until;
 	int n, r, sent;
 
 	/*
@@ -217,12 +316,14 @@ static void *forward_main(void *arg)
 			back_off(f);
 			continue;
 		}
+		/* Nothing in flight, and the writer busy: not now. */
+		if (f->n_flight == 0 && holding(f, &until)) {
+			hold_until(f, until);
+			continue;
+		}
 		/* One read ahead, after those in flight. */
 		if (!f->pending) {
-			b = ring(f, f->n_flight);
-			n = lsink_fwd_read(f, b, f->n_flight > 0
-						     ? ring(f, f->n_flight - 1)->seq
-						     : f->cursor);
+			n = read_ahead(f);
 			if (n < 0)
 				goto failed;
 			f->pending = n > 0;
@@ -233,6 +334,9 @@ static void *forward_main(void *arg)
 		if (sent > 0)
 			continue;
 		if (f->n_flight == 0) {
+			/* Held (send_pending): the loop's start waits. */
+			if (f->pending)
+				continue;
 			/* Nothing to send: until the store changes. */
 			(void)pthread_mutex_lock(&f->lock);
 			wait_kick(f, POLL_MS);
@@ -387,11 +491,19 @@ fail_lock:
 
 void lsink_forward_kick(struct lsink_forward *f)
 {
+	int64_t now;
+
 	if (f == NULL)
 		return;
+	now = mono_ns();
 	(void)pthread_mutex_lock(&f->lock);
 	f->kicked = true;
-	(void)pthread_cond_signal(&f->cond);
+	f->last_commit_ns = now;
+	if (f->first_commit_ns == 0)
+		f->first_commit_ns = now;
+	/* Only a forwarder waiting for changes wants waking (YIELDING). */
+	if (f->waiting)
+		(void)pthread_cond_signal(&f->cond);
 	(void)pthread_mutex_unlock(&f->lock);
 }
 
@@ -418,8 +530,9 @@ void lsink_forward_stop(struct lsink_forward *f)
 	(void)pthread_cond_destroy(&f->cond);
 	(void)pthread_mutex_destroy(&f->lock);
 	lsink_msg("forwarded %llu events in %llu transactions (%llu by "
-		  "direct COPY)", (unsigned long long)f->n_sent,
+		  "direct COPY), %.1f s of waiting for the writer",
+		  (unsigned long long)f->n_sent,
 		  (unsigned long long)f->n_batches,
-		  (unsigned long long)f->n_direct);
+		  (unsigned long long)f->n_direct, (double)f->held_ns / 1e9);
 	forward_free(f);
 }

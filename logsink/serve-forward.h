@@ -33,7 +33,7 @@ struct fbatch {
 	bool failed;       /* appending ran out of memory */
 	const char *forced, *node; /* the hosts, as in safe_sql */
 	bool direct;       /* sent by COPY into fleet_events */
-	bool open;         /* its COMMIT is to be sent (ORDER, serve-forward.c) */
+	bool open;         /* its COMMIT to be sent (ORDER) */
 	struct fconn *conn; /* in flight on it, or NULL */
 	bool want_keys;    /* keys wanted (n_conns > 1) */
 	uint64_t *keys;    /* its ids' hashes, n, sorted */
@@ -48,6 +48,10 @@ struct lsink_forward {
 	/* Under lock: */
 	bool stop, kicked;
 	bool busy;                 /* waiting for the server */
+	bool waiting;              /* for a kick */
+	/* The writer's commits (CLOCK_MONOTONIC; see YIELDING): */
+	int64_t last_commit_ns;    /* the last */
+	int64_t first_commit_ns;   /* the first not read, 0 none, 1 old */
 	/* The thread's own: */
 	struct bgrun_store *store;
 	struct fconn conns[LSINK_FORWARD_CONNS_MAX];
@@ -61,8 +65,8 @@ struct lsink_forward {
 	int64_t made_lo, made_hi;  /* months known to have partitions */
 	/*
 	 * The batches in flight, oldest first, and perhaps one more read
-	 * from the store and not sent yet (see PIPELINE, serve-forward.c): a ring of
-	 * n_conns + 1, from head.
+	 * from the store and not sent yet (see PIPELINE, serve-forward.c):
+	 * a ring of n_conns + 1, from head.
 	 */
 	struct fbatch batches[LSINK_FORWARD_CONNS_MAX + 1];
 	size_t head, n_flight;
@@ -73,6 +77,7 @@ struct lsink_forward {
 	char said[512];            /* the problem last logged */
 	int backoff_ms;
 	uint64_t n_sent, n_batches;
+	int64_t held_ns;           /* waited for the writer, in all */
 };
 
 /* serve-forward.c: the thread. */
@@ -110,7 +115,10 @@ void lsink_fwd_disconnect(struct lsink_forward *f);
 /* Whether b has rows of months not known to have partitions. */
 bool lsink_fwd_new_months(const struct lsink_forward *f,
 			  const struct fbatch *b);
-/* Starts sending b on c; lsink_fwd_end_batch waits for the rest. 0, or -1 said. */
+/*
+ * Starts sending b on c, and waits for the rest of it (committed, or
+ * sent again the safe way). 0, or -1 said.
+ */
 int lsink_fwd_start_batch(struct lsink_forward *f, struct fconn *c,
 			  struct fbatch *b);
 int lsink_fwd_end_batch(struct lsink_forward *f, struct fbatch *b);
