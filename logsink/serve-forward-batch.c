@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* serve-forward-batch.c: the forwarder's batches: the store's changes as COPY text, and the statements that send them. */
+/* serve-forward-batch.c: the forwarder's batches: the store's changes as COPY data, and the statements that send them. */
 
 #include "serve-forward.h"
 
@@ -76,7 +76,7 @@ char *lsink_fwd_copy_sql(const char *table, const char *tail)
 	    lsink_fwd_append(&sql, &len, table) &&
 	    lsink_fwd_append(&sql, &len, " (") &&
 	    append_list(&sql, &len, "", "", NULL) &&
-	    lsink_fwd_append(&sql, &len, ") FROM STDIN") &&
+	    lsink_fwd_append(&sql, &len, ") FROM STDIN WITH (FORMAT binary)") &&
 	    lsink_fwd_append(&sql, &len, tail))
 		return sql;
 	free(sql);
@@ -178,42 +178,45 @@ static bool reserve(struct fbatch *b, size_t need)
 	return true;
 }
 
-/* One field of COPY's text format, then the separator sep. */
-static bool put_text(struct fbatch *b, const char *s, char sep)
+/*
+ * COPY's binary format: a field is its length (int32, -1 for NULL) and
+ * its bytes, a bigint 8 bytes, all in network order; a row starts with
+ * its number of fields, the data with a signature and two int32 0 (no
+ * flags, no extension), and ends with -1 as an int16. Text and json go
+ * as their bytes (json's binary form is its text, checked by the server
+ * as in the text format). Against the text format (measured: docs/
+ * fleet.md), nothing is formatted or escaped here, nor parsed there: 1.5
+ * against 1.8 us of the forwarder's CPU an event, 6.5 against 6.7 of
+ * the server's. The columns' types are the schema's (pg-schema.c), which
+ * the forwarder checks at each connection.
+ */
+static void put_be(struct fbatch *b, uint64_t v, int bytes)
 {
-	if (s == NULL) {
-		if (!reserve(b, 3))
-			return false;
-		b->buf[b->len++] = '\\';
-		b->buf[b->len++] = 'N';
-		b->buf[b->len++] = sep;
-		return true;
-	}
-	if (!reserve(b, 2 * strlen(s) + 1))
-		return false;
-	for (; *s != '\0'; s++) {
-		char e = *s == '\\' ? '\\' : *s == '\t' ? 't'
-			 : *s == '\n' ? 'n' : *s == '\r' ? 'r' : 0;
+	while (bytes-- > 0)
+		b->buf[b->len++] = (char)(v >> (8 * bytes));
+}
 
-		if (e != 0) {
-			b->buf[b->len++] = '\\';
-			b->buf[b->len++] = e;
-		} else {
-			b->buf[b->len++] = *s;
-		}
-	}
-	b->buf[b->len++] = sep;
+static bool bin_text(struct fbatch *b, const char *s)
+{
+	size_t n = s != NULL ? strlen(s) : 0;
+
+	if (n > INT32_MAX || !reserve(b, 4 + n))
+		return false;
+	put_be(b, s != NULL ? (uint32_t)n : UINT32_MAX, 4);
+	memcpy(b->buf + b->len, s != NULL ? s : "", n);
+	b->len += n;
 	return true;
 }
 
-static bool put_int(struct fbatch *b, int64_t v, char sep)
+static bool bin_int(struct fbatch *b, int64_t v)
 {
-	char num[24];
-
 	if (v == BGRUN_NULL)
-		return put_text(b, NULL, sep);
-	(void)snprintf(num, sizeof(num), "%lld", (long long)v);
-	return put_text(b, num, sep);
+		return bin_text(b, NULL);
+	if (!reserve(b, 12))
+		return false;
+	put_be(b, 8, 4);
+	put_be(b, (uint64_t)v, 8);
+	return true;
 }
 
 /* FNV-1a of an id: the key of its row in shares_rows. */
@@ -250,27 +253,41 @@ static int cmp_key(const void *a, const void *b)
 }
 
 /*
- * A row as one line of COPY's text format, its columns in the order of
- * LSINK_PG_COLUMNS, id first.
+ * A row in COPY's binary format, its columns in the order of
+ * LSINK_PG_COLUMNS, id first (the data's header before the first).
  */
 static int add_change(void *data, const struct bgrun_store_change *c)
 {
 	struct fbatch *b = data;
 	const struct bgrun_event *ev = &c->ev;
-	bool ok = put_text(b, ev->id, '\t');
+	bool ok;
 
-	/* Every column is followed by a tab; the last one's becomes \n. */
+	if (b->len == 0) {
+		if (!reserve(b, 19)) {
+			b->failed = true;
+			return 1;
+		}
+		memcpy(b->buf, "PGCOPY\n\377\r\n\0", 11);
+		b->len = 11;
+		put_be(b, 0, 4);
+		put_be(b, 0, 4);
+	}
+	ok = reserve(b, 2);
+	if (ok)
+		put_be(b, 1 + N_PG_COLUMNS, 2);
+	ok = ok && bin_text(b, ev->id);
+
 	/*
 	 * The host as the INSERT makes it (the forced one, else the event's,
 	 * else this machine's): the direct COPY has no INSERT.
 	 */
-#define PUT_S(n) ok = ok && put_text(b, strcmp(#n, "host") != 0 ? ev->n \
+#define PUT_S(n) ok = ok && bin_text(b, strcmp(#n, "host") != 0 ? ev->n \
 				     : b->forced != NULL ? b->forced \
-				     : ev->host != NULL ? ev->host : b->node, '\t');
-#define PUT_I(n) ok = ok && put_int(b, ev->n, '\t');
-#define PUT_R(n) ok = ok && put_int(b, c->n, '\t');
-#define PUT_J(n) ok = ok && put_text(b, strcmp(#n, "argv") == 0 \
-					 ? c->argv_json : ev->options_json, '\t');
+				     : ev->host != NULL ? ev->host : b->node);
+#define PUT_I(n) ok = ok && bin_int(b, ev->n);
+#define PUT_R(n) ok = ok && bin_int(b, c->n);
+#define PUT_J(n) ok = ok && bin_text(b, strcmp(#n, "argv") == 0 \
+					 ? c->argv_json : ev->options_json);
 #define PUT(kind, n, type) PUT_##kind(n)
 	LSINK_PG_COLUMNS(PUT)
 #undef PUT
@@ -278,7 +295,6 @@ static int add_change(void *data, const struct bgrun_store_change *c)
 		b->failed = true;
 		return 1;
 	}
-	b->buf[b->len - 1] = '\n';
 	if (b->want_keys && !add_key(b, ev->id)) {
 		b->failed = true;
 		return 1;
@@ -310,6 +326,12 @@ int lsink_fwd_read(struct lsink_forward *f, struct fbatch *b, int64_t after)
 					    : bgrun_store_errmsg(f->store));
 		return -1;
 	}
+	if (b->n > 0 && !reserve(b, 2)) {
+		lsink_fwd_problem(f, "reading the local store", "out of memory");
+		return -1;
+	}
+	if (b->n > 0)
+		put_be(b, UINT16_MAX, 2);
 	if (b->want_keys && b->n > 1)
 		qsort(b->keys, b->n, sizeof(*b->keys), cmp_key);
 	return (int)b->n;

@@ -21,7 +21,7 @@
  * this daemon's writer, an embedded writer or the spool, and every later
  * change of a row (a running row that finished, a row marked lost) comes
  * after the cursor. A batch is sent in one PostgreSQL transaction: COPY
- * (typed columns, text format) straight into the fleet table (DIRECT
+ * (typed columns, binary format) straight into the fleet table (DIRECT
  * COPY in serve-forward-pg.c), or, when a row is there already, COPY
  * into a temporary table and one INSERT ... ON CONFLICT into the fleet
  * table, whose rule
@@ -39,7 +39,7 @@
  *
  * The files: this one is the thread (its loop, the pipeline, yielding to
  * the writer, start and stop); serve-forward-batch.c reads the store's
- * changes into batches of COPY text and makes the statements;
+ * changes into batches of COPY data and makes the statements;
  * serve-forward-pg.c holds the connections and sends a batch on one.
  */
 
@@ -140,7 +140,7 @@ static void set_busy(struct lsink_forward *f, bool busy)
 
 /*
  * YIELDING. Forwarding takes CPU from this machine: the thread's reading
- * and COPY text (some 1.7 us an event), and, with the server here, far
+ * and COPY data (some 1.5 us an event), and, with the server here, far
  * more of the server's (some 7 us an event: docs/fleet.md). Where the
  * CPUs are short, that is taken from the loop and the writer, whose acks
  * the clients wait for. So while the writer is busy (it committed in

@@ -25,9 +25,9 @@ struct fconn {
 	char *safe_sql, *safe_open_sql;
 };
 
-/* A batch: the store's changes after a change number, as COPY text. */
+/* A batch: the store's changes after a change number, as COPY data. */
 struct fbatch {
-	char *buf;         /* COPY text */
+	char *buf;         /* COPY's binary format */
 	size_t len, cap, n;
 	int64_t seq, lo_ns, hi_ns;
 	bool failed;       /* appending ran out of memory */
