@@ -17,7 +17,8 @@
  * forwarding, each run then waits for its last events in PostgreSQL:
  * "fwd after" is the time from the last ack to there, the lag p50/p99
  * per event from its local commit to its insert there. The summary: each
- * side's medians (events/s, and of the runs' p50 and p99) and on/off.
+ * side's medians (events/s, and of the runs' p50 and p99), on/off of
+ * those, and the median of each round's on/off (the steadier figure).
  * The load average is printed before and after: on a shared machine the
  * ratio of the same run is what means something.
  */
@@ -377,13 +378,28 @@ int run_acks(int rounds, long events, int clients, int window)
 		printf("median on:  %.0f acked/s, p50 %.1f ms, p90 %.1f ms, "
 		       "p99 %.1f ms; all there %.2f s after the last ack, lag "
 		       "p99 %.0f ms\n", on[0], on[1], on[2], on[3], on[4], on[5]);
-		printf("on/off: acked/s %.2f, p50 %.2f, p90 %.2f, p99 %.2f "
-		       "(each round's acked/s:", on[0] / off[0],
-		       on[1] / off[1], on[2] / off[2], on[3] / off[3]);
-		for (int i = 0; i < rounds; i++)
-			printf(" %.2f", runs[2 * i + (i % 2 == 0)].eps /
-						runs[2 * i + (i % 2 != 0)].eps);
-		printf(")\nload average now %s\n", loadavg(load, sizeof(load)));
+		double ratio[2][MAX_ROUNDS];
+
+		printf("on/off of the medians: acked/s %.2f, p50 %.2f, p90 "
+		       "%.2f, p99 %.2f\non/off in each round, acked/s:",
+		       on[0] / off[0], on[1] / off[1], on[2] / off[2],
+		       on[3] / off[3]);
+		/*
+		 * The machine's share for this program changes from one
+		 * moment to the next: the ratio within a round, on and off
+		 * side by side, varies less than either side.
+		 */
+		for (int i = 0; i < rounds; i++) {
+			const struct arun *a = &runs[2 * i + (i % 2 == 0)],
+					  *b = &runs[2 * i + (i % 2 != 0)];
+
+			ratio[0][i] = a->eps / b->eps;
+			ratio[1][i] = a->p50 / b->p50;
+			printf(" %.2f", ratio[0][i]);
+		}
+		printf("\nmedian of the rounds' on/off: acked/s %.2f, p50 %.2f\n",
+		       median(ratio[0], rounds), median(ratio[1], rounds));
+		printf("load average now %s\n", loadavg(load, sizeof(load)));
 	}
 	return 0;
 }
