@@ -152,8 +152,8 @@ static void set_busy(struct lsink_forward *f, bool busy)
  * flood that never pauses is forwarded all the same, as a backlog, the
  * CPUs shared. A burst shorter than yield_ms is thus stored at the speed
  * it would have without forwarding, and forwarded after it. A backlog
- * of unknown age (there at the start, or read again after a failure)
- * counts as old. Embedded writers do not kick, so are never waited for.
+ * of unknown age (a whole batch read with no commit seen since the last
+ * catch-up: there at the start, or written by others) counts as old. Embedded writers do not kick, so are never waited for.
  */
 
 /*
