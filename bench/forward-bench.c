@@ -5,6 +5,8 @@
  * Usage: forward-bench --pg CONNINFO [--events N] [--hosts 1,4,16]
  *                      [--batch N] [--backlog] [--logsink PATH] [--dir DIR]
  *                      [--csv FILE] [--serve-arg ARG]...
+ *        forward-bench --pg CONNINFO --acks [--rounds N] [--events N]
+ *                      [--clients N] [--window N] [--serve-arg ARG]...
  *
  * For each K of --hosts: empties the fleet table of CONNINFO, starts K
  * daemons (`logsink serve --forward=CONNINFO --forward-host=bench-I`),
@@ -30,11 +32,14 @@
  * from the forwarders being measured.
  * --serve-arg gives the forwarding daemons one more option each
  * (--forward-connections=N, to compare).
+ * --acks compares the daemon's acks with forwarding off and on, in one
+ * run (forward-acks.c says how).
  * The server is whatever CONNINFO names: a local one here (see
  * docs/fleet.md for the numbers and how they were taken).
  */
 
 #include "bgrun.h"
+#include "forward-bench.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,16 +64,15 @@
 #define MAX_HOSTS 64
 #define PUT_BATCH 100
 
-static const char *logsink = FORWARD_BENCH_LOGSINK;
-static const char *conninfo;
-static const char *base_dir = "/tmp";
+const char *logsink = FORWARD_BENCH_LOGSINK;
+const char *conninfo;
+const char *base_dir = "/tmp";
 static const char *batch_arg = "2000";
 static bool backlog;
 static const char *serve_args[8];
 static int n_serve_args;
 
-__attribute__((noreturn, format(printf, 1, 2)))
-static void die(const char *fmt, ...)
+void die(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -80,7 +84,7 @@ static void die(const char *fmt, ...)
 	exit(1);
 }
 
-static int64_t now_ns(void)
+int64_t now_ns(void)
 {
 	struct timespec ts;
 
@@ -88,7 +92,7 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static PGconn *pg_connect(void)
+PGconn *pg_connect(void)
 {
 	PGconn *c = PQconnectdb(conninfo);
 
@@ -97,8 +101,7 @@ static PGconn *pg_connect(void)
 	return c;
 }
 
-/* The integer sql gives, or -1 (a table not made yet). */
-static int64_t pg_int(PGconn *c, const char *sql)
+int64_t pg_int(PGconn *c, const char *sql)
 {
 	PGresult *res = PQexec(c, sql);
 	int64_t v = -1;
@@ -221,13 +224,7 @@ static void wait_reaped(const long *pids, int n)
 	}
 }
 
-struct daemon {
-	struct bgrun_child *child;
-	char db[512], sock[300], log[600];
-};
-
-/* The daemon of simulated host i, forwarding or not. */
-static void daemon_start(struct daemon *d, const char *dir, int i, bool fw)
+void daemon_start(struct daemon *d, const char *dir, int i, bool fw)
 {
 	char fwd[1024], host[64], batch[64];
 	const char *argv[10 + 8 + 1] = { logsink, "--db", d->db, "serve",
@@ -263,7 +260,7 @@ static void daemon_start(struct daemon *d, const char *dir, int i, bool fw)
 		die("the daemon did not start: %s", line);
 }
 
-static void daemon_stop(struct daemon *d)
+void daemon_stop(struct daemon *d)
 {
 	struct bgrun_status st;
 
@@ -428,7 +425,8 @@ static void run(int k, long events, struct result *res)
 int main(int argc, char **argv)
 {
 	const char *hosts = "1,4,16", *csv = NULL;
-	long events = 200000;
+	long events = 0;
+	int acks = 0, rounds = 5, clients = 8, window = 256;
 	struct result res[16];
 	int n_res = 0;
 	FILE *out;
@@ -444,6 +442,14 @@ int main(int argc, char **argv)
 			batch_arg = argv[++i];
 		else if (strcmp(argv[i], "--backlog") == 0)
 			backlog = true;
+		else if (strcmp(argv[i], "--acks") == 0)
+			acks = 1;
+		else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+			rounds = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc)
+			clients = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--window") == 0 && i + 1 < argc)
+			window = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--logsink") == 0 && i + 1 < argc)
 			logsink = argv[++i];
 		else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
@@ -458,13 +464,20 @@ int main(int argc, char **argv)
 				"usage: forward-bench --pg CONNINFO [--events N] "
 				"[--hosts 1,4,16] [--batch N] [--backlog] "
 				"[--logsink PATH] [--dir DIR] [--csv FILE] "
-				"[--serve-arg ARG]...\n");
+				"[--serve-arg ARG]...\n"
+				"       forward-bench --pg CONNINFO --acks "
+				"[--rounds N] [--events N] [--clients N] "
+				"[--window N] [--serve-arg ARG]...\n");
 			return 2;
 		}
 	}
 	if (conninfo == NULL)
 		die("--pg CONNINFO: the PostgreSQL to forward to (a test one: "
 		    "its fleet_events table is emptied)");
+	if (acks)
+		return run_acks(rounds, events ? events : 50000, clients, window);
+	if (events == 0)
+		events = 200000;
 	if (events < 100)
 		die("--events must be at least 100");
 	for (const char *p = hosts; *p != '\0';) {

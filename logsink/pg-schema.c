@@ -42,7 +42,7 @@ static const char schema_v1[] =
  * insert. A filtered query combines such an index with the time index
  * (bitmap AND), or sorts what it found. forwarded_at is also when each row was inserted
  * (clock_timestamp), not when its transaction began (now), as the
- * forwarder's direct COPY leaves it to the default (serve-forward.c).
+ * forwarder's direct COPY leaves it to the default (serve-forward-pg.c).
  */
 static const char schema_v2[] =
 	"DROP INDEX fleet_events_host, fleet_events_result, "

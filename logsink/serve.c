@@ -38,6 +38,7 @@ enum {
 	OPT_FORWARD_HOST,
 	OPT_FORWARD_BATCH,
 	OPT_FORWARD_CONNS,
+	OPT_FORWARD_YIELD,
 	OPT_FRAME_TIMEOUT,
 	OPT_MAX_PER_PROCESS,
 	OPT_RESERVE,
@@ -66,6 +67,7 @@ static const struct option options[] = {
 	{ "forward-host", required_argument, NULL, OPT_FORWARD_HOST },
 	{ "forward-batch", required_argument, NULL, OPT_FORWARD_BATCH },
 	{ "forward-connections", required_argument, NULL, OPT_FORWARD_CONNS },
+	{ "forward-yield", required_argument, NULL, OPT_FORWARD_YIELD },
 	{ "stop", no_argument, NULL, OPT_STOP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -117,6 +119,9 @@ static const char help_text[] =
 	"      --forward-connections=N\n"
 	"                           batches in flight at once, each on a\n"
 	"                           connection of its own (1 to 8, default 1)\n"
+	"      --forward-yield=DUR  while the daemon is busy storing events,\n"
+	"                           forward in its pauses, waiting DUR at most\n"
+	"                           (default 5s; 0: never wait)\n"
 	"      --stop               stop the daemon serving the socket (and the\n"
 	"                           database: --db) and wait until it has exited\n"
 	LSINK_COMMON_HELP
@@ -435,7 +440,8 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 			     .frame_ms = 10000, .max_per_pid = 32,
 			     .reserve = SIZE_MAX },
 		.srv.writer = { .batch_max = 2048 },
-		.fwd = { .batch_max = 2000, .connections = 1 },
+		.fwd = { .batch_max = 2000, .connections = 1,
+			 .yield_ms = 5000 },
 	};
 	int opt, r, status = LSINK_EXIT_FAILURE;
 	const char *v;
@@ -532,6 +538,9 @@ int lsink_serve_main(int argc, char **argv, const char *db)
 				parse_count(optarg, "forward-connections");
 			if (s.fwd.connections > LSINK_FORWARD_CONNS_MAX)
 				lsink_usage("--forward-connections: at most 8");
+			break;
+		case OPT_FORWARD_YIELD:
+			s.fwd.yield_ms = parse_ms(optarg, "forward-yield");
 			break;
 		case OPT_STOP:
 			stop = true;

@@ -160,6 +160,7 @@ struct lsink_forward_opts {
 	const char *host;     /* the host of every event forwarded, or NULL */
 	size_t batch_max;     /* events per PostgreSQL transaction */
 	size_t connections;   /* to the server, a batch in flight on each */
+	uint64_t yield_ms;    /* waiting for the writer's pauses at most */
 };
 /* --forward-connections at most. */
 #define LSINK_FORWARD_CONNS_MAX 8

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test-fleet.c: forwarding to a real PostgreSQL of the test's own: two hosts, the server restarted mid-flood, kill -9. */
+/* test-fleet.c: forwarding to a real PostgreSQL of the test's own: two hosts, the server restarted mid-flood, kill -9, yielding. */
 
 #include "test-sink.h"
 
@@ -27,6 +27,7 @@ void case_fleet_pg_restart(void) { no_libpq(); }
 void case_fleet_kill9(void) { no_libpq(); }
 void case_fleet_filters(void) { no_libpq(); }
 void case_fleet_order(void) { no_libpq(); }
+void case_fleet_yield(void) { no_libpq(); }
 
 #else
 
@@ -799,9 +800,15 @@ void case_fleet_pg_restart(void)
 	const char *log;
 
 	(void)snprintf(fwd, sizeof(fwd), "--forward=%s", pg->conninfo);
+	/*
+	 * Forwarding waits for the writer 200 ms at most (see YIELDING in
+	 * serve-forward.c), so that it runs during the flood, as a backlog
+	 * after each wait: the server goes while it works.
+	 */
 	t_daemon_start(&d, db, sock,
 		       (const char *const[]){ fwd, "--forward-batch=200",
-					      "--forward-connections=2", NULL });
+					      "--forward-connections=2",
+					      "--forward-yield=200ms", NULL });
 	flood_start(f, th, db, sock, &stop);
 	wait_total(f, FLOOD_THREADS, 1500);
 	/* Forwarding works before the fault... */
@@ -936,7 +943,7 @@ void case_fleet_kill9(void)
  * the commit times of the rows' transactions (the server keeps them:
  * track_commit_timestamp) never go back. Meanwhile an administrator
  * locks the table until the forwarder's lock_timeout ends its wait (see
- * connect_one in serve-forward.c). Then, every acked event once, and the
+ * connect_one in serve-forward-pg.c). Then, every acked event once, and the
  * cursor at the counter.
  */
 void case_fleet_order(void)
@@ -1192,6 +1199,43 @@ void case_fleet_filters(void)
 	ASSERT_EQ(strncmp(a, b, (size_t)(strstr(a, "\ncwd") - a)), 0);
 	ASSERT(strstr(pg_out, "argv: -") == NULL);
 	free(local_out);
+}
+
+/*
+ * YIELDING (serve-forward.c): a daemon that may wait an hour for pauses
+ * of its writer still forwards once the writer is idle: 100 events put
+ * one at a time, then none, are all there long before the hour (the
+ * wait below ends at 60 s). A --forward-yield that is not a duration is
+ * refused, as a usage error.
+ */
+void case_fleet_yield(void)
+{
+	struct t_pg *pg = pg_new();
+	const char *dir = t_tmpdir();
+	struct t_daemon d;
+	char fwd[300], *out;
+	t_id ids[100];
+
+	(void)snprintf(fwd, sizeof(fwd), "--forward=%s", pg->conninfo);
+	ASSERT_EQ(run_logsink_to((const char *const[]){
+				      "--db", t_path(dir, "bad.db"), "serve",
+				      "--socket", t_path(dir, "s/bad.sock"),
+				      fwd, "--forward-yield=soon", NULL },
+				 &out, true), 2);
+	if (strstr(out, "invalid duration 'soon' for --forward-yield") == NULL)
+		FAIL("not the usage error expected: %s", out);
+	t_daemon_start(&d, t_path(dir, "ev.db"), t_path(dir, "s/sink.sock"),
+		       (const char *const[]){ fwd, "--forward-host=yield",
+					      "--forward-yield=1h", NULL });
+	put_n(&d, ids, 100);
+	if (pg_wait(pg, COUNT_ALL, 100, 60000) != 100)
+		FAIL("an idle writer was waited for: %lld rows there; log:\n%s",
+		     (long long)pg_int(pg, COUNT_ALL), read_log(d.log));
+	pg_expect_ids(pg, "yield", ids, 100, false);
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	if (strstr(read_log(d.log), "s of waiting for the writer") == NULL)
+		FAIL("no time waited in the stop line: %s", read_log(d.log));
+	fprintf(stderr, "%s", read_log(d.log));
 }
 
 #endif /* T_HAVE_LIBPQ */

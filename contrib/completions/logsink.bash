@@ -23,7 +23,7 @@ _logsink_opts()
 			--max-connections --max-pending --queue-max --idle-timeout
 			--frame-timeout --max-per-process --reserve --exit-idle
 			--batch-max --commit-delay --ready-fd --forward --forward-host
-			--forward-batch --forward-connections --stop --db -h --help" ;;
+			--forward-batch --forward-connections --forward-yield --stop --db -h --help" ;;
 	send)
 		echo "--event --source --message --field --from-hg-env --socket
 			--print-id --db -h --help" ;;
@@ -81,7 +81,7 @@ _logsink()
 	--max-connections | --max-pending | --queue-max | --idle-timeout | \
 	--frame-timeout | --max-per-process | --reserve | --exit-idle | \
 	--batch-max | --commit-delay | --ready-fd | --forward | --forward-host | \
-	--forward-batch | --forward-connections)
+	--forward-batch | --forward-connections | --forward-yield)
 		return ;;
 	esac
 	case $cur in

@@ -73,6 +73,7 @@ complete -c logsink -n $D -l forward -x -d 'Ship every event to PostgreSQL'
 complete -c logsink -n $D -l forward-host -x -d 'The host recorded in PostgreSQL'
 complete -c logsink -n $D -l forward-batch -x -d 'Events per PostgreSQL transaction'
 complete -c logsink -n $D -l forward-connections -x -d 'Batches in flight, a connection each'
+complete -c logsink -n $D -l forward-yield -x -d 'Wait DUR at most for pauses of the writer'
 complete -c logsink -n $D -l stop -d 'Stop the daemon serving the socket'
 
 set -l E '__fish_seen_subcommand_from send'
