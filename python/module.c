@@ -310,7 +310,9 @@ PyDoc_STRVAR(module_doc,
 "process's size; runbgcommand() is Mercurial's procutil.runbgcommand on\n"
 "it; log() and Sink record events (commandfinish...) in-process through\n"
 "the sink daemon, the store or the spool; query() and stats() read the\n"
-"store back. Every blocking call releases\n"
+"store back. Importing it loads libbgrun alone: libbgrun-store, and\n"
+"SQLite, only when the store is first needed (a put the daemon did not\n"
+"take, query(), stats()). Every blocking call releases\n"
 "the GIL. Errors are OSError subclasses: SpawnError (with .stage, the\n"
 "step that failed: arguments, setup, cwd, stdin, stdout, stderr, exec)\n"
 "and SinkError (with .spooled).");
