@@ -800,7 +800,14 @@ static int connect_locked(struct sinkcore *c, const char **no_store)
 static void *ahead_main(void *arg)
 {
 	struct sinkcore *c = arg;
+	struct bgrun_event warm;
 
+	/*
+	 * What the library learns once per process for every event (host,
+	 * user name, boot id: a dozen system calls, getpwuid's among them),
+	 * learnt here rather than at the put, on the caller's clock.
+	 */
+	bgrun_event_init(&warm, "warm", "warm");
 	(void)PyThread_acquire_lock(c->lock, WAIT_LOCK);
 	if (c->sink != NULL)
 		(void)connect_locked(c, NULL);
