@@ -27,8 +27,11 @@ extern PyObject *pyb_spawn_error;
 extern PyObject *pyb_sink_error;
 extern PyTypeObject pyb_child_type;
 extern PyTypeObject pyb_sink_type;
-extern PyTypeObject *pyb_status_type;
+extern PyTypeObject *pyb_status_type; /* made at first use: pyb_status_types_ensure */
 extern PyTypeObject *pyb_rusage_type;
+/* The module (borrowed), to which the types made at first use are added. */
+extern PyObject *pyb_module;
+int pyb_status_types_ensure(void);
 
 /* --- conv.c: Python objects to the C strings libbgrun borrows --- */
 

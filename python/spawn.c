@@ -61,6 +61,22 @@ static PyObject *secs_or_none(int64_t ns)
 	return PyFloat_FromDouble((double)ns / 1e9);
 }
 
+int pyb_status_types_ensure(void)
+{
+	if (pyb_status_type != NULL)
+		return 0;
+	if (pyb_rusage_type == NULL &&
+	    ((pyb_rusage_type = PyStructSequence_NewType(&rusage_desc)) == NULL ||
+	     PyModule_AddObjectRef(pyb_module, "Rusage", (PyObject *)pyb_rusage_type) < 0))
+		return -1;
+	if ((pyb_status_type = PyStructSequence_NewType(&status_desc)) == NULL ||
+	    PyModule_AddObjectRef(pyb_module, "Status", (PyObject *)pyb_status_type) < 0) {
+		Py_CLEAR(pyb_status_type);
+		return -1;
+	}
+	return 0;
+}
+
 static PyObject *make_status(const struct bgrun_status *st)
 {
 	const struct bgrun_rusage *ru = &st->rusage;
@@ -69,6 +85,8 @@ static PyObject *make_status(const struct bgrun_status *st)
 			   ru->in_blocks, ru->out_blocks, ru->vol_ctxsw,
 			   ru->invol_ctxsw };
 
+	if (pyb_status_types_ensure() < 0)
+		return NULL;
 	r = PyStructSequence_New(pyb_rusage_type);
 	if (r == NULL)
 		return NULL;
@@ -613,15 +631,10 @@ fail:
 
 int pyb_spawn_types_init(PyObject *m)
 {
-	pyb_status_type = PyStructSequence_NewType(&status_desc);
-	pyb_rusage_type = PyStructSequence_NewType(&rusage_desc);
-	if (pyb_status_type == NULL || pyb_rusage_type == NULL)
-		return -1;
+	/* Status and Rusage: pyb_status_types_ensure, at their first use. */
 	if (PyType_Ready(&pyb_child_type) < 0)
 		return -1;
-	if (PyModule_AddObjectRef(m, "Status", (PyObject *)pyb_status_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Rusage", (PyObject *)pyb_rusage_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Child", (PyObject *)&pyb_child_type) < 0)
+	if (PyModule_AddObjectRef(m, "Child", (PyObject *)&pyb_child_type) < 0)
 		return -1;
 	return 0;
 }
