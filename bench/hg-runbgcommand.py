@@ -243,7 +243,14 @@ def _hg_overhead(args, rng, hg, logsink, tmp):
     timer = os.path.join(tmp, 'timer.py')
     with open(timer, 'w') as f:
         f.write(TIMER_EXT)
-    base_env = dict(os.environ, HOME=tmp, HGPLAIN='1', HGUSER='bench',
+    # An extension that does nothing: what hg itself costs for loading a
+    # third-party one by name (it first tries, and fails, hgext.NAME).
+    pyext = os.path.join(tmp, 'pyext', 'hgext3rd')
+    os.makedirs(pyext)
+    with open(os.path.join(pyext, 'bgrunbenchempty.py'), 'w') as f:
+        f.write("testedwith = b'6.3.2'\n")
+    pypath = os.path.join(tmp, 'pyext') + os.pathsep + os.environ.get('PYTHONPATH', '')
+    base_env = dict(os.environ, HOME=tmp, HGPLAIN='1', HGUSER='bench', PYTHONPATH=pypath,
                     BGRUN_DB=os.path.join(tmp, 'events.db'),
                     BGRUN_SOCKET=os.path.join(tmp, 'sink.sock'))
     base_env.pop('BGRUN_SINK', None)
@@ -257,6 +264,7 @@ def _hg_overhead(args, rng, hg, logsink, tmp):
     hook = '"%s" send --from-hg-env' % logsink
     configs = [
         ('none', '', {}),
+        ('an empty extension', '[extensions]\nbgrunbenchempty =\n', {}),
         # The extension loaded, nothing logged: what its import costs.
         ('bgrun ext, log off', '[extensions]\nbgrun =\n', {}),
         ('logtoprocess+send embedded',
@@ -343,6 +351,17 @@ def _hg_overhead(args, rng, hg, logsink, tmp):
                          cpu_p50_ms='%.3f' % (m['cpu'] / 1e6),
                          wall_pair_ms='%.3f' % (pw / 1e6),
                          cpu_pair_ms='%.3f' % (pc / 1e6)))
+    print("# against the empty extension (hg's own cost of loading one), paired by round, p50 ms:")
+    empty = results['an empty extension']
+    for name, _, _ in configs:
+        if not name.startswith('bgrun'):
+            continue
+        res = results[name]
+        pw = statistics.median(a - b for a, b in zip(res['wall'], empty['wall']))
+        pc = statistics.median(a - b for a, b in zip(res['cpu'], empty['cpu']))
+        print('#   %-26s wall %+7.3f  cpu %+7.3f' % (name, pw / 1e6, pc / 1e6))
+        rows.append(dict(section='hg-command-vs-empty', logging=name,
+                         wall_pair_ms='%.3f' % (pw / 1e6), cpu_pair_ms='%.3f' % (pc / 1e6)))
     print('# load average after: %.2f %.2f %.2f' % os.getloadavg())
     return rows
 
