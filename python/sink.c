@@ -523,8 +523,20 @@ static void raise_sink_error(int r, const char *text, bool spooled, const char *
 
 static struct sinkcore *core_of(SinkObject *self)
 {
-	if (self->core == NULL)
+	if (self->core == NULL) {
 		PyErr_SetString(PyExc_ValueError, "the sink is not initialised");
+		return NULL;
+	}
+	/*
+	 * Its connection and store are the parent's (and a thread of the
+	 * parent's may have held its lock at the fork, which would then
+	 * never be let go of here).
+	 */
+	if (self->core->pid != getpid()) {
+		PyErr_SetString(PyExc_ValueError,
+				"the sink was made by the parent process: make one in this one");
+		return NULL;
+	}
 	return self->core;
 }
 

@@ -253,6 +253,25 @@ class SinkCase(TmpCase):
         with self.assertRaises(ValueError):
             s.send('after-close')
 
+    def test_forked_child_refused_the_parents_sink(self):
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            s.send('parent')
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    try:
+                        s.put('child')
+                    except ValueError:
+                        code = 0
+                    bgrun.Sink(self.db, mode='embedded').put('child-own')
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+            self.assertEqual(s.flush(), [])
+        self.assertEqual(sorted(r['event'] for r in rows(self.db)), ['child-own', 'parent'])
+
     def test_send_whose_ack_never_comes(self):
         # The daemon takes the connection, then stops: the event is sent
         # and never acknowledged. After the timeout the send goes on to
