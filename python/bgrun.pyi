@@ -110,8 +110,10 @@ class Sink:
     def send(self, event: str, **fields: Any) -> str:
         """As put(), in a library thread: returns the id at once; waited for
         by flush(), close() and exit() (not os._exit())."""
-    def flush(self) -> list[SinkError]:
-        """Waits for this sink's sends; the SinkError of each not stored."""
+    def flush(self, *, wait: bool = True) -> list[SinkError]:
+        """Waits for this sink's sends; the SinkError of each not stored.
+
+        wait=False: only those of the sends done so far."""
     def close(self) -> None: ...
     def __enter__(self) -> "Sink": ...
     def __exit__(self, *exc: object) -> None: ...

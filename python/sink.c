@@ -35,6 +35,7 @@ struct sinkcore {
 	pid_t pid;        /* the process that made it (see bg_atfork_child) */
 	uint64_t serial;  /* names its failures in bg.failed */
 	int via;          /* lock: the last stored put's or send's BGRUN_SINK_VIA_*, or 0 */
+	bool reports;     /* bg.lock: flush() returned a lost event: the program says them */
 	int refs;         /* bg.lock */
 	int sending;      /* bg.lock: sends under way */
 };
@@ -45,11 +46,13 @@ typedef struct {
 } SinkObject;
 
 /* A send that was not stored, until flush() takes it or the process exits. */
+#define FAILED_MAX 256
 struct send_failure {
 	struct send_failure *next;
 	uint64_t serial;
 	int error;
 	bool spooled;
+	bool quiet; /* its sink's program reports failures itself: not said at exit */
 	char id[BGRUN_EVENT_ID_MAX + 1];
 	char msg[640];
 };
@@ -64,7 +67,10 @@ static struct {
 	pthread_cond_t cond;
 	int running;
 	uint64_t serial;
+	/* At most FAILED_MAX kept (a server with a broken sink); the rest counted. */
 	struct send_failure *failed, **tail;
+	int n_failed;
+	uint64_t n_dropped;
 	bool atexit_set;
 } bg = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -83,6 +89,8 @@ static void bg_atfork_child(void)
 	bg.running = 0;
 	bg.failed = NULL;
 	bg.tail = &bg.failed;
+	bg.n_failed = 0;
+	bg.n_dropped = 0;
 }
 
 static void bg_atfork_once(void)
@@ -651,14 +659,18 @@ static void bg_atexit(void)
 	while (bg.running > 0)
 		(void)pthread_cond_wait(&bg.cond, &bg.lock);
 	for (f = bg.failed; f != NULL; f = f->next)
-		lost += !f->spooled;
+		lost += !f->spooled && !f->quiet;
 	for (f = bg.failed; f != NULL && lost > 0; f = f->next) {
-		if (f->spooled)
+		if (f->spooled || f->quiet)
 			continue;
 		(void)fprintf(stderr, "bgrun: event not recorded: %s (event %s%s)\n",
-			      f->msg, f->id, lost > 1 ? ", and more" : "");
+			      f->msg, f->id, lost > 1 || bg.n_dropped > 0 ? ", and more" : "");
 		break;
 	}
+	if (lost == 0 && bg.n_dropped > 0)
+		(void)fprintf(stderr, "bgrun: %llu events not recorded or spooled "
+			      "(their failures were not kept)\n",
+			      (unsigned long long)bg.n_dropped);
 	pthread_mutex_unlock(&bg.lock);
 }
 
@@ -698,9 +710,17 @@ static void *send_main(void *arg)
 	free(job);
 	if (f != NULL) {
 		pthread_mutex_lock(&bg.lock);
-		*bg.tail = f;
-		bg.tail = &f->next;
+		f->quiet = c->reports;
+		if (bg.n_failed < FAILED_MAX) {
+			*bg.tail = f;
+			bg.tail = &f->next;
+			bg.n_failed++;
+			f = NULL;
+		} else {
+			bg.n_dropped++;
+		}
 		pthread_mutex_unlock(&bg.lock);
+		free(f);
 	}
 	core_unref(c, true, true);
 	return NULL;
@@ -749,16 +769,21 @@ static PyObject *sink_send(SinkObject *self, PyObject *args, PyObject *kw)
 	return result;
 }
 
-static PyObject *sink_flush(SinkObject *self, PyObject *unused)
+static PyObject *sink_flush(SinkObject *self, PyObject *args, PyObject *kw)
 {
+	static char *kwlist[] = { "wait", NULL };
 	struct sinkcore *c = core_of(self);
 	struct send_failure *mine = NULL, **tail = &mine, **pp, *f;
 	PyObject *list;
+	int wait = 1;
 
 	if (c == NULL)
 		return NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$p:flush", kwlist, &wait))
+		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	core_wait_sends(c);
+	if (wait)
+		core_wait_sends(c);
 	pthread_mutex_lock(&bg.lock);
 	for (pp = &bg.failed; *pp != NULL;) {
 		f = *pp;
@@ -770,6 +795,9 @@ static PyObject *sink_flush(SinkObject *self, PyObject *unused)
 		f->next = NULL;
 		*tail = f;
 		tail = &f->next;
+		bg.n_failed--;
+		if (!f->spooled)
+			c->reports = true;
 	}
 	bg.tail = pp;
 	pthread_mutex_unlock(&bg.lock);
@@ -925,11 +953,16 @@ static PyMethodDef sink_methods[] = {
 	  "sends still under way are waited for, and one not stored nor\n"
 	  "spooled is reported on stderr. A process that ends with os._exit()\n"
 	  "(a forked child, a chg worker) must flush() first, or use put()." },
-	{ "flush", (PyCFunction)sink_flush, METH_NOARGS,
-	  "flush() -> list[SinkError]\n\n"
+	{ "flush", (PyCFunction)(void (*)(void))sink_flush, METH_VARARGS | METH_KEYWORDS,
+	  "flush(*, wait=True) -> list[SinkError]\n\n"
 	  "Waits (GIL released) until every send() of this sink is done, and\n"
 	  "returns the failures of those not stored (.spooled: kept in the\n"
-	  "spool), oldest first, forgetting them." },
+	  "spool), oldest first, forgetting them. wait=False: only the\n"
+	  "failures of the sends done so far. Once it has returned an event\n"
+	  "neither stored nor spooled, the program is taken to report them:\n"
+	  "this sink's later ones are no longer said at exit (the library\n"
+	  "counts them, as logsink status shows). The process keeps the first\n"
+	  "256 failures not taken; the rest are counted, and said at exit." },
 	{ "put", (PyCFunction)(void (*)(void))sink_put, METH_VARARGS | METH_KEYWORDS,
 	  "put(event, **fields) -> str\n\n"
 	  "Records one event and returns its id, once it is committed (GIL\n"

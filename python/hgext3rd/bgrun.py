@@ -161,17 +161,19 @@ def _record(ui, event, msg, opts):
             fields['display'] = b'hg ' + canonical
     sink = _sink(ui)
     if os.getpid() == _state.mainpid:
+        # A long-lived process (hg serve) hears of its earlier sends here.
+        _flush(ui, wait=False)
         sink.send(pycompat.sysstr(event), **fields)
     else:
         sink.put(pycompat.sysstr(event), **fields)
     _state.recorded += 1
 
 
-def _flush(ui):
-    """Waits for the events sent, and counts (and reports) those not stored."""
+def _flush(ui, wait=True):
+    """Counts (and reports) the events sent and not stored (wait: all of them)."""
     if _state.sink is None:
         return
-    for exc in _state.sink.flush():
+    for exc in _state.sink.flush(wait=wait):
         _state.recorded -= 1
         _failed(ui, exc)
 

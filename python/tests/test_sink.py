@@ -240,6 +240,7 @@ class SinkCase(TmpCase):
     def test_send_and_flush(self):
         with bgrun.Sink(self.db, mode='embedded') as s:
             ids = [s.send('sent', exit_code=i) for i in range(20)]
+            self.assertIsInstance(s.flush(wait=False), list)
             self.assertEqual(s.flush(), [])
             self.assertEqual(s.via, 'store')
             got = sorted((r['id'], r['exit_code']) for r in rows(self.db, "event = 'sent'"))
@@ -286,6 +287,7 @@ class SinkCase(TmpCase):
         self.assertEqual([(f.event_id, f.spooled) for f in fails], [(eid, True)])
         self.assertIsInstance(fails[0], bgrun.SinkError)
         self.assertEqual(s.flush(), [])  # taken once
+        self.assertEqual(s.flush(wait=False), [])
         spool = self.db + '.spool'
         self.assertEqual(len([n for n in os.listdir(spool) if eid in n]), 1)
         s.close()
@@ -299,11 +301,14 @@ class SinkCase(TmpCase):
             import bgrun
             db, mode = sys.argv[1:3]
             s = bgrun.Sink(db, socket=sys.argv[3], mode=mode)
+            if sys.argv[4:] == ['flush-first']:
+                s.send('taken')
+                print(len(s.flush()), file=sys.stderr)
             for i in range(3):
                 print(s.send('at-exit', exit_code=i))
         '''
-        def run(db, mode):
-            out = subprocess.run([os.sys.executable, '-c', code, db, mode, self.sock],
+        def run(db, mode, *extra):
+            out = subprocess.run([os.sys.executable, '-c', code, db, mode, self.sock, *extra],
                                  capture_output=True, text=True, timeout=60)
             self.assertEqual(out.returncode, 0, out.stderr)
             return out.stdout.split(), out.stderr.splitlines()
@@ -316,6 +321,10 @@ class SinkCase(TmpCase):
         self.assertEqual(len(err), 1, err)
         self.assertTrue(err[0].startswith('bgrun: event not recorded: '), err)
         self.assertIn(', and more)', err[0])
+        # A program that took a lost event from flush() reports them: the
+        # later ones are counted (logsink status), not said again at exit.
+        ids, err = run('/dev/null/events.db', 'embedded', 'flush-first')
+        self.assertEqual((len(ids), err), (3, ['1']))
         db2 = self.path('spooled.db')
         ids, err = run(db2, 'daemon')  # no daemon: the spool
         self.assertEqual(err, [])
