@@ -243,7 +243,14 @@ def _hg_overhead(args, rng, hg, logsink, tmp):
     timer = os.path.join(tmp, 'timer.py')
     with open(timer, 'w') as f:
         f.write(TIMER_EXT)
-    base_env = dict(os.environ, HOME=tmp, HGPLAIN='1', HGUSER='bench',
+    # An extension that does nothing: what hg itself costs for loading a
+    # third-party one by name (it first tries, and fails, hgext.NAME).
+    pyext = os.path.join(tmp, 'pyext', 'hgext3rd')
+    os.makedirs(pyext)
+    with open(os.path.join(pyext, 'bgrunbenchempty.py'), 'w') as f:
+        f.write("testedwith = b'6.3.2'\n")
+    pypath = os.path.join(tmp, 'pyext') + os.pathsep + os.environ.get('PYTHONPATH', '')
+    base_env = dict(os.environ, HOME=tmp, HGPLAIN='1', HGUSER='bench', PYTHONPATH=pypath,
                     BGRUN_DB=os.path.join(tmp, 'events.db'),
                     BGRUN_SOCKET=os.path.join(tmp, 'sink.sock'))
     base_env.pop('BGRUN_SINK', None)
@@ -257,6 +264,9 @@ def _hg_overhead(args, rng, hg, logsink, tmp):
     hook = '"%s" send --from-hg-env' % logsink
     configs = [
         ('none', '', {}),
+        ('an empty extension', '[extensions]\nbgrunbenchempty =\n', {}),
+        # The extension loaded, nothing logged: what its import costs.
+        ('bgrun ext, log off', '[extensions]\nbgrun =\n', {}),
         ('logtoprocess+send embedded',
          '[extensions]\nlogtoprocess =\n[logtoprocess]\ncommandfinish = %s\n' % hook,
          {'BGRUN_SINK': 'embedded'}),
@@ -306,21 +316,53 @@ def _hg_overhead(args, rng, hg, logsink, tmp):
                     res['uilog'].append(int(f.read().split()[0]))
     finally:
         os.kill(dpid, 15)
+    # A handler that failed quietly (counted, not shown) or an extension
+    # that did not load would make its rows cheap: count what was stored.
+    logging = [name for name, rc, _ in configs if 'log' in rc and 'commandfinish' in rc]
+    stored = len(bgrun.query(base_env['BGRUN_DB'], event='commandfinish'))
+    expected = args.hg_runs * len(logging)
+    print('# commandfinish rows stored: %d of %d%s' % (
+        stored, expected, '' if stored == expected else '  <-- SOME WERE NOT RECORDED'))
     rows = []
     base = {k: statistics.median(v) for k, v in results['none'].items()}
     print()
-    print('# per hg command (hg status, %d runs each, interleaved): p50 ms' % args.hg_runs)
-    print('%-28s %10s %10s %10s %12s %12s' % ('logging', 'ui.log', 'wall', 'cpu',
-                                             'wall-extra', 'cpu-extra'))
+    print('# per hg command (hg status, %d runs each, interleaved), ms: p50 (p90 for ui.log);'
+          % args.hg_runs)
+    print('# extra = p50 - p50 of none; pair = p50 of (run - the none run of its round)')
+    print('%-28s %14s %9s %9s %11s %11s %10s %10s' % (
+        'logging', 'ui.log p50/p90', 'wall', 'cpu', 'wall-extra', 'cpu-extra',
+        'wall-pair', 'cpu-pair'))
     for name, _, _ in configs:
-        m = {k: statistics.median(v) for k, v in results[name].items()}
-        print('%-28s %10.3f %10.2f %10.2f %12.2f %12.2f' % (
-            name, m['uilog'] / 1e6, m['wall'] / 1e6, m['cpu'] / 1e6,
-            (m['wall'] - base['wall']) / 1e6, (m['cpu'] - base['cpu']) / 1e6))
+        res = results[name]
+        m = {k: statistics.median(v) for k, v in res.items()}
+        # Paired with the 'none' run of the same round: the load of that
+        # moment cancels out better than between two medians.
+        pw = statistics.median(a - b for a, b in zip(res['wall'], results['none']['wall']))
+        pc = statistics.median(a - b for a, b in zip(res['cpu'], results['none']['cpu']))
+        print('%-28s %14s %9.2f %9.2f %11.3f %11.3f %10.3f %10.3f' % (
+            name, '%.3f/%.3f' % (m['uilog'] / 1e6, pct(res['uilog'], 0.9) / 1e6),
+            m['wall'] / 1e6, m['cpu'] / 1e6,
+            (m['wall'] - base['wall']) / 1e6, (m['cpu'] - base['cpu']) / 1e6,
+            pw / 1e6, pc / 1e6))
         rows.append(dict(section='hg-command', logging=name,
                          uilog_p50_ms='%.4f' % (m['uilog'] / 1e6),
+                         uilog_p90_ms='%.4f' % (pct(res['uilog'], 0.9) / 1e6),
                          wall_p50_ms='%.3f' % (m['wall'] / 1e6),
-                         cpu_p50_ms='%.3f' % (m['cpu'] / 1e6)))
+                         cpu_p50_ms='%.3f' % (m['cpu'] / 1e6),
+                         wall_pair_ms='%.3f' % (pw / 1e6),
+                         cpu_pair_ms='%.3f' % (pc / 1e6)))
+    print("# against the empty extension (hg's own cost of loading one), paired by round, p50 ms:")
+    empty = results['an empty extension']
+    for name, _, _ in configs:
+        if not name.startswith('bgrun'):
+            continue
+        res = results[name]
+        pw = statistics.median(a - b for a, b in zip(res['wall'], empty['wall']))
+        pc = statistics.median(a - b for a, b in zip(res['cpu'], empty['cpu']))
+        print('#   %-26s wall %+7.3f  cpu %+7.3f' % (name, pw / 1e6, pc / 1e6))
+        rows.append(dict(section='hg-command-vs-empty', logging=name,
+                         wall_pair_ms='%.3f' % (pw / 1e6), cpu_pair_ms='%.3f' % (pc / 1e6)))
+    print('# load average after: %.2f %.2f %.2f' % os.getloadavg())
     return rows
 
 
@@ -357,7 +399,7 @@ def main():
     ap.add_argument('--quick', action='store_true', help='0 and 0.2 GB, 2 rounds of 10')
     ap.add_argument('--csv', default='hg-runbgcommand.csv')
     ap.add_argument('--png', default=None)
-    ap.add_argument('--hg-runs', type=int, default=30)
+    ap.add_argument('--hg-runs', type=int, default=60)
     ap.add_argument('--no-hg-overhead', action='store_true')
     ap.add_argument('--hg-only', action='store_true', help='only the cost per hg command')
     ap.add_argument('--logsink', default=os.environ.get('BGRUN_LOGSINK'))
@@ -372,6 +414,8 @@ def main():
     print('# Python %s, hg runbgcommand: %s, %d calls per cell (%d rounds of %d)' % (
         sys.version.split()[0], procutil.__file__, args.rounds * args.per_round,
         args.rounds, args.per_round))
+    print('# %s; load average before: %.2f %.2f %.2f' % (
+        ' '.join(sys.argv), *os.getloadavg()))
     if args.max_gb < 4.0:
         print('# sizes capped at %.1f GB (--max-gb): the seed also had 4 GB' % args.max_gb)
     names = [m for m, _ in METHODS]
@@ -404,7 +448,8 @@ def main():
     if not args.no_hg_overhead:
         rows += hg_overhead(args, rng)
     fields = ['section', 'heap', 'gb', 'method', 'ensurestart', 'n', 'p50_ms', 'p90_ms',
-              'logging', 'uilog_p50_ms', 'wall_p50_ms', 'cpu_p50_ms']
+              'logging', 'uilog_p50_ms', 'uilog_p90_ms', 'wall_p50_ms', 'cpu_p50_ms',
+              'wall_pair_ms', 'cpu_pair_ms']
     with open(args.csv, 'w', newline='') as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()

@@ -54,7 +54,8 @@
  *     bgrun/event.h   the event model
  *     bgrun/wire.h    the sink protocol's frames
  *     bgrun/sink.h    the sink object (new, open, errmsg, spooled,
- *                     close), bgrun_sink_put_daemon,
+ *                     close), bgrun_sink_connect_daemon and
+ *                     bgrun_sink_put_daemon,
  *                     bgrun_sink_default_socket, bgrun_sink_spool_dir,
  *                     bgrun_sink_check_dir
  *     bgrun/util.h    conveniences for command-line programs

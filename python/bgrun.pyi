@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Type stubs of the C module bgrun (python/module.c, spawn.c, sink.c)."""
+"""Type stubs of the C module bgrun (python/module.c, spawn.c, sink.c, store.c)."""
 
 import os
 from typing import (Any, Callable, Iterable, Mapping, NamedTuple, Optional,
@@ -101,10 +101,19 @@ class Sink:
     @property
     def via(self) -> Optional[str]:
         """'daemon' or 'store': how the last successful put went."""
-    def connect(self) -> str:
-        """Opens the daemon connection or the store now: 'daemon' or 'store'."""
+    def connect(self, *, wait: bool = True) -> Optional[str]:
+        """Opens the daemon connection or the store now: 'daemon' or 'store'.
+
+        wait=False: in a library thread (no GIL), returning None at once."""
     def put(self, event: str, **fields: Any) -> str:
         """Records one event (GIL released until committed); returns its id."""
+    def send(self, event: str, **fields: Any) -> str:
+        """As put(), in a library thread: returns the id at once; waited for
+        by flush(), close() and exit() (not os._exit())."""
+    def flush(self, *, wait: bool = True) -> list[SinkError]:
+        """Waits for this sink's sends; the SinkError of each not stored.
+
+        wait=False: only those of the sends done so far."""
     def close(self) -> None: ...
     def __enter__(self) -> "Sink": ...
     def __exit__(self, *exc: object) -> None: ...

@@ -8,6 +8,7 @@
 void pyb_strv_free(struct pyb_strv *s)
 {
 	PyMem_Free(s->v);
+	PyMem_Free(s->buf);
 	*s = (struct pyb_strv){ 0 };
 }
 
@@ -52,6 +53,10 @@ const char *pyb_fsbytes(PyObject *keep, PyObject *obj, const char *what)
 {
 	PyObject *b = NULL;
 
+	/* The common case (hg's bytes) without a conversion's calls. */
+	if (PyBytes_CheckExact(obj) &&
+	    strlen(PyBytes_AS_STRING(obj)) == (size_t)PyBytes_GET_SIZE(obj))
+		return PyList_Append(keep, obj) < 0 ? NULL : PyBytes_AS_STRING(obj);
 	/* PyUnicode_FSConverter takes str, bytes and os.PathLike, refuses NUL. */
 	if (!PyUnicode_FSConverter(obj, &b)) {
 		if (PyErr_ExceptionMatches(PyExc_TypeError)) {
@@ -89,48 +94,95 @@ int pyb_strv_from_seq(struct pyb_strv *s, PyObject *keep, PyObject *seq,
 	return s->v == NULL ? -1 : 0;
 }
 
+/* Exact bytes without a NUL, borrowed; else os.fsencode's conversion, kept. */
+static const char *env_bytes(PyObject *keep, PyObject *obj, const char *what,
+			     size_t *ret_len)
+{
+	const char *str;
+
+	if (PyBytes_CheckExact(obj)) {
+		str = PyBytes_AS_STRING(obj);
+		*ret_len = (size_t)PyBytes_GET_SIZE(obj);
+		if (strlen(str) == *ret_len)
+			return str;
+		PyErr_Format(PyExc_ValueError, "%s: embedded null byte", what);
+		return NULL;
+	}
+	str = pyb_fsbytes(keep, obj, what);
+	if (str != NULL)
+		*ret_len = strlen(str);
+	return str;
+}
+
+/*
+ * The strings are copied into one buffer (s->buf), not made into a bytes
+ * object each: a caller such as hg passes its whole environment, tens of
+ * variables, on every launch.
+ */
 int pyb_strv_from_env(struct pyb_strv *s, PyObject *keep, PyObject *map,
 		      const char *what)
 {
-	PyObject *items = PyMapping_Items(map);
+	PyObject *items = PyDict_Check(map) ? PyDict_Items(map) : PyMapping_Items(map);
+	struct {
+		const char *k, *v;
+		size_t kl, vl;
+	} *pairs = NULL;
+	size_t total = 0;
 	Py_ssize_t n;
+	char *p;
 	int r = -1;
 
 	if (items == NULL)
 		return -1;
 	n = PyList_GET_SIZE(items);
+	pairs = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(*pairs));
+	if (pairs == NULL) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	/* The list holds the pairs: borrowed bytes live until the copy. */
 	for (Py_ssize_t i = 0; i < n; i++) {
-		PyObject *kv = PyList_GET_ITEM(items, i), *b;
-		const char *k, *v;
+		PyObject *kv = PyList_GET_ITEM(items, i);
 
 		if (!PyTuple_Check(kv) || PyTuple_GET_SIZE(kv) != 2) {
 			PyErr_Format(PyExc_TypeError, "%s: items must be pairs", what);
 			goto out;
 		}
-		k = pyb_fsbytes(keep, PyTuple_GET_ITEM(kv, 0), what);
-		if (k == NULL)
+		pairs[i].k = env_bytes(keep, PyTuple_GET_ITEM(kv, 0), what, &pairs[i].kl);
+		if (pairs[i].k == NULL)
 			goto out;
-		v = pyb_fsbytes(keep, PyTuple_GET_ITEM(kv, 1), what);
-		if (v == NULL)
+		pairs[i].v = env_bytes(keep, PyTuple_GET_ITEM(kv, 1), what, &pairs[i].vl);
+		if (pairs[i].v == NULL)
 			goto out;
-		if (k[0] == '\0' || strchr(k, '=') != NULL) {
+		if (pairs[i].kl == 0 || memchr(pairs[i].k, '=', pairs[i].kl) != NULL) {
 			PyErr_Format(PyExc_ValueError,
 				     "%s: illegal environment variable name %R",
 				     what, PyTuple_GET_ITEM(kv, 0));
 			goto out;
 		}
-		b = PyBytes_FromFormat("%s=%s", k, v);
-		if (b == NULL)
+		total += pairs[i].kl + pairs[i].vl + 2;
+	}
+	PyMem_Free(s->buf);
+	s->buf = p = PyMem_Malloc(total > 0 ? total : 1);
+	if (p == NULL) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		if (pyb_strv_add(s, p) < 0)
 			goto out;
-		r = pyb_strv_push(s, keep, b);
-		Py_DECREF(b);
-		if (r < 0)
-			goto out;
+		memcpy(p, pairs[i].k, pairs[i].kl);
+		p += pairs[i].kl;
+		*p++ = '=';
+		memcpy(p, pairs[i].v, pairs[i].vl);
+		p += pairs[i].vl;
+		*p++ = '\0';
 	}
 	if (s->v == NULL && pyb_strv_add(s, "") == 0)
 		s->n = 0, s->v[0] = NULL;
 	r = s->v == NULL ? -1 : 0;
 out:
+	PyMem_Free(pairs);
 	Py_DECREF(items);
 	return r;
 }

@@ -33,12 +33,97 @@ static const struct {
 #define N_KINDS (sizeof(spawn_kinds) / sizeof(spawn_kinds[0]))
 static PyObject *spawn_kind_types[N_KINDS];
 
+PyObject *pyb_module;
+
+/*
+ * The SpawnError subclasses and the Status types are made at their first
+ * use (an error, a wait, the module's __getattr__ or __dir__), not at
+ * import: hg imports the module for every command, and making a class
+ * costs a few microseconds each. 0, or -1 with an exception set.
+ */
+static int ensure_kinds(void)
+{
+	if (spawn_kind_types[N_KINDS - 1] != NULL)
+		return 0;
+	for (size_t i = 0; i < N_KINDS; i++) {
+		PyObject *bases;
+
+		if (spawn_kind_types[i] != NULL)
+			continue;
+		/* EACCES and EPERM share one type. */
+		if (i > 0 && strcmp(spawn_kinds[i].name, spawn_kinds[i - 1].name) == 0) {
+			spawn_kind_types[i] = spawn_kind_types[i - 1];
+			continue;
+		}
+		bases = PyTuple_Pack(2, pyb_spawn_error, *spawn_kinds[i].base);
+		if (bases == NULL)
+			return -1;
+		spawn_kind_types[i] = PyErr_NewException(spawn_kinds[i].name, bases, NULL);
+		Py_DECREF(bases);
+		if (spawn_kind_types[i] == NULL ||
+		    PyModule_AddObjectRef(pyb_module, strchr(spawn_kinds[i].name, '.') + 1,
+					  spawn_kind_types[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int ensure_lazy(void)
+{
+	return ensure_kinds() < 0 || pyb_status_types_ensure() < 0 ? -1 : 0;
+}
+
+/* Whether name is one of the attributes made at first use. */
+static bool lazy_name(const char *name)
+{
+	if (strcmp(name, "Status") == 0 || strcmp(name, "Rusage") == 0)
+		return true;
+	for (size_t i = 0; i < N_KINDS; i++)
+		if (strcmp(name, strchr(spawn_kinds[i].name, '.') + 1) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * PEP 562: the lazy attributes, made when first asked for. Only those:
+ * the import machinery itself asks for names a module may lack
+ * (__path__, __file__...), which must not make them.
+ */
+static PyObject *module_getattr(PyObject *self, PyObject *name)
+{
+	const char *s = PyUnicode_AsUTF8(name);
+	PyObject *v;
+
+	if (s == NULL)
+		return NULL;
+	if (lazy_name(s)) {
+		if (ensure_lazy() < 0)
+			return NULL;
+		v = PyDict_GetItemWithError(PyModule_GetDict(self), name);
+		if (v != NULL)
+			return Py_NewRef(v);
+		if (PyErr_Occurred())
+			return NULL;
+	}
+	PyErr_Format(PyExc_AttributeError, "module 'bgrun' has no attribute '%U'", name);
+	return NULL;
+}
+
+static PyObject *module_dir(PyObject *self, PyObject *unused)
+{
+	if (ensure_lazy() < 0)
+		return NULL;
+	return PyDict_Keys(PyModule_GetDict(self));
+}
+
 PyObject *pyb_spawn_exception(int error, enum bgrun_stage stage,
 			      const char *program)
 {
 	PyObject *type = pyb_spawn_error, *exc, *msg, *st;
 	int e = error < 0 ? -error : error;
 
+	if (ensure_kinds() < 0)
+		return NULL;
 	for (size_t i = 0; i < N_KINDS; i++)
 		if (spawn_kinds[i].error == e)
 			type = spawn_kind_types[i];
@@ -300,6 +385,8 @@ static PyMethodDef methods[] = {
 	  METH_VARARGS | METH_KEYWORDS, stats_doc },
 	{ "_atexit", atexit_flush, METH_NOARGS, NULL },
 	{ "_libversion", version, METH_NOARGS, "libbgrun's version string." },
+	{ "__getattr__", module_getattr, METH_O, NULL },
+	{ "__dir__", module_dir, METH_NOARGS, NULL },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -310,7 +397,9 @@ PyDoc_STRVAR(module_doc,
 "process's size; runbgcommand() is Mercurial's procutil.runbgcommand on\n"
 "it; log() and Sink record events (commandfinish...) in-process through\n"
 "the sink daemon, the store or the spool; query() and stats() read the\n"
-"store back. Every blocking call releases\n"
+"store back. Importing it loads libbgrun alone: libbgrun-store, and\n"
+"SQLite, only when the store is first needed (a put the daemon did not\n"
+"take, query(), stats()). Every blocking call releases\n"
 "the GIL. Errors are OSError subclasses: SpawnError (with .stage, the\n"
 "step that failed: arguments, setup, cwd, stdin, stdout, stderr, exec)\n"
 "and SinkError (with .spooled).");
@@ -334,24 +423,7 @@ static int add_exceptions(PyObject *m)
 	Py_DECREF(dict);
 	if (pyb_spawn_error == NULL || PyModule_AddObjectRef(m, "SpawnError", pyb_spawn_error) < 0)
 		return -1;
-	for (size_t i = 0; i < N_KINDS; i++) {
-		PyObject *bases;
-
-		/* EACCES and EPERM share one type. */
-		if (i > 0 && strcmp(spawn_kinds[i].name, spawn_kinds[i - 1].name) == 0) {
-			spawn_kind_types[i] = spawn_kind_types[i - 1];
-			continue;
-		}
-		bases = PyTuple_Pack(2, pyb_spawn_error, *spawn_kinds[i].base);
-		if (bases == NULL)
-			return -1;
-		spawn_kind_types[i] = PyErr_NewException(spawn_kinds[i].name, bases, NULL);
-		Py_DECREF(bases);
-		if (spawn_kind_types[i] == NULL ||
-		    PyModule_AddObjectRef(m, strchr(spawn_kinds[i].name, '.') + 1,
-					  spawn_kind_types[i]) < 0)
-			return -1;
-	}
+	/* Its subclasses: ensure_kinds. */
 	dict = Py_BuildValue("{s:s}", "__doc__",
 		"An event was not stored: errno, strerror (the sink's reason),\n"
 		"spooled (True: kept in the spool, to be stored later) and\n"
@@ -388,6 +460,8 @@ PyMODINIT_FUNC PyInit_bgrun(void)
 
 	if (m == NULL)
 		return NULL;
+	/* Borrowed: a single-phase module lives as long as the process. */
+	pyb_module = m;
 	if (add_exceptions(m) < 0 || pyb_spawn_types_init(m) < 0 ||
 	    pyb_sink_types_init(m) < 0 ||
 	    PyModule_AddIntConstant(m, "STDOUT", PYB_STDOUT) < 0 ||

@@ -27,8 +27,11 @@ extern PyObject *pyb_spawn_error;
 extern PyObject *pyb_sink_error;
 extern PyTypeObject pyb_child_type;
 extern PyTypeObject pyb_sink_type;
-extern PyTypeObject *pyb_status_type;
+extern PyTypeObject *pyb_status_type; /* made at first use: pyb_status_types_ensure */
 extern PyTypeObject *pyb_rusage_type;
+/* The module (borrowed), to which the types made at first use are added. */
+extern PyObject *pyb_module;
+int pyb_status_types_ensure(void);
 
 /* --- conv.c: Python objects to the C strings libbgrun borrows --- */
 
@@ -39,6 +42,7 @@ extern PyTypeObject *pyb_rusage_type;
 struct pyb_strv {
 	const char **v;
 	size_t n, cap;
+	char *buf; /* PyMem_Malloc'd strings v points into, or NULL */
 };
 void pyb_strv_free(struct pyb_strv *s);
 /* Appends str (borrowed: it must outlive the vector). */
@@ -61,8 +65,9 @@ const char *pyb_fsbytes(PyObject *keep, PyObject *obj, const char *what);
 int pyb_strv_from_seq(struct pyb_strv *s, PyObject *keep, PyObject *seq,
 		      const char *what);
 /*
- * A mapping NAME -> VALUE as NAME=VALUE strings. Names must be non-empty
- * and hold no '=' (ValueError, as subprocess says).
+ * A mapping NAME -> VALUE as NAME=VALUE strings, copied into s->buf.
+ * Names must be non-empty and hold no '=' (ValueError, as subprocess
+ * says).
  */
 int pyb_strv_from_env(struct pyb_strv *s, PyObject *keep, PyObject *map,
 		      const char *what);
@@ -89,6 +94,27 @@ PyObject *pyb_spawn_exception(int error, enum bgrun_stage stage,
 void pyb_failures_record(const char *program, int error,
 			 const struct bgrun_failure *failure);
 PyObject *pyb_failures_take(void);
+
+/* --- storeapi.c: libbgrun-store, loaded on first use --- */
+
+/* What the module calls in libbgrun-store (the functions of that name). */
+struct pyb_store_api {
+	__typeof__(bgrun_sink_put) *sink_put;
+	__typeof__(bgrun_sink_connect) *sink_connect;
+	__typeof__(bgrun_store_new) *store_new;
+	__typeof__(bgrun_store_open) *store_open;
+	__typeof__(bgrun_store_close) *store_close;
+	__typeof__(bgrun_store_errmsg) *store_errmsg;
+	__typeof__(bgrun_store_query) *store_query;
+	__typeof__(bgrun_store_stats) *store_stats;
+};
+/*
+ * Loads the library the first time (from any thread, GIL or not); the
+ * API, or NULL with *why (optional) saying why not, for good.
+ */
+const struct pyb_store_api *pyb_store_api(const char **why);
+/* The same with the GIL held: NULL with ImportError set. */
+const struct pyb_store_api *pyb_store_api_or_raise(void);
 
 /* --- spawn.c, sink.c, store.c: the module functions --- */
 PyObject *pyb_spawn(PyObject *self, PyObject *args, PyObject *kw);

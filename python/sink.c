@@ -1,20 +1,188 @@
 /* SPDX-License-Identifier: MIT */
-/* sink.c: bgrun.Sink and bgrun.log(): events recorded in-process through bgrun_sink_put (daemon, store, spool). */
+/* sink.c: bgrun.Sink and bgrun.log(): events recorded in-process, through the daemon (libbgrun), else the store or the spool (libbgrun-store, loaded then). */
 
 #include "pybgrun.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+/*
+ * A put tries the daemon with libbgrun alone (bgrun_sink_put_daemon), and
+ * only when that fails hands the event to libbgrun-store's
+ * bgrun_sink_put, which tries the daemon once more, then the store, then
+ * the spool (the same event id: never a second row). So a process whose
+ * daemon answers never loads SQLite (storeapi.c says what that saves).
+ *
+ * The sink lives in a core that the Python object and each thread of
+ * ours working on it (connect-ahead, send) hold a reference to: the last
+ * one to let go closes the sink. So dropping the object never waits for
+ * a thread, and a thread never touches a freed object.
+ */
+struct sinkcore {
+	struct bgrun_sink *sink; /* NULL once closed */
+	/*
+	 * THREAD SAFETY: a sink serves one thread at a time (sink.h): this
+	 * lock is held around every call on it.
+	 */
+	PyThread_type_lock lock;
+	bool daemon_only; /* mode 'daemon': connecting never opens the store */
+	pid_t pid;        /* the process that made it (see bg_atfork_child) */
+	uint64_t serial;  /* names its failures in bg.failed */
+	int via;          /* lock: the last stored put's or send's BGRUN_SINK_VIA_*, or 0 */
+	bool reports;     /* bg.lock: flush() returned a lost event: the program says them */
+	int refs;         /* bg.lock */
+	int sending;      /* bg.lock: sends under way */
+};
+
 typedef struct {
 	PyObject_HEAD
-	struct bgrun_sink *sink;
-	/* THREAD SAFETY: a sink serves one thread at a time (sink.h). */
-	PyThread_type_lock lock;
-	int via; /* the last successful put's BGRUN_SINK_VIA_*, or 0 */
+	struct sinkcore *core;
 } SinkObject;
+
+/* A send that was not stored, until flush() takes it or the process exits. */
+#define FAILED_MAX 256
+struct send_failure {
+	struct send_failure *next;
+	uint64_t serial;
+	int error;
+	bool spooled;
+	bool quiet; /* its sink's program reports failures itself: not said at exit */
+	char id[BGRUN_EVENT_ID_MAX + 1];
+	char msg[640];
+};
+
+/*
+ * Our threads, all sinks together. THREAD SAFETY: bg.lock guards every
+ * field, and each core's refs and sending; cond is signalled when a
+ * thread is done.
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int running;
+	uint64_t serial;
+	/* At most FAILED_MAX kept (a server with a broken sink); the rest counted. */
+	struct send_failure *failed, **tail;
+	int n_failed;
+	uint64_t n_dropped;
+	bool atexit_set;
+} bg = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+	.tail = &bg.failed,
+};
+
+/*
+ * In a forked child our threads are gone and the parent's cores are the
+ * parent's: nothing runs, nothing of theirs is waited for or closed.
+ */
+static void bg_atfork_child(void)
+{
+	(void)pthread_mutex_init(&bg.lock, NULL);
+	(void)pthread_cond_init(&bg.cond, NULL);
+	bg.running = 0;
+	bg.failed = NULL;
+	bg.tail = &bg.failed;
+	bg.n_failed = 0;
+	bg.n_dropped = 0;
+}
+
+static void bg_atfork_once(void)
+{
+	(void)pthread_atfork(NULL, NULL, bg_atfork_child);
+}
+
+static struct sinkcore *core_new(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct sinkcore *c = calloc(1, sizeof(*c));
+
+	(void)pthread_once(&once, bg_atfork_once);
+	if (c == NULL)
+		return NULL;
+	c->lock = PyThread_allocate_lock();
+	if (c->lock == NULL) {
+		free(c);
+		return NULL;
+	}
+	c->pid = getpid();
+	c->refs = 1;
+	pthread_mutex_lock(&bg.lock);
+	c->serial = ++bg.serial;
+	pthread_mutex_unlock(&bg.lock);
+	return c;
+}
+
+static void core_ref(struct sinkcore *c, bool send)
+{
+	pthread_mutex_lock(&bg.lock);
+	c->refs++;
+	bg.running++;
+	if (send)
+		c->sending++;
+	pthread_mutex_unlock(&bg.lock);
+}
+
+/* The object's reference (thread: false), or a thread's when it is done. */
+static void core_unref(struct sinkcore *c, bool thread, bool send)
+{
+	int refs;
+
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&bg.lock);
+	refs = --c->refs;
+	if (thread)
+		bg.running--;
+	if (send)
+		c->sending--;
+	if (thread)
+		(void)pthread_cond_broadcast(&bg.cond);
+	pthread_mutex_unlock(&bg.lock);
+	if (refs > 0)
+		return;
+	/* A parent's sink in a forked child: its lock may be held, its store is not ours. */
+	if (c->pid != getpid())
+		return;
+	bgrun_sink_close(c->sink);
+	PyThread_free_lock(c->lock);
+	free(c);
+}
+
+/* Waits (no GIL) until no send of c is under way; not for a parent's core. */
+static void core_wait_sends(struct sinkcore *c)
+{
+	pthread_mutex_lock(&bg.lock);
+	while (c->sending > 0 && c->pid == getpid())
+		(void)pthread_cond_wait(&bg.cond, &bg.lock);
+	pthread_mutex_unlock(&bg.lock);
+}
+
+/* A thread of ours: detached, with every signal blocked (they are the program's). */
+static int start_thread(void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t t;
+	int r;
+
+	r = pthread_attr_init(&attr);
+	if (r != 0)
+		return -r;
+	(void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	(void)sigfillset(&all);
+	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&t, &attr, fn, arg);
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	(void)pthread_attr_destroy(&attr);
+	return -r;
+}
 
 static const struct {
 	const char *name;
@@ -34,7 +202,9 @@ static int sink_init(SinkObject *self, PyObject *args, PyObject *kw)
 	const char *mode = NULL;
 	double timeout = 0;
 	struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
+	struct sinkcore *core;
 	struct bgrun_sink *s;
+	bool daemon_only;
 	size_t i;
 	int r;
 
@@ -51,6 +221,14 @@ static int sink_init(SinkObject *self, PyObject *args, PyObject *kw)
 	}
 	if (mode != NULL)
 		o.mode = modes[i].mode;
+	/* As bgrun_sink_open reads it (an invalid one fails there). */
+	if (mode == NULL || o.mode == BGRUN_SINK_ENV) {
+		const char *env = getenv("BGRUN_SINK");
+
+		daemon_only = env != NULL && strcmp(env, "daemon") == 0;
+	} else {
+		daemon_only = o.mode == BGRUN_SINK_DAEMON;
+	}
 	if (timeout < 0 || timeout > INT_MAX / 1000) {
 		PyErr_SetString(PyExc_ValueError, "timeout: out of range");
 		return -1;
@@ -81,13 +259,18 @@ static int sink_init(SinkObject *self, PyObject *args, PyObject *kw)
 		r = -1;
 		goto out;
 	}
-	bgrun_sink_close(self->sink);
-	self->sink = s;
-	if (self->lock == NULL && (self->lock = PyThread_allocate_lock()) == NULL) {
+	core = core_new();
+	if (core == NULL) {
+		bgrun_sink_close(s);
 		PyErr_NoMemory();
 		r = -1;
 		goto out;
 	}
+	core->sink = s;
+	core->daemon_only = daemon_only;
+	/* __init__ again: the old core goes when its threads are done. */
+	core_unref(self->core, false, false);
+	self->core = core;
 	r = 0;
 out:
 	Py_DECREF(keep);
@@ -96,16 +279,8 @@ out:
 
 static void sink_dealloc(SinkObject *self)
 {
-	/* A connect() of another thread may still run: wait for it. */
-	if (self->lock != NULL) {
-		Py_BEGIN_ALLOW_THREADS
-		(void)PyThread_acquire_lock(self->lock, WAIT_LOCK);
-		PyThread_release_lock(self->lock);
-		Py_END_ALLOW_THREADS
-	}
-	bgrun_sink_close(self->sink);
-	if (self->lock != NULL)
-		PyThread_free_lock(self->lock);
+	/* Threads still at work keep the core: the last one closes it. */
+	core_unref(self->core, false, false);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -294,13 +469,40 @@ static int put_field(struct put *p, PyObject *key, PyObject *v)
 	return -1;
 }
 
-static PyObject *sink_error(SinkObject *self, int r, const char *id)
+/*
+ * One put, with the GIL released and the sink's lock held: the daemon
+ * first, else libbgrun-store's whole path. *no_store is set (to why)
+ * when that library could not be loaded: the event is then neither
+ * stored nor spooled.
+ */
+static int put_locked(struct bgrun_sink *s, const struct bgrun_event *ev,
+		      const char **no_store)
+{
+	const struct pyb_store_api *api;
+	int r = bgrun_sink_put_daemon(s, ev);
+
+	/* -EINVAL: an event no store would take (or a sink not open). */
+	if (r >= 0 || r == -EINVAL)
+		return r;
+	api = pyb_store_api(no_store);
+	return api != NULL ? api->sink_put(s, ev) : r;
+}
+
+/* The one line saying why a put failed (the sink's lock held). */
+static void failure_text(struct bgrun_sink *s, const char *no_store, char *buf, size_t size)
+{
+	if (no_store != NULL)
+		(void)snprintf(buf, size, "%s; and the event store's library could "
+			       "not be loaded: %s (not kept)", bgrun_sink_errmsg(s), no_store);
+	else
+		(void)snprintf(buf, size, "%s", bgrun_sink_errmsg(s));
+}
+
+static PyObject *make_sink_error(int r, const char *text, bool spooled, const char *id)
 {
 	PyObject *exc, *msg;
-	bool spooled = bgrun_sink_spooled(self->sink);
 
-	msg = PyUnicode_DecodeUTF8(bgrun_sink_errmsg(self->sink),
-				   strlen(bgrun_sink_errmsg(self->sink)), "replace");
+	msg = PyUnicode_DecodeUTF8(text, strlen(text), "replace");
 	if (msg == NULL)
 		return NULL;
 	exc = PyObject_CallFunction(pyb_sink_error, "iO", -r, msg);
@@ -314,89 +516,371 @@ static PyObject *sink_error(SinkObject *self, int r, const char *id)
 	}
 	(void)PyObject_SetAttrString(exc, "event_id", msg);
 	Py_DECREF(msg);
-	PyErr_SetObject(pyb_sink_error, exc);
-	Py_DECREF(exc);
-	return NULL;
+	return exc;
 }
 
-static PyObject *sink_put_impl(SinkObject *self, PyObject *args, PyObject *kw)
+static void raise_sink_error(int r, const char *text, bool spooled, const char *id)
 {
-	PyObject *event, *key, *value, *result = NULL;
-	struct put *p;
-	const char *ev_name;
-	Py_ssize_t pos = 0;
-	int r;
+	PyObject *exc = make_sink_error(r, text, spooled, id);
 
-	if (self->lock == NULL) {
+	if (exc != NULL) {
+		PyErr_SetObject(pyb_sink_error, exc);
+		Py_DECREF(exc);
+	}
+}
+
+static struct sinkcore *core_of(SinkObject *self)
+{
+	if (self->core == NULL) {
 		PyErr_SetString(PyExc_ValueError, "the sink is not initialised");
 		return NULL;
 	}
-	if (!PyArg_ParseTuple(args, "U:put", &event))
+	/*
+	 * Its connection and store are the parent's (and a thread of the
+	 * parent's may have held its lock at the fork, which would then
+	 * never be let go of here).
+	 */
+	if (self->core->pid != getpid()) {
+		PyErr_SetString(PyExc_ValueError,
+				"the sink was made by the parent process: make one in this one");
+		return NULL;
+	}
+	return self->core;
+}
+
+/* The event of put() or send(), its strings kept in p; NULL: an error set. */
+static struct put *make_event(PyObject *args, PyObject *kw, const char *format)
+{
+	PyObject *event, *key, *value;
+	const char *ev_name;
+	Py_ssize_t pos = 0;
+	struct put *p;
+
+	if (!PyArg_ParseTuple(args, format, &event))
 		return NULL;
 	/* PATH_MAX of cwd: not on the stack of a thread that may be small. */
 	p = PyMem_Calloc(1, sizeof(*p));
-	if (p == NULL)
-		return PyErr_NoMemory();
+	if (p == NULL) {
+		PyErr_NoMemory();
+		return NULL;
+	}
 	p->keep = PyList_New(0);
 	if (p->keep == NULL)
-		goto out;
+		goto fail;
 	ev_name = text_field(p->keep, event, "event");
 	if (ev_name == NULL)
-		goto out;
+		goto fail;
 	bgrun_event_init(&p->ev, ev_name, "python");
 	/* As `logsink send`: the writer's working directory. */
 	if (getcwd(p->cwd, sizeof(p->cwd)) != NULL)
 		p->ev.cwd = p->cwd;
 	while (kw != NULL && PyDict_Next(kw, &pos, &key, &value))
 		if (put_field(p, key, value) < 0)
-			goto out;
-	Py_BEGIN_ALLOW_THREADS
-	(void)PyThread_acquire_lock(self->lock, WAIT_LOCK);
-	r = self->sink == NULL ? -EBADF : bgrun_sink_put(self->sink, &p->ev);
-	Py_END_ALLOW_THREADS
-	if (r == -EBADF && self->sink == NULL)
-		PyErr_SetString(PyExc_ValueError, "the sink is closed");
-	else if (r < 0)
-		sink_error(self, r, p->ev.id);
-	else {
-		self->via = r;
-		result = PyUnicode_FromString(p->ev.id);
-	}
-	PyThread_release_lock(self->lock);
-out:
+			goto fail;
+	return p;
+fail:
 	pyb_strv_free(&p->argv);
 	pyb_strv_free(&p->kv);
 	Py_XDECREF(p->keep);
 	PyMem_Free(p);
-	return result;
+	return NULL;
+}
+
+static void free_event(struct put *p)
+{
+	pyb_strv_free(&p->argv);
+	pyb_strv_free(&p->kv);
+	Py_XDECREF(p->keep);
+	PyMem_Free(p);
+}
+
+/* put() of an event made: its id, or NULL with an exception set. */
+static PyObject *put_event(SinkObject *self, struct sinkcore *c, struct put *p)
+{
+	const char *no_store = NULL;
+	char text[640] = "";
+	bool spooled = false;
+	int r;
+
+	Py_BEGIN_ALLOW_THREADS
+	(void)PyThread_acquire_lock(c->lock, WAIT_LOCK);
+	r = c->sink == NULL ? -EBADF : put_locked(c->sink, &p->ev, &no_store);
+	if (r > 0)
+		__atomic_store_n(&c->via, r, __ATOMIC_RELAXED);
+	if (r < 0 && c->sink != NULL) {
+		failure_text(c->sink, no_store, text, sizeof(text));
+		spooled = no_store == NULL && bgrun_sink_spooled(c->sink);
+	}
+	PyThread_release_lock(c->lock);
+	Py_END_ALLOW_THREADS
+	if (r == -EBADF && text[0] == '\0') {
+		PyErr_SetString(PyExc_ValueError, "the sink is closed");
+		return NULL;
+	}
+	if (r < 0) {
+		raise_sink_error(r, text, spooled, p->ev.id);
+		return NULL;
+	}
+	return PyUnicode_FromString(p->ev.id);
 }
 
 static PyObject *sink_put(SinkObject *self, PyObject *args, PyObject *kw)
 {
-	return sink_put_impl(self, args, kw);
+	struct sinkcore *c = core_of(self);
+	PyObject *result;
+	struct put *p;
+
+	if (c == NULL || (p = make_event(args, kw, "U:put")) == NULL)
+		return NULL;
+	result = put_event(self, c, p);
+	free_event(p);
+	return result;
 }
 
-static PyObject *sink_connect(SinkObject *self, PyObject *unused)
+/* --- send(): the put in a thread of ours, waited for at exit --- */
+
+struct send_job {
+	struct sinkcore *core;
+	struct bgrun_wire_buf frame; /* the event, encoded: a copy of its own */
+};
+
+/*
+ * At exit(), after Python's finalisation (hg's takes milliseconds: the
+ * ack has come by then), and never in a process that ends with _exit():
+ * the sends still under way are waited for, and those that no path
+ * stored are reported, once, on stderr (the interpreter is gone).
+ */
+static void bg_atexit(void)
 {
-	char why[512] = "";
-	PyObject *exc;
+	struct send_failure *f;
+	int lost = 0;
+
+	pthread_mutex_lock(&bg.lock);
+	while (bg.running > 0)
+		(void)pthread_cond_wait(&bg.cond, &bg.lock);
+	for (f = bg.failed; f != NULL; f = f->next)
+		lost += !f->spooled && !f->quiet;
+	for (f = bg.failed; f != NULL && lost > 0; f = f->next) {
+		if (f->spooled || f->quiet)
+			continue;
+		(void)fprintf(stderr, "bgrun: event not recorded: %s (event %s%s)\n",
+			      f->msg, f->id, lost > 1 || bg.n_dropped > 0 ? ", and more" : "");
+		break;
+	}
+	if (lost == 0 && bg.n_dropped > 0)
+		(void)fprintf(stderr, "bgrun: %llu events not recorded or spooled "
+			      "(their failures were not kept)\n",
+			      (unsigned long long)bg.n_dropped);
+	pthread_mutex_unlock(&bg.lock);
+}
+
+static void *send_main(void *arg)
+{
+	struct send_job *job = arg;
+	struct sinkcore *c = job->core;
+	struct send_failure *f = NULL;
+	struct bgrun_wire_msg m = { 0 };
+	const char *no_store = NULL;
+	size_t size = 0;
 	int r;
 
-	if (self->lock == NULL) {
-		PyErr_SetString(PyExc_ValueError, "the sink is not initialised");
+	r = bgrun_wire_frame_size(job->frame.data, job->frame.len,
+				  BGRUN_WIRE_MAX_FRAME, &size);
+	if (r > 0)
+		r = bgrun_wire_decode(job->frame.data, size, &m, NULL);
+	(void)PyThread_acquire_lock(c->lock, WAIT_LOCK);
+	if (r >= 0)
+		r = c->sink == NULL ? -EBADF : put_locked(c->sink, &m.ev, &no_store);
+	if (r > 0)
+		__atomic_store_n(&c->via, r, __ATOMIC_RELAXED);
+	if (r < 0 && (f = calloc(1, sizeof(*f))) != NULL) {
+		f->serial = c->serial;
+		f->error = r;
+		(void)snprintf(f->id, sizeof(f->id), "%s", m.ev.id);
+		if (c->sink != NULL) {
+			failure_text(c->sink, no_store, f->msg, sizeof(f->msg));
+			f->spooled = no_store == NULL && bgrun_sink_spooled(c->sink);
+		} else {
+			(void)snprintf(f->msg, sizeof(f->msg), "the sink was closed");
+		}
+	}
+	PyThread_release_lock(c->lock);
+	bgrun_wire_msg_release(&m);
+	bgrun_wire_buf_free(&job->frame);
+	free(job);
+	if (f != NULL) {
+		pthread_mutex_lock(&bg.lock);
+		f->quiet = c->reports;
+		if (bg.n_failed < FAILED_MAX) {
+			*bg.tail = f;
+			bg.tail = &f->next;
+			bg.n_failed++;
+			f = NULL;
+		} else {
+			bg.n_dropped++;
+		}
+		pthread_mutex_unlock(&bg.lock);
+		free(f);
+	}
+	core_unref(c, true, true);
+	return NULL;
+}
+
+static PyObject *sink_send(SinkObject *self, PyObject *args, PyObject *kw)
+{
+	struct sinkcore *c = core_of(self);
+	struct send_job *job = NULL;
+	PyObject *result;
+	struct put *p;
+	int r;
+
+	if (c == NULL || (p = make_event(args, kw, "U:send")) == NULL)
+		return NULL;
+	if (c->sink == NULL) {
+		PyErr_SetString(PyExc_ValueError, "the sink is closed");
+		free_event(p);
 		return NULL;
 	}
-	/*
-	 * The lock is let go before the GIL is taken back, so that a
-	 * connect() in a thread that outlives the interpreter never holds
-	 * it (sink_dealloc waits for it).
-	 */
+	job = calloc(1, sizeof(*job));
+	r = job == NULL ? -ENOMEM : bgrun_wire_put_event(&job->frame, 1, &p->ev);
+	pthread_mutex_lock(&bg.lock);
+	if (r >= 0 && !bg.atexit_set)
+		bg.atexit_set = atexit(bg_atexit) == 0;
+	if (!bg.atexit_set)
+		r = -ENOMEM;
+	pthread_mutex_unlock(&bg.lock);
+	if (r >= 0) {
+		job->core = c;
+		core_ref(c, true);
+		r = start_thread(send_main, job);
+		if (r < 0)
+			core_unref(c, true, true);
+	}
+	if (r < 0) {
+		/* No thread (or an event no frame holds): put() here, which says. */
+		if (job != NULL)
+			bgrun_wire_buf_free(&job->frame);
+		free(job);
+		result = put_event(self, c, p);
+	} else {
+		result = PyUnicode_FromString(p->ev.id);
+	}
+	free_event(p);
+	return result;
+}
+
+static PyObject *sink_flush(SinkObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "wait", NULL };
+	struct sinkcore *c = core_of(self);
+	struct send_failure *mine = NULL, **tail = &mine, **pp, *f;
+	PyObject *list;
+	int wait = 1;
+
+	if (c == NULL)
+		return NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$p:flush", kwlist, &wait))
+		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	(void)PyThread_acquire_lock(self->lock, WAIT_LOCK);
-	r = self->sink == NULL ? -EBADF : bgrun_sink_connect(self->sink);
-	if (r < 0 && self->sink != NULL)
-		(void)snprintf(why, sizeof(why), "%s", bgrun_sink_errmsg(self->sink));
-	PyThread_release_lock(self->lock);
+	if (wait)
+		core_wait_sends(c);
+	pthread_mutex_lock(&bg.lock);
+	for (pp = &bg.failed; *pp != NULL;) {
+		f = *pp;
+		if (f->serial != c->serial) {
+			pp = &f->next;
+			continue;
+		}
+		*pp = f->next;
+		f->next = NULL;
+		*tail = f;
+		tail = &f->next;
+		bg.n_failed--;
+		if (!f->spooled)
+			c->reports = true;
+	}
+	bg.tail = pp;
+	pthread_mutex_unlock(&bg.lock);
+	Py_END_ALLOW_THREADS
+	list = PyList_New(0);
+	for (f = mine; f != NULL; f = mine) {
+		PyObject *e = list != NULL ? make_sink_error(f->error, f->msg, f->spooled, f->id) : NULL;
+
+		if (e == NULL || PyList_Append(list, e) < 0)
+			Py_CLEAR(list);
+		Py_XDECREF(e);
+		mine = f->next;
+		free(f);
+	}
+	return list;
+}
+
+/*
+ * connect()'s work, with the GIL released and the sink's lock held: the
+ * daemon (libbgrun), else, unless the mode is 'daemon', libbgrun-store's
+ * bgrun_sink_connect (which opens the store). *no_store as for put_locked.
+ */
+static int connect_locked(struct sinkcore *c, const char **no_store)
+{
+	const struct pyb_store_api *api;
+	int r = bgrun_sink_connect_daemon(c->sink);
+
+	if (r >= 0 || r == -EINVAL || c->daemon_only)
+		return r;
+	api = pyb_store_api(no_store);
+	return api != NULL ? api->sink_connect(c->sink) : r;
+}
+
+/*
+ * connect(wait=False): a thread of our own, not a Python one, so that
+ * nothing of it needs the GIL (a Python thread would take it to start,
+ * and make the caller wait for it to say so). Nothing is reported: a put
+ * after a failure tries every path again, and says.
+ */
+static void *ahead_main(void *arg)
+{
+	struct sinkcore *c = arg;
+	struct bgrun_event warm;
+
+	/*
+	 * What the library learns once per process for every event (host,
+	 * user name, boot id: a dozen system calls, getpwuid's among them),
+	 * learnt here rather than at the put, on the caller's clock.
+	 */
+	bgrun_event_init(&warm, "warm", "warm");
+	(void)PyThread_acquire_lock(c->lock, WAIT_LOCK);
+	if (c->sink != NULL)
+		(void)connect_locked(c, NULL);
+	PyThread_release_lock(c->lock);
+	core_unref(c, true, false);
+	return NULL;
+}
+
+static PyObject *sink_connect(SinkObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "wait", NULL };
+	struct sinkcore *c = core_of(self);
+	const char *no_store = NULL;
+	char why[640] = "";
+	PyObject *exc;
+	int r, wait = 1;
+
+	if (c == NULL)
+		return NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$p:connect", kwlist, &wait))
+		return NULL;
+	if (!wait) {
+		core_ref(c, false);
+		if (start_thread(ahead_main, c) < 0)
+			core_unref(c, true, false);
+		Py_RETURN_NONE;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	(void)PyThread_acquire_lock(c->lock, WAIT_LOCK);
+	r = c->sink == NULL ? -EBADF : connect_locked(c, &no_store);
+	if (r < 0 && c->sink != NULL)
+		failure_text(c->sink, no_store, why, sizeof(why));
+	PyThread_release_lock(c->lock);
 	Py_END_ALLOW_THREADS
 	if (r == -EBADF && why[0] == '\0') {
 		PyErr_SetString(PyExc_ValueError, "the sink is closed");
@@ -416,14 +900,23 @@ static PyObject *sink_connect(SinkObject *self, PyObject *unused)
 
 static PyObject *sink_close(SinkObject *self, PyObject *unused)
 {
-	if (self->lock == NULL)
+	struct sinkcore *c = self->core;
+	struct bgrun_sink *s;
+
+	if (c == NULL)
 		Py_RETURN_NONE;
+	/* Sends first: an event accepted is stored (or said lost) before. */
 	Py_BEGIN_ALLOW_THREADS
-	(void)PyThread_acquire_lock(self->lock, WAIT_LOCK);
+	core_wait_sends(c);
+	if (c->pid == getpid())
+		(void)PyThread_acquire_lock(c->lock, WAIT_LOCK);
 	Py_END_ALLOW_THREADS
-	bgrun_sink_close(self->sink);
-	self->sink = NULL;
-	PyThread_release_lock(self->lock);
+	s = c->sink;
+	c->sink = NULL;
+	if (c->pid == getpid()) {
+		bgrun_sink_close(s);
+		PyThread_release_lock(c->lock);
+	}
 	Py_RETURN_NONE;
 }
 
@@ -439,14 +932,37 @@ static PyObject *sink_exit(SinkObject *self, PyObject *args)
 
 static PyObject *sink_get_via(SinkObject *self, void *closure)
 {
-	if (self->via == BGRUN_SINK_VIA_DAEMON)
+	/* An int written under the lock by whichever thread put last. */
+	int via = self->core != NULL ? __atomic_load_n(&self->core->via, __ATOMIC_RELAXED) : 0;
+
+	if (via == BGRUN_SINK_VIA_DAEMON)
 		return PyUnicode_FromString("daemon");
-	if (self->via == BGRUN_SINK_VIA_STORE)
+	if (via == BGRUN_SINK_VIA_STORE)
 		return PyUnicode_FromString("store");
 	Py_RETURN_NONE;
 }
 
 static PyMethodDef sink_methods[] = {
+	{ "send", (PyCFunction)(void (*)(void))sink_send, METH_VARARGS | METH_KEYWORDS,
+	  "send(event, **fields) -> str\n\n"
+	  "Records one event as put() does, but in a thread of the library's:\n"
+	  "returns its id at once, without waiting for the commit (the daemon's\n"
+	  "ack). An event the daemon does not take goes on to the store or the\n"
+	  "spool there, as with put(). flush() waits for this sink's sends and\n"
+	  "returns the SinkError of each that was not stored; at exit() the\n"
+	  "sends still under way are waited for, and one not stored nor\n"
+	  "spooled is reported on stderr. A process that ends with os._exit()\n"
+	  "(a forked child, a chg worker) must flush() first, or use put()." },
+	{ "flush", (PyCFunction)(void (*)(void))sink_flush, METH_VARARGS | METH_KEYWORDS,
+	  "flush(*, wait=True) -> list[SinkError]\n\n"
+	  "Waits (GIL released) until every send() of this sink is done, and\n"
+	  "returns the failures of those not stored (.spooled: kept in the\n"
+	  "spool), oldest first, forgetting them. wait=False: only the\n"
+	  "failures of the sends done so far. Once it has returned an event\n"
+	  "neither stored nor spooled, the program is taken to report them:\n"
+	  "this sink's later ones are no longer said at exit (the library\n"
+	  "counts them, as logsink status shows). The process keeps the first\n"
+	  "256 failures not taken; the rest are counted, and said at exit." },
 	{ "put", (PyCFunction)(void (*)(void))sink_put, METH_VARARGS | METH_KEYWORDS,
 	  "put(event, **fields) -> str\n\n"
 	  "Records one event and returns its id, once it is committed (GIL\n"
@@ -458,13 +974,18 @@ static PyMethodDef sink_methods[] = {
 	  "as a JSON object of strings, or a str of JSON), duration, start_time,\n"
 	  "end_time (float seconds). source defaults to 'python', cwd to ours.\n"
 	  "SinkError if no path stored it (.spooled: kept in the spool)." },
-	{ "connect", (PyCFunction)sink_connect, METH_NOARGS,
-	  "connect() -> str\n\n"
+	{ "connect", (PyCFunction)(void (*)(void))sink_connect, METH_VARARGS | METH_KEYWORDS,
+	  "connect(*, wait=True) -> str | None\n\n"
 	  "Opens now what the first put would open on its way: the daemon's\n"
-	  "connection, else the store (bgrun_sink_connect). Nothing is written.\n"
-	  "Returns 'daemon' or 'store', the path the next put tries first;\n"
-	  "SinkError if none opens. Call it early, in another thread, when the\n"
-	  "event comes at the end (the GIL is released meanwhile)." },
+	  "connection, else (unless the mode is 'daemon') the store, loading\n"
+	  "its library (bgrun_sink_connect). Nothing is written. Returns\n"
+	  "'daemon' or 'store', the path the next put tries first; SinkError\n"
+	  "if none opens. The GIL is released meanwhile.\n\n"
+	  "wait=False: does it in a thread of the library's (no Python thread,\n"
+	  "no GIL) and returns None at once; a put meanwhile waits for it.\n"
+	  "For an event that comes at the end (Mercurial's commandfinish):\n"
+	  "the put then only sends, or inserts. A failure there is not\n"
+	  "reported: the put tries every path again, and says." },
 	{ "close", (PyCFunction)sink_close, METH_NOARGS,
 	  "Closes the daemon connection and the store." },
 	{ "__enter__", (PyCFunction)sink_enter, METH_NOARGS, NULL },
@@ -474,7 +995,8 @@ static PyMethodDef sink_methods[] = {
 
 static PyGetSetDef sink_getset[] = {
 	{ "via", (getter)sink_get_via, NULL,
-	  "How the last successful put went: 'daemon', 'store' or None.", NULL },
+	  "How the last successful put (or send, once done) went: 'daemon',\n"
+	  "'store' or None.", NULL },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 
@@ -492,24 +1014,32 @@ PyTypeObject pyb_sink_type = {
 		  "$BGRUN_SINK), 'try', 'auto' (start the daemon if none answers),\n"
 		  "'embedded', 'daemon'; timeout: seconds to wait for the daemon (0:\n"
 		  "30 s). Nothing is opened until the first put. One thread at a time\n"
-		  "uses it; others wait their turn.",
+		  "uses it; others wait their turn. Only libbgrun is loaded while the\n"
+		  "daemon answers: libbgrun-store (SQLite) when the store is needed.",
 	.tp_methods = sink_methods,
 	.tp_getset = sink_getset,
 	.tp_init = (initproc)sink_init,
 	.tp_new = PyType_GenericNew,
 };
 
-/* log()'s sink: made at its first use, kept for the process. */
+/*
+ * log()'s sink: made at its first use, kept for the process. A forked
+ * child makes its own: the parent's connection and store are the
+ * parent's (and a connect of another thread may have held its lock at
+ * the fork); the inherited one is left unclosed and unused.
+ */
 static PyObject *default_sink;
+static pid_t default_sink_pid;
 
 PyObject *pyb_log(PyObject *self, PyObject *args, PyObject *kw)
 {
-	if (default_sink == NULL) {
+	if (default_sink == NULL || default_sink_pid != getpid()) {
 		default_sink = PyObject_CallNoArgs((PyObject *)&pyb_sink_type);
 		if (default_sink == NULL)
 			return NULL;
+		default_sink_pid = getpid();
 	}
-	return sink_put_impl((SinkObject *)default_sink, args, kw);
+	return sink_put((SinkObject *)default_sink, args, kw);
 }
 
 int pyb_sink_types_init(PyObject *m)

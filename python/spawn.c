@@ -61,6 +61,22 @@ static PyObject *secs_or_none(int64_t ns)
 	return PyFloat_FromDouble((double)ns / 1e9);
 }
 
+int pyb_status_types_ensure(void)
+{
+	if (pyb_status_type != NULL)
+		return 0;
+	if (pyb_rusage_type == NULL &&
+	    ((pyb_rusage_type = PyStructSequence_NewType(&rusage_desc)) == NULL ||
+	     PyModule_AddObjectRef(pyb_module, "Rusage", (PyObject *)pyb_rusage_type) < 0))
+		return -1;
+	if ((pyb_status_type = PyStructSequence_NewType(&status_desc)) == NULL ||
+	    PyModule_AddObjectRef(pyb_module, "Status", (PyObject *)pyb_status_type) < 0) {
+		Py_CLEAR(pyb_status_type);
+		return -1;
+	}
+	return 0;
+}
+
 static PyObject *make_status(const struct bgrun_status *st)
 {
 	const struct bgrun_rusage *ru = &st->rusage;
@@ -69,6 +85,8 @@ static PyObject *make_status(const struct bgrun_status *st)
 			   ru->in_blocks, ru->out_blocks, ru->vol_ctxsw,
 			   ru->invol_ctxsw };
 
+	if (pyb_status_types_ensure() < 0)
+		return NULL;
 	r = PyStructSequence_New(pyb_rusage_type);
 	if (r == NULL)
 		return NULL;
@@ -321,7 +339,8 @@ struct launch {
 	struct pyb_strv argv, env, env_set, env_unset;
 	struct bgrun_failure failure;
 	PyObject *keep;          /* list of bytes the strings point into */
-	PyObject *program;       /* bytes: for error messages */
+	const char *prog;        /* argv[0] or /bin/sh, for error messages */
+	PyObject *program;       /* the same as bytes, made when needed */
 };
 
 static int launch_init(struct launch *l)
@@ -349,11 +368,13 @@ static int launch_command(struct launch *l, PyObject *cmd, bool shell)
 		l->o.shell = pyb_fsbytes(l->keep, cmd, "script");
 		if (l->o.shell == NULL)
 			return -1;
-		l->program = PyBytes_FromString("/bin/sh");
-		return l->program == NULL ? -1 : 0;
+		l->prog = "/bin/sh";
+		return 0;
 	}
-	if (PyUnicode_Check(cmd) || PyBytes_Check(cmd) ||
-	    PyObject_HasAttrString(cmd, "__fspath__")) {
+	/* A list first: no failed attribute lookup for the usual case. */
+	if (!PyList_Check(cmd) && !PyTuple_Check(cmd) &&
+	    (PyUnicode_Check(cmd) || PyBytes_Check(cmd) ||
+	     PyObject_HasAttrString(cmd, "__fspath__"))) {
 		const char *s = pyb_fsbytes(l->keep, cmd, "argv");
 
 		if (s == NULL || pyb_strv_add(&l->argv, s) < 0)
@@ -366,8 +387,17 @@ static int launch_command(struct launch *l, PyObject *cmd, bool shell)
 		return -1;
 	}
 	l->o.argv = l->argv.v;
-	l->program = PyBytes_FromString(l->argv.v[0]);
-	return l->program == NULL ? -1 : 0;
+	/* In a bytes object of keep: lives as long as the launch. */
+	l->prog = l->argv.v[0];
+	return 0;
+}
+
+/* The program as bytes (borrowed), made the first time; NULL: an error set. */
+static PyObject *launch_program(struct launch *l)
+{
+	if (l->program == NULL)
+		l->program = PyBytes_FromString(l->prog);
+	return l->program;
 }
 
 static int launch_env(struct launch *l, PyObject *env, PyObject *set, PyObject *unset)
@@ -435,7 +465,7 @@ static int do_spawn(struct launch *l, struct bgrun_child **ret_child)
 	r = bgrun_spawn(&l->o, ret_child);
 	Py_END_ALLOW_THREADS
 	if (r < 0)
-		pyb_raise_spawn(r, &l->failure, PyBytes_AS_STRING(l->program));
+		pyb_raise_spawn(r, &l->failure, l->prog);
 	return r;
 }
 
@@ -470,6 +500,9 @@ PyObject *pyb_spawn(PyObject *self, PyObject *args, PyObject *kw)
 	    pyb_stdio_from(&l.o.err, l.keep, err, 2, true, append) < 0)
 		goto out;
 	if (cwd != Py_None && (l.o.cwd = pyb_fsbytes(l.keep, cwd, "cwd")) == NULL)
+		goto out;
+	/* The Child keeps it: made before the launch, which cannot be undone. */
+	if (launch_program(&l) == NULL)
 		goto out;
 	l.o.detach = detach;
 	l.o.ensurestart = ensurestart;
@@ -541,7 +574,7 @@ PyObject *pyb_runbgcommand(PyObject *self, PyObject *args, PyObject *kw)
 	if (record_wait != Py_None) {
 		/* As hg: not detached, and the launch is confirmed. */
 		l.o.detach = false;
-		if (do_spawn(&l, &c) < 0)
+		if (launch_program(&l) == NULL || do_spawn(&l, &c) < 0)
 			goto fail;
 		child = child_new(c, l.program);
 		if (child == NULL)
@@ -560,7 +593,7 @@ PyObject *pyb_runbgcommand(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	if (!ensurestart) {
 		/* Queued: the spawner thread records a failure, without the GIL. */
-		program = strdup(PyBytes_AS_STRING(l.program));
+		program = strdup(l.prog);
 		if (program == NULL) {
 			PyErr_NoMemory();
 			goto fail;
@@ -598,15 +631,10 @@ fail:
 
 int pyb_spawn_types_init(PyObject *m)
 {
-	pyb_status_type = PyStructSequence_NewType(&status_desc);
-	pyb_rusage_type = PyStructSequence_NewType(&rusage_desc);
-	if (pyb_status_type == NULL || pyb_rusage_type == NULL)
-		return -1;
+	/* Status and Rusage: pyb_status_types_ensure, at their first use. */
 	if (PyType_Ready(&pyb_child_type) < 0)
 		return -1;
-	if (PyModule_AddObjectRef(m, "Status", (PyObject *)pyb_status_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Rusage", (PyObject *)pyb_rusage_type) < 0 ||
-	    PyModule_AddObjectRef(m, "Child", (PyObject *)&pyb_child_type) < 0)
+	if (PyModule_AddObjectRef(m, "Child", (PyObject *)&pyb_child_type) < 0)
 		return -1;
 	return 0;
 }

@@ -73,7 +73,7 @@ static int parse_query(PyObject *args, PyObject *kw, const char *fname, struct p
 }
 
 /* Opens the store read-only, GIL released; raises on failure. */
-static struct bgrun_store *open_store(const char *db)
+static struct bgrun_store *open_store(const struct pyb_store_api *api, const char *db)
 {
 	struct bgrun_store *store = NULL;
 	char *path = NULL;
@@ -84,23 +84,23 @@ static struct bgrun_store *open_store(const char *db)
 		PyErr_SetFromErrno(PyExc_OSError);
 		return NULL;
 	}
-	if (bgrun_store_new(&store) < 0) {
+	if (api->store_new(&store) < 0) {
 		free(path);
 		PyErr_NoMemory();
 		return NULL;
 	}
 	Py_BEGIN_ALLOW_THREADS
-	r = bgrun_store_open(store, db ? db : path, BGRUN_STORE_READONLY);
+	r = api->store_open(store, db ? db : path, BGRUN_STORE_READONLY);
 	Py_END_ALLOW_THREADS
 	if (r < 0) {
 		PyObject *exc = PyObject_CallFunction(PyExc_OSError, "is", -r,
-						      bgrun_store_errmsg(store));
+						      api->store_errmsg(store));
 
 		if (exc != NULL) {
 			PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
 			Py_DECREF(exc);
 		}
-		bgrun_store_close(store);
+		api->store_close(store);
 		store = NULL;
 	}
 	free(path);
@@ -169,9 +169,9 @@ static int stats_cb(void *data, const struct bgrun_stats_row *row)
 	return r;
 }
 
-static PyObject *store_error(struct bgrun_store *store, int r)
+static PyObject *store_error(const struct pyb_store_api *api, struct bgrun_store *store, int r)
 {
-	PyObject *exc = PyObject_CallFunction(PyExc_OSError, "is", -r, bgrun_store_errmsg(store));
+	PyObject *exc = PyObject_CallFunction(PyExc_OSError, "is", -r, api->store_errmsg(store));
 
 	if (exc != NULL) {
 		PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
@@ -188,21 +188,23 @@ static PyObject *store_error(struct bgrun_store *store, int r)
 static int gather_rows(PyObject *args, PyObject *kw, bool stats,
 		       struct pyquery *pq, struct gather *g)
 {
+	const struct pyb_store_api *api;
 	struct bgrun_store *store;
 	int r;
 
 	if (parse_query(args, kw, stats ? "stats" : "query", pq) < 0 ||
-	    (store = open_store(pq->db)) == NULL)
+	    (api = pyb_store_api_or_raise()) == NULL ||
+	    (store = open_store(api, pq->db)) == NULL)
 		return -1;
 	Py_BEGIN_ALLOW_THREADS
 	if (stats)
-		r = bgrun_store_stats(store, &pq->q, stats_cb, g);
+		r = api->store_stats(store, &pq->q, stats_cb, g);
 	else
-		r = bgrun_store_query(store, &pq->q, row_cb, g);
+		r = api->store_query(store, &pq->q, row_cb, g);
 	Py_END_ALLOW_THREADS
 	if (r < 0)
-		store_error(store, r);
-	bgrun_store_close(store);
+		store_error(api, store, r);
+	api->store_close(store);
 	return r < 0 ? -1 : 0;
 }
 

@@ -169,6 +169,16 @@ BGRUN_EXTERN int bgrun_sink_put_batch(struct bgrun_sink *sink,
 BGRUN_EXTERN int bgrun_sink_put_daemon(struct bgrun_sink *sink,
 				       const struct bgrun_event *ev);
 
+/*
+ * bgrun_sink_connect's first half, in libbgrun (no store, no SQLite):
+ * connects to the daemon now (starting one for BGRUN_SINK_AUTO) unless
+ * the sink is connected already, so that a later bgrun_sink_put_daemon
+ * only sends and waits for the ack. BGRUN_SINK_VIA_DAEMON, or -errno
+ * with bgrun_sink_errmsg() set (-ENOTCONN at once for an EMBEDDED sink);
+ * the caller may then take the store's path (bgrun_sink_connect).
+ */
+BGRUN_EXTERN int bgrun_sink_connect_daemon(struct bgrun_sink *sink);
+
 /* What the daemon says of itself (bgrun_sink_daemon_status). */
 struct bgrun_sink_daemon_status {
 	int64_t pid;

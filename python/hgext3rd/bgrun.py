@@ -14,7 +14,12 @@ Two things, each on by configuration:
 - A ``ui.log`` handler records the events named in ``[bgrun] log`` (a
   list, or ``*`` for all) straight into bgrun's sink, in this process:
   through the sink daemon when it answers, else into the store, else
-  into the spool. No process is started per event. Each event gets what
+  into the spool. No process is started per event, and hg does not
+  wait for the event's commit: it is handed to a thread of the module
+  (``Sink.send``), which the process waits for when it exits, after
+  Python's own finalisation; an event no path stored is then reported
+  on stderr. (A forked child, a chg worker, ends with ``os._exit()``:
+  it puts and waits.) Each event gets what
   logtoprocess would have passed to its hook (the message, every keyword
   as an option) and, for commandfinish, the return code, duration and
   canonical command as fields, with source ``hg``::
@@ -39,7 +44,6 @@ bgrun.stats().
 """
 
 import os
-import threading
 import time
 
 from mercurial import (
@@ -74,6 +78,10 @@ _MAXMSG = 100000
 class _state:
     """The process's sink and counts (a chg server serves many commands)."""
 
+    # The process that loaded the extension: it ends through exit(), so
+    # its events are sent without waiting (Sink.send, waited for at
+    # exit); a forked child (a chg worker) ends with os._exit() and puts.
+    mainpid = os.getpid()
     sink = None
     sinkkey = None
     inherited = []
@@ -151,8 +159,23 @@ def _record(ui, event, msg, opts):
             fields['start_ns'] = end - fields['duration_ns']
         if canonical:
             fields['display'] = b'hg ' + canonical
-    _sink(ui).put(pycompat.sysstr(event), **fields)
+    sink = _sink(ui)
+    if os.getpid() == _state.mainpid:
+        # A long-lived process (hg serve) hears of its earlier sends here.
+        _flush(ui, wait=False)
+        sink.send(pycompat.sysstr(event), **fields)
+    else:
+        sink.put(pycompat.sysstr(event), **fields)
     _state.recorded += 1
+
+
+def _flush(ui, wait=True):
+    """Counts (and reports) the events sent and not stored (wait: all of them)."""
+    if _state.sink is None:
+        return
+    for exc in _state.sink.flush(wait=wait):
+        _state.recorded -= 1
+        _failed(ui, exc)
 
 
 def _failed(ui, exc):
@@ -202,29 +225,20 @@ def uisetup(ui):
         procutil.runbgcommand = _bgrun.runbgcommand
 
 
-def _connect(sink):
-    try:
-        sink.connect()
-    except Exception:
-        # The put tries every path again, and reports.
-        pass
-
-
 def _preconnect(ui):
     """Opens the sink in a thread while the command runs, once a process.
 
     commandfinish comes at the very end: opening the daemon connection
     or the store then would add its cost to the command's. Opened now,
-    the put only sends (or inserts) and waits for the commit.
+    the put only sends (or inserts) and waits for the commit. The thread
+    is the module's (connect(wait=False)), not a Python one: it never
+    takes the GIL, and starting it does not wait for it.
     """
     if _state.connecting == os.getpid():
         return
     _state.connecting = os.getpid()
     try:
-        sink = _sink(ui)
-        t = threading.Thread(target=_connect, args=(sink,), name='bgrun-connect')
-        t.daemon = True
-        t.start()
+        _sink(ui).connect(wait=False)
     except Exception as exc:
         _failed(ui, exc)
 
@@ -320,6 +334,7 @@ def debugbgrun(ui, **opts):
     In a plain hg these are the counts of this very command (its own
     commandfinish is recorded after it printed); under chg, of the server.
     """
+    _flush(ui)
     ui.write(b'runbgcommand: %s\n' % (
         b'bgrun' if procutil.runbgcommand is _bgrun.runbgcommand else b'hg'))
     ui.write(b'events: %s\n' % (b', '.join(sorted(ui.configlist(b'bgrun', b'log'))) or b'(none)'))

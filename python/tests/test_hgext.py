@@ -27,6 +27,17 @@ def boom(ui, **opts):
     raise RuntimeError('boom from the test extension')
 '''
 
+# What the hg process has mapped when Python exits (its atexit).
+MAPS = '''
+import atexit, os
+
+def uisetup(ui):
+    def dump():
+        with open('/proc/self/maps') as m, open(os.environ['BGRUN_TEST_MAPS'], 'w') as f:
+            f.write(m.read())
+    atexit.register(dump)
+'''
+
 
 class HgExt(TmpCase):
     def setUp(self):
@@ -170,6 +181,35 @@ class HgExt(TmpCase):
                         self.assertEqual(len(lines), 1, err)
                         self.assertIn(b'event not recorded', lines[0])
 
+    def test_daemon_path_loads_no_sqlite(self):
+        # With the daemon answering, hg records its commands without
+        # loading libbgrun-store or SQLite; the embedded store loads them.
+        if not testlib.LOGSINK:
+            self.skipTest('BGRUN_TEST_LOGSINK is not set')
+        sock = self.path('sink.sock')
+        maps_ext = self.path('maps.py')
+        with open(maps_ext, 'w') as f:
+            f.write(MAPS)
+        env = dict(self.env, BGRUN_SOCKET=sock, BGRUN_SINK='try',
+                   BGRUN_TEST_MAPS=self.path('maps'))
+        out = subprocess.run([testlib.LOGSINK, 'serve', '--detach', '--log', self.path('d.log')],
+                             env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        dpid = int(out.stdout)
+        self.addCleanup(os.kill, dpid, 15)
+        self.hgrc(extra='[extensions]\nmaps = %s\n' % maps_ext)
+        os.mkdir(self.repo)
+        self.assertEqual(self.hg('init', env=env)[1], 0)
+        for sink, loaded in (('try', False), ('embedded', True)):
+            with self.subTest(sink=sink):
+                pid, rc, out, err, wall = self.hg('status', env=dict(env, BGRUN_SINK=sink))
+                self.assertEqual((rc, err), (0, b''))
+                maps = testlib.slurp(env['BGRUN_TEST_MAPS'])
+                self.assertEqual(('libsqlite3' in maps, 'libbgrun-store' in maps),
+                                 (loaded, loaded))
+                fin, = [r for r in self.rows(pid) if r['event'] == 'commandfinish']
+                self.assertEqual((fin['display'], fin['exit_code']), ('hg status', 0))
+
     def test_runbgcommand_replaced(self):
         # logtoprocess's hook (shell=True) through bgrun's primitive: no
         # `( CMD ) &`, so the hook does not start with SIGINT and SIGQUIT
@@ -215,6 +255,10 @@ class HgExt(TmpCase):
         self.assertEqual(os.waitstatus_to_exitcode(status), 0)
         ext._record(u, b'commandfinish', b'parent again\n', opts)
         self.assertIs(ext._state.sink, parent_sink)
+        # The parent sends (and waits at exit); the child put, as it ends
+        # with os._exit().
+        ext._flush(u)
+        self.assertEqual(ext._state.failed, 0)
         msgs = sorted(r['message'] for r in self.rows())
         self.assertEqual(msgs, ['child', 'parent again', 'st exited 0'])
         self.assertTrue(all(r['display'] == 'hg status' for r in self.rows()))

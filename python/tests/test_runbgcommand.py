@@ -256,6 +256,13 @@ class RunBgCommand(TmpCase):
             bgrun.runbgcommand([b'true'], {b'A=B': b'1'})
         with self.assertRaises(ValueError):
             bgrun.runbgcommand([b'a\0b'], ENVS[0])
+        # The environment's strings are copied, not converted one by one:
+        # the same refusals.
+        for bad in ({b'A': b'x\0y'}, {b'A\0': b'1'}, {'A': 'x\0y'}, {b'': b'1'},
+                    {b'A': 1}):
+            with self.subTest(env=bad):
+                with self.assertRaises((ValueError, TypeError)):
+                    bgrun.runbgcommand([b'true'], bad)
         with self.assertRaises(ValueError):
             bgrun.runbgcommand([b'true'], ENVS[0], stdout=subprocess.PIPE)
         with self.assertRaises(TypeError):

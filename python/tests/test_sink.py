@@ -150,7 +150,7 @@ class SinkCase(TmpCase):
                 s.put('lost')
         self.assertFalse(cm.exception.spooled)
 
-    def test_daemon(self):
+    def _start_daemon(self):
         if not LOGSINK:
             self.skipTest('BGRUN_TEST_LOGSINK is not set')
         env = dict(os.environ, BGRUN_DB=self.db, BGRUN_SOCKET=self.sock)
@@ -159,6 +159,10 @@ class SinkCase(TmpCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         pid = int(out.stdout)
         self.addCleanup(lambda: self._stop(pid))
+        return pid
+
+    def test_daemon(self):
+        self._start_daemon()
         with bgrun.Sink(self.db, socket=self.sock, mode='daemon') as s:
             ids = [s.put('via-daemon', exit_code=i) for i in range(10)]
             self.assertEqual(s.via, 'daemon')
@@ -172,6 +176,159 @@ class SinkCase(TmpCase):
             return
         testlib.poll(lambda: not os.path.exists('/proc/%d' % pid) or
                      testlib.process_table().get(pid, ('Z',))[0] == 'Z', 'daemon exit')
+
+    def test_store_library_loaded_only_when_needed(self):
+        # Importing the module, and events through the daemon, load
+        # neither libbgrun-store nor SQLite; the embedded store loads
+        # them, once. In a process of its own (this one has imported
+        # Python's sqlite3).
+        self._start_daemon()
+        code = '''if 1:
+            import sys
+            import bgrun
+            def loaded():
+                with open('/proc/self/maps') as f:
+                    maps = f.read()
+                return ['libsqlite3' in maps, 'libbgrun-store' in maps]
+            db, sock = sys.argv[1:3]
+            print(loaded())
+            s = bgrun.Sink(db, socket=sock, mode='try')
+            s.connect(wait=False)
+            s.put('daemon-put')
+            print(loaded(), s.via)
+            e = bgrun.Sink(db, mode='embedded')
+            e.put('embedded-put')
+            print(loaded(), e.via)
+        '''
+        out = subprocess.run([os.sys.executable, '-c', code, self.db, self.sock],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.splitlines(), [
+            '[False, False]', '[False, False] daemon', '[True, True] store'])
+        self.assertEqual(sorted(r['event'] for r in rows(self.db)),
+                         ['daemon-put', 'embedded-put'])
+
+    def test_connect_without_waiting(self):
+        # connect(wait=False) returns at once; the put after it takes the
+        # path it opened, or every path again if it failed.
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            self.assertIsNone(s.connect(wait=False))
+            s.put('after-ahead')
+            self.assertEqual(s.via, 'store')
+        # (Another log: the next embedded writer of this one would replay the spool.)
+        with bgrun.Sink(self.path('other.db'), socket=self.sock, mode='daemon') as s:
+            self.assertIsNone(s.connect(wait=False))  # nothing answers: not raised
+            with self.assertRaises(bgrun.SinkError) as cm:
+                s.put('kept')
+            self.assertTrue(cm.exception.spooled)
+        # Dropped while its thread may still connect: the object waits for it.
+        for _ in range(50):
+            bgrun.Sink(self.db, mode='embedded').connect(wait=False)
+        s = bgrun.Sink(self.db, mode='embedded')
+        s.connect(wait=False)
+        s.__init__(self.db, mode='embedded')  # re-initialised under it
+        s.put('after-reinit')
+        s.close()
+        self.assertEqual(sorted(r['event'] for r in rows(self.db)),
+                         ['after-ahead', 'after-reinit'])
+        self._start_daemon()
+        with bgrun.Sink(self.db, socket=self.sock, mode='try') as s:
+            s.connect(wait=False)
+            s.put('ahead-daemon')
+            self.assertEqual(s.via, 'daemon')
+
+    def test_send_and_flush(self):
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            ids = [s.send('sent', exit_code=i) for i in range(20)]
+            self.assertIsInstance(s.flush(wait=False), list)
+            self.assertEqual(s.flush(), [])
+            self.assertEqual(s.via, 'store')
+            got = sorted((r['id'], r['exit_code']) for r in rows(self.db, "event = 'sent'"))
+            self.assertEqual(got, sorted(zip(ids, range(20))))
+            # Bad fields are refused at once, as by put().
+            with self.assertRaises(TypeError):
+                s.send('x', no_such_field=1)
+            # close() waits for the sends: none is lost.
+            last = s.send('before-close')
+        self.assertEqual(rows(self.db, "event = 'before-close'")[0]['id'], last)
+        with self.assertRaises(ValueError):
+            s.send('after-close')
+
+    def test_forked_child_refused_the_parents_sink(self):
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            s.send('parent')
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    try:
+                        s.put('child')
+                    except ValueError:
+                        code = 0
+                    bgrun.Sink(self.db, mode='embedded').put('child-own')
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+            self.assertEqual(s.flush(), [])
+        self.assertEqual(sorted(r['event'] for r in rows(self.db)), ['child-own', 'parent'])
+
+    def test_send_whose_ack_never_comes(self):
+        # The daemon takes the connection, then stops: the event is sent
+        # and never acknowledged. After the timeout the send goes on to
+        # the other paths: here (mode daemon) the spool, said by flush().
+        pid = self._start_daemon()
+        s = bgrun.Sink(self.db, socket=self.sock, mode='daemon', timeout=0.3)
+        self.assertEqual(s.connect(), 'daemon')
+        os.kill(pid, signal.SIGSTOP)
+        self.addCleanup(os.kill, pid, signal.SIGCONT)
+        eid = s.send('unacked')
+        fails = s.flush()
+        self.assertEqual([(f.event_id, f.spooled) for f in fails], [(eid, True)])
+        self.assertIsInstance(fails[0], bgrun.SinkError)
+        self.assertEqual(s.flush(), [])  # taken once
+        self.assertEqual(s.flush(wait=False), [])
+        spool = self.db + '.spool'
+        self.assertEqual(len([n for n in os.listdir(spool) if eid in n]), 1)
+        s.close()
+
+    def test_send_waited_for_at_exit(self):
+        # A process that sends and exits without flush(): exit() waits for
+        # the send; one that could not be stored nor spooled is said on
+        # stderr, once; one kept in the spool is not.
+        code = '''if 1:
+            import sys
+            import bgrun
+            db, mode = sys.argv[1:3]
+            s = bgrun.Sink(db, socket=sys.argv[3], mode=mode)
+            if sys.argv[4:] == ['flush-first']:
+                s.send('taken')
+                print(len(s.flush()), file=sys.stderr)
+            for i in range(3):
+                print(s.send('at-exit', exit_code=i))
+        '''
+        def run(db, mode, *extra):
+            out = subprocess.run([os.sys.executable, '-c', code, db, mode, self.sock, *extra],
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            return out.stdout.split(), out.stderr.splitlines()
+        ids, err = run(self.db, 'embedded')
+        self.assertEqual(err, [])
+        self.assertEqual(sorted(r['id'] for r in rows(self.db, "event = 'at-exit'")),
+                         sorted(ids))
+        ids, err = run('/dev/null/events.db', 'embedded')
+        self.assertEqual(len(ids), 3)
+        self.assertEqual(len(err), 1, err)
+        self.assertTrue(err[0].startswith('bgrun: event not recorded: '), err)
+        self.assertIn(', and more)', err[0])
+        # A program that took a lost event from flush() reports them: the
+        # later ones are counted (logsink status), not said again at exit.
+        ids, err = run('/dev/null/events.db', 'embedded', 'flush-first')
+        self.assertEqual((len(ids), err), (3, ['1']))
+        db2 = self.path('spooled.db')
+        ids, err = run(db2, 'daemon')  # no daemon: the spool
+        self.assertEqual(err, [])
+        self.assertEqual(len([n for n in os.listdir(db2 + '.spool') if n.endswith('.ev')]), 3)
 
     def test_threads_share_a_sink(self):
         with bgrun.Sink(self.db, mode='embedded') as s:

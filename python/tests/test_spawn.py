@@ -253,6 +253,34 @@ class Spawn(TmpCase):
             if not name.startswith('_'):
                 self.assertIn(name, text, name)
 
+    def test_types_made_at_first_use(self):
+        # Not at import (hg imports the module for every command), but
+        # there whenever asked for: by name, by dir() and help(), by an error.
+        code = '''if 1:
+            import bgrun, pydoc
+            made = lambda: sorted(n for n in ('SpawnFileNotFoundError', 'Status', 'Rusage')
+                                  if n in bgrun.__dict__)
+            print(made())
+            try:
+                bgrun.spawn(['/nonexistent/program'])
+            except FileNotFoundError as e:
+                print(type(e).__name__, isinstance(e, bgrun.SpawnError))
+            print(made())
+            print(issubclass(bgrun.SpawnPermissionError, PermissionError), bgrun.Status.__name__)
+            print('Rusage' in dir(bgrun), 'SpawnTimeoutError' in pydoc.render_doc(bgrun))
+            try:
+                bgrun.no_such_name
+            except AttributeError as e:
+                print('AttributeError')
+        '''
+        import subprocess
+        out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                             timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.splitlines(), [
+            '[]', 'SpawnFileNotFoundError True', "['SpawnFileNotFoundError']",
+            'True Status', 'True True', 'AttributeError'])
+
 
 if __name__ == '__main__':
     testlib.main()

@@ -69,6 +69,22 @@ int bgrun_sink_put_daemon(struct bgrun_sink *sink, const struct bgrun_event *ev)
 	return r < 0 ? r : status;
 }
 
+int bgrun_sink_connect_daemon(struct bgrun_sink *sink)
+{
+	int r;
+
+	if (sink == NULL)
+		return -EINVAL;
+	r = bgrun__sink_enter(sink);
+	if (r < 0)
+		return r;
+	if (sink->mode == BGRUN_SINK_EMBEDDED)
+		return bgrun__sink_fail(sink, -ENOTCONN,
+					"BGRUN_SINK=embedded: not the daemon");
+	r = bgrun__sink_connect_daemon(sink);
+	return r < 0 ? r : BGRUN_SINK_VIA_DAEMON;
+}
+
 int bgrun_sink_daemon_status(struct bgrun_sink *sink,
 			     struct bgrun_sink_daemon_status *ret_status)
 {
