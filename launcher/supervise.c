@@ -105,45 +105,25 @@ static char *absolute(const char *path, const char *dir)
  * A failure to record never changes the command (our stderr is
  * /dev/null: the event, if valid, is in the spool for later).
  */
-static int open_sink(struct sup *s)
-{
-	struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
-	int r;
-
-	if (s->sink != NULL)
-		return 0;
-	o.db = s->db;
-	r = bgrun_sink_new(&s->sink);
-	if (r < 0)
-		return r;
-	r = bgrun_sink_open(s->sink, &o);
-	if (r < 0) {
-		/* $BGRUN_SINK is wrong: nowhere to say so. */
-		bgrun_sink_close(s->sink);
-		s->sink = NULL;
-	}
-	return r;
-}
-
 static void record(struct sup *s)
 {
-	if (open_sink(s) >= 0)
-		(void)bgrun_sink_put(s->sink, &s->ev);
-}
+	if (s->sink == NULL) {
+		struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
+		int r;
 
-/*
- * Whether COMMAND's end has come already: a short command has often ended
- * by the time we are ready to write its `running` row, which its finish
- * would replace at once (a transaction of 7 pages for nothing). Peeked,
- * not read: a recorder killed before it records leaves the line for the
- * one bgrun-start starts in its place (start.c: finish_recorder).
- */
-static bool end_is_here(void)
-{
-	char buf[512];
-	ssize_t n = recv(END_FD, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
-
-	return n > 0 && memchr(buf, '\n', (size_t)n) != NULL;
+		o.db = s->db;
+		r = bgrun_sink_new(&s->sink);
+		if (r < 0)
+			return;
+		r = bgrun_sink_open(s->sink, &o);
+		if (r < 0) {
+			/* $BGRUN_SINK is wrong: nowhere to say so. */
+			bgrun_sink_close(s->sink);
+			s->sink = NULL;
+			return;
+		}
+	}
+	(void)bgrun_sink_put(s->sink, &s->ev);
 }
 
 /* One NAME, VALUE pair of the options (none once memory ran out). */
@@ -489,9 +469,7 @@ int supervise_main(int argc, char **argv)
 	}
 	s.ev.pid = rec.child_pid;
 	s.ev.result = BGRUN_RESULT_RUNNING;
-	(void)open_sink(&s);
-	if (!end_is_here())
-		record(&s);
+	record(&s);
 	if (read_end(&st, &timed_out, &dropped) < 0)
 		goto out; /* stays running: lost, once bgrun-start is gone */
 	st.pid = rec.child_pid;
