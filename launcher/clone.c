@@ -25,6 +25,7 @@
 enum {
 	OPT_CLOSE_THREADS = 256,
 	OPT_CLOSE_THRESHOLD,
+	OPT_WRITE_THREADS,
 	OPT_CHUNK_SIZE,
 	OPT_COPY_FILE_RANGE,
 	OPT_HOOK,
@@ -45,6 +46,7 @@ static const struct option longopts[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "close-threads", required_argument, NULL, OPT_CLOSE_THREADS },
 	{ "close-threshold", required_argument, NULL, OPT_CLOSE_THRESHOLD },
+	{ "write-threads", required_argument, NULL, OPT_WRITE_THREADS },
 	{ "chunk-size", required_argument, NULL, OPT_CHUNK_SIZE },
 	{ "copy-file-range", no_argument, NULL, OPT_COPY_FILE_RANGE },
 	{ "hook", required_argument, NULL, OPT_HOOK },
@@ -75,9 +77,13 @@ static const char usage_text[] =
 	"\n"
 	"  -v, --verbose           say what happens (progress lines, settings, hooks)\n"
 	"  -q, --quiet             no summary line\n"
-	"      --close-threads=N   threads closing files in the background\n"
-	"                          (default 4; 0: close on the writing thread)\n"
-	"      --close-threshold=N use them from N files on (default 2048)\n"
+	"      --close-threads=N   threads closing files in the background (default\n"
+	"                          4, none behind writer threads; 0: close on the\n"
+	"                          writing thread)\n"
+	"      --close-threshold=N use them, and the writers, from N files on\n"
+	"                          (default 2048)\n"
+	"      --write-threads=N   threads creating and writing the files (default 2;\n"
+	"                          0: all on the thread reading the bundle)\n"
 	"      --chunk-size=SIZE   bundle read and file write size (default 1M)\n"
 	"      --copy-file-range   copy file bytes in the kernel (BUNDLE a regular file)\n"
 	"      --hook=CMD          shell command run in DEST after a successful clone\n"
@@ -284,6 +290,10 @@ static void parse(struct clone_cli *cc, int argc, char **argv)
 							"close-threshold", ULONG_MAX);
 			if (cc->opts.close_threshold == 0)
 				cc->opts.close_threshold = 1;
+			break;
+		case OPT_WRITE_THREADS:
+			cc->opts.write_threads = (int)parse_count(optarg,
+							"write-threads", 64);
 			break;
 		case OPT_CHUNK_SIZE:
 			cc->opts.chunk_size = parse_size(optarg);
@@ -498,9 +508,10 @@ static void record(struct clone_cli *cc, const char *id, int64_t start_ns,
 	if (res != NULL) {
 		(void)snprintf(json, sizeof(json),
 			       "{\"files\":%" PRIu64 ",\"bytes\":%" PRIu64
-			       ",\"close_threads\":%u,\"chunk_size\":%zu}",
+			       ",\"close_threads\":%u,\"write_threads\":%u"
+			       ",\"chunk_size\":%zu}",
 			       res->files, res->bytes, res->close_threads,
-			       res->chunk_size);
+			       res->write_threads, res->chunk_size);
 		ev.options_json = json;
 	}
 	put_event(cc, &ev);
@@ -781,10 +792,10 @@ int clone_main(int argc, char **argv)
 	(void)snprintf(summary, sizeof(summary), "%" PRIu64 " files, %s in %.2f s",
 		       res.files, size, (double)res.duration_ns / 1e9);
 	if (cc.verbose)
-		cli_msg("clone: stream bundle v%u; requirements %s; %zu-byte chunks%s; %u closer threads",
+		cli_msg("clone: stream bundle v%u; requirements %s; %zu-byte chunks%s; %u closer threads; %u writer threads",
 			res.bundle_version, res.requirements, res.chunk_size,
 			cc.opts.copy_file_range ? ", copy_file_range" : "",
-			res.close_threads);
+			res.close_threads, res.write_threads);
 	record(&cc, id, start_real, res.duration_ns, true, summary, &res,
 	       dest_abs);
 	if (!cc.quiet) {

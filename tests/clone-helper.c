@@ -10,9 +10,12 @@
  *   clone-helper sha1            the hex SHA-1 of stdin
  *   clone-helper closer          the closer pool: every descriptor closed,
  *                                the first failure reported
- *   clone-helper failclose BUNDLE DEST N
+ *   clone-helper failclose BUNDLE DEST N [CLOSERS WRITERS]
  *                                bgrun_clone whose Nth close fails (EIO),
- *                                with background closing; prints the error
+ *                                with CLOSERS closer threads (default 2)
+ *                                and WRITERS writer threads (default: the
+ *                                library's), from the first file on;
+ *                                prints the error
  *   clone-helper bundle FILE     reads FILE from memory as the fuzz target
  *                                does; prints each entry or the error
  * Exit status 0 when the mode did what it checks, 1 otherwise.
@@ -120,7 +123,8 @@ static int failing_close(int fd)
 {
 	int r = close(fd);
 
-	if (++calls == fail_at && r == 0) {
+	/* Several threads close (closers, writers): one count for all. */
+	if (__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) == fail_at && r == 0) {
 		errno = EIO;
 		return -1;
 	}
@@ -157,7 +161,8 @@ static int mode_closer(void)
 	return calls == 200 ? 0 : 1;
 }
 
-static int mode_failclose(const char *bundle, const char *dest, int n)
+static int mode_failclose(const char *bundle, const char *dest, int n,
+			  int closers, int writers)
 {
 	struct bgrun_clone_opts o = BGRUN_CLONE_OPTS_INIT;
 	struct bgrun_clone *c;
@@ -168,7 +173,8 @@ static int mode_failclose(const char *bundle, const char *dest, int n)
 	fail_at = n;
 	o.bundle = bundle;
 	o.dest = dest;
-	o.close_threads = 2;
+	o.close_threads = closers;
+	o.write_threads = writers;
 	o.close_threshold = 1;
 	(void)bgrun__test_control(BGRUN__TEST_CLONE_CLOSE_FN, failing_close);
 	r = bgrun_clone(c, &o, NULL);
@@ -204,9 +210,12 @@ int main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "closer") == 0)
 		return mode_closer();
 	if (argc == 5 && strcmp(argv[1], "failclose") == 0)
-		return mode_failclose(argv[2], argv[3], atoi(argv[4]));
+		return mode_failclose(argv[2], argv[3], atoi(argv[4]), 2, -1);
+	if (argc == 7 && strcmp(argv[1], "failclose") == 0)
+		return mode_failclose(argv[2], argv[3], atoi(argv[4]),
+				      atoi(argv[5]), atoi(argv[6]));
 	if (argc == 3 && strcmp(argv[1], "bundle") == 0)
 		return mode_bundle(argv[2]);
-	fprintf(stderr, "usage: clone-helper encode|sha1|closer|failclose B D N|bundle F\n");
+	fprintf(stderr, "usage: clone-helper encode|sha1|closer|failclose B D N [C W]|bundle F\n");
 	return 2;
 }

@@ -28,19 +28,23 @@ leftovers() { find "$1" -maxdepth 1 -name '.*.clone-*' | wc -l; }
 # temporaries DIR: the temporary directories of clones in DIR.
 temporaries() { find "$1" -maxdepth 1 -type d -name '.*.clone-*' | wc -l; }
 
-# bad_bundles: applies every $TMP/bad/NAME.hg listed in $TMP/bad/cases.tsv
-# (NAME, then keyword and offset read from a file, then from a pipe) from
-# the file and from a pipe: each must fail with one line naming the problem
-# at its offset and leave nothing behind.
+# bad_bundles [LABEL]: applies every $TMP/bad/NAME.hg listed in
+# $TMP/bad/cases.tsv (NAME, then keyword and offset read from a file, then
+# from a pipe) from the file and from a pipe: each must fail with one line
+# naming the problem at its offset and leave nothing behind. LABEL, if
+# given, is added to the names of the checks (a second pass, with other
+# options in run).
 bad_bundles() {
-	local name kw_file off_file kw_pipe off_pipe how off keyword
+	local name kw_file off_file kw_pipe off_pipe how off keyword file
 	while IFS=$'\t' read -r name kw_file off_file kw_pipe off_pipe; do
+		file=$TMP/bad/$name.hg
+		name="$name${1:+ $1}"
 		for how in file pipe; do
 			if [ $how = file ]; then
-				run "$TMP/bad/$name.hg" bad-dest
+				run "$file" bad-dest
 				off=$off_file keyword=$kw_file
 			else
-				run - bad-dest < <(cat "$TMP/bad/$name.hg")
+				run - bad-dest < <(cat "$file")
 				off=$off_pipe keyword=$kw_pipe
 			fi
 			eq "bad $name ($how): exit 1" "$RC" 1

@@ -93,6 +93,8 @@ check "-v: says v2" grep -q 'stream bundle v2; requirements' "$TMP/.stderr"
 i=0
 for opts in "--close-threads 3 --close-threshold 1" \
 	"--close-threads 1 --close-threshold 1 --chunk-size 4K" \
+	"--write-threads 0 --close-threshold 1" \
+	"--write-threads 3 --close-threads 0 --close-threshold 1 --chunk-size 512" \
 	"--chunk-size 512" "--copy-file-range"; do
 	i=$((i + 1))
 	# shellcheck disable=SC2086
@@ -205,7 +207,12 @@ hg -R many commit -q -A -m many
 bundle2 many "$TMP/many.hg"
 hgref many.hg many-hg
 run -v many.hg many-clone
-check "many files: closed in the background" grep -q '4 closer threads' "$TMP/.stderr"
+check "many files: written (and closed) by 2 writer threads, no closers" \
+	grep -q '; 0 closer threads; 2 writer threads' "$TMP/.stderr"
+run -v --write-threads 0 many.hg many-clone1
+check "many files, --write-threads 0: closed in the background" \
+	grep -q '; 4 closer threads; 0 writer threads' "$TMP/.stderr"
+same_as_hg many-clone1 many-hg "many files, one writing thread"
 same_as_hg many-clone many-hg "many files"
 
 # --- what it refuses ----------------------------------------------------------
@@ -230,6 +237,10 @@ check "a changegroup bundle2: refused" grep -q 'changegroup part' "$TMP/.stderr"
 python3 "$FIX" bad2 zstd.hg "$TMP/bad"
 touch "$TMP/before-bad"
 bad_bundles
+# The same with writer threads writing the files.
+run() { capture "$BGRUN" clone --no-log --write-threads 2 --close-threshold 1 "$@"; }
+bad_bundles "(writer threads)"
+run() { capture "$BGRUN" clone --no-log "$@"; }
 eq "bad input: nothing written outside the temporary directory" \
 	"$(find "$TMP" -newer "$TMP/before-bad" \( -name 'escape*' -o -name hgrc \) | wc -l)" 0
 

@@ -135,6 +135,9 @@ check "clone: every store file is dense" \
 i=0
 for opts in "--close-threads 0" "--close-threads 3 --close-threshold 1" \
 	"--close-threads 1 --close-threshold 1 --chunk-size 4K" \
+	"--write-threads 0 --close-threshold 1" \
+	"--write-threads 1 --close-threshold 1 --chunk-size 4K" \
+	"--write-threads 3 --close-threads 0 --close-threshold 1 --chunk-size 512" \
 	"--chunk-size 32K" "--chunk-size 8M" "--copy-file-range" \
 	"--copy-file-range --chunk-size 512 --close-threshold 1"; do
 	i=$((i + 1))
@@ -306,6 +309,12 @@ same_as_hg_v1 "$TMP/archived.hg" archived-clone "archived"
 python3 "$FIX" bad "$TMP/small.hg" "$TMP/bad"
 touch "$TMP/before-bad"
 bad_bundles
+# The same errors, at the same offsets, when writer threads write the
+# files (each directory's in order; a file in the way of a directory
+# waited for).
+run() { capture "$BGRUN" clone --write-threads 2 --close-threshold 1 "$@"; }
+bad_bundles "(writer threads)"
+run() { capture "$BGRUN" clone "$@"; }
 eq "bad input: nothing written outside the temporary directory" \
 	"$(find "$TMP" -newer "$TMP/before-bad" -name 'escape*' | wc -l)" 0
 
@@ -315,6 +324,36 @@ eq "a failed background close: bgrun_clone gives -EIO" "$RC" 0
 check "a failed background close: said so" grep -q 'cannot close' "$TMP/.stdout"
 check "a failed background close: no DEST" test ! -e "$TMP/fc"
 eq "a failed background close: no temporary directory" "$(leftovers "$TMP")" 0
+# ... and one that fails on a writer thread, which closes its files itself.
+capture "$HELPER" failclose "$TMP/rich.hg" "$TMP/fc" 7 0 2
+eq "a failed close on a writer thread: bgrun_clone gives -EIO" "$RC" 0
+check "a failed close on a writer thread: the entry at its offset" \
+	grep -Eq 'offset [0-9]+: cannot close [^ ]+: Input/output error' "$TMP/.stdout"
+check "a failed close on a writer thread: no DEST" test ! -e "$TMP/fc"
+eq "a failed close on a writer thread: no temporary directory" "$(leftovers "$TMP")" 0
+
+# A write that fails on a writer thread (over the file size limit: EFBIG,
+# with SIGXFSZ ignored): one line naming the first entry over it, at its
+# offset, as on one thread; nothing left.
+"$HELPER" bundle "$TMP/rich.hg" >"$TMP/rich.list"
+# "OFFSET NAME SIZE" lines after the header's.
+big=$(awk 'NR > 1 && $NF > max { max = $NF } END { print max }' "$TMP/rich.list")
+limit=$(((big - 1) / 1024))
+want=$(awk -v l=$((limit * 1024)) 'NR > 1 && $NF > l {
+	n = $0; sub(/^[0-9]+ /, "", n); sub(/ [0-9]+$/, "", n); print "offset " $1 ": cannot write " n; exit }' \
+	"$TMP/rich.list")
+for opts in "--write-threads 2 --close-threshold 1" \
+	"--write-threads 3 --close-threads 0 --close-threshold 1 --chunk-size 4K" \
+	"--write-threads 0"; do
+	# shellcheck disable=SC2086
+	capture bash -c 'trap "" XFSZ; ulimit -f "$1"; shift; exec "$@"' - "$limit" \
+		"$BGRUN" clone --no-log $opts "$TMP/rich.hg" efbig
+	eq "a failed write ($opts): exit 1" "$RC" 1
+	eq "a failed write ($opts): one line" "$ERR" \
+		"bgrun: clone: $TMP/rich.hg: $want: File too large"
+	check "a failed write ($opts): no DEST" test ! -e efbig
+	eq "a failed write ($opts): no temporary directory" "$(leftovers "$TMP")" 0
+done
 
 # Interrupted while the bundle trickles in through a FIFO.
 interrupted "$TMP/rich.hg"

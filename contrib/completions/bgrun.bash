@@ -14,7 +14,7 @@ _bgrun_arg_kind()
 	-E | --env) echo env ;;
 	-u | --unset) echo var ;;
 	--tag | --timeout | --kill-after | --hook | --close-threads | \
-	--close-threshold | --chunk-size)
+	--close-threshold | --write-threads | --chunk-size)
 		echo text ;;
 	*) echo none ;;
 	esac
@@ -56,7 +56,7 @@ _bgrun_launch_opts="-o --stdout -e --stderr -a --append -i --stdin -C --cwd
 	--strict-log --on-exit --no-on-exit --no-output --split-output --max-output --no-keep-env -h --help
 	--version"
 _bgrun_clone_opts="-v --verbose -q --quiet --close-threads --close-threshold
-	--chunk-size --copy-file-range --hook --config --db --no-log -U --update
+	--write-threads --chunk-size --copy-file-range --hook --config --db --no-log -U --update
 	--wait --timeout --insecure --cacert --no-clonebundles --cleanup -h --help"
 
 # COMPREPLY for the argument of option $1 (of the verb $2, if any).

@@ -119,10 +119,14 @@ typedef void (*bgrun_clone_progress_cb)(void *data,
 
 /* The default size of reads from the bundle and of writes: 1 MiB. */
 #define BGRUN_CLONE_CHUNK_DEFAULT ((size_t)1 << 20)
-/* Background closing is used from this many files on (as Mercurial's). */
+/*
+ * Background closing (and writing) is used from this many files on (as
+ * Mercurial's).
+ */
 #define BGRUN_CLONE_CLOSE_THRESHOLD_DEFAULT 2048
 #define BGRUN_CLONE_CLOSE_THREADS_DEFAULT 4
 #define BGRUN_CLONE_CLOSE_QUEUE 384
+#define BGRUN_CLONE_WRITE_THREADS_DEFAULT 2
 
 /*
  * What to clone and how. Plain data: start from BGRUN_CLONE_OPTS_INIT.
@@ -136,9 +140,11 @@ struct bgrun_clone_opts {
 	/* The new repository. */
 	const char *dest;
 	/*
-	 * Background closer threads: < 0 the default (4), 0 closes every
-	 * file on the writing thread. The pool starts only when the bundle
-	 * holds at least close_threshold files (0: the default, 2048).
+	 * Background closer threads: < 0 the default (4; when writer
+	 * threads write the files, none on POSIX, where they close their
+	 * own, 4 on Windows), 0 closes every file on the writing thread.
+	 * The pool starts only when the bundle holds at least
+	 * close_threshold files (0: the default, 2048).
 	 */
 	int close_threads;
 	uint64_t close_threshold;
@@ -171,9 +177,19 @@ struct bgrun_clone_opts {
 	 */
 	bgrun_clone_stale_cb stale;
 	void *stale_data;
+	/*
+	 * Writer threads: < 0 the default (2), 0
+	 * writes every file on the calling thread. From close_threshold
+	 * files on, the store's files are created, written and closed by
+	 * them (each directory's by one, in bundle order), the calling
+	 * thread reading the bundle and handing them over; not with
+	 * copy_file_range.
+	 */
+	int write_threads;
 };
 
-#define BGRUN_CLONE_OPTS_INIT { .bundle_fd = BGRUN_OS_FD_NONE, .close_threads = -1 }
+#define BGRUN_CLONE_OPTS_INIT { .bundle_fd = BGRUN_OS_FD_NONE, .close_threads = -1, \
+				.write_threads = -1 }
 
 /* What a clone did. */
 struct bgrun_clone_result {
@@ -188,6 +204,7 @@ struct bgrun_clone_result {
 	size_t chunk_size;
 	/* The requirements written (sorted, comma-separated). */
 	char requirements[512];
+	unsigned int write_threads; /* writer threads used (0: none) */
 };
 
 /*

@@ -395,7 +395,7 @@ static bool ends_with(const char *s, size_t len, const char *suffix)
  * store.revlog_type(): the names store._walk and the fncache's datafiles
  * yield, by their ending (REVLOG_FILES_MAIN_EXT, REVLOG_FILES_OTHER_EXT).
  */
-static bool revlog_file(const char *s, size_t len)
+bool bgrun__revlog_ending(const char *s, size_t len)
 {
 	static const char *const ext[] = { ".i",   "i.tmpcensored", ".idx",
 					   ".d",   ".dat",          ".n",
@@ -425,9 +425,9 @@ static bool stream_name(const char *s, size_t len)
 		       (len == 8 && memcmp(s, "obsstore", 8) == 0) ||
 		       ((strncmp(s, "00changelog", 11) == 0 ||
 			 strncmp(s, "00manifest", 10) == 0) &&
-			revlog_file(s, len));
+			bgrun__revlog_ending(s, len));
 	return (strncmp(s, "data/", 5) == 0 || strncmp(s, "meta/", 5) == 0) &&
-	       revlog_file(s, len);
+	       bgrun__revlog_ending(s, len);
 }
 
 /* Checks an entry name; returns 0 or the -EBADMSG of bgrun__bundle_fail. */

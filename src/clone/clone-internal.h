@@ -172,6 +172,8 @@ uint64_t bgrun__bundle_here(const struct bgrun__bundle *b);
 ssize_t bgrun__bundle_raw_readv(struct bgrun__bundle *b,
 				const struct iovec *iov, int n);
 int bgrun__bundle_check_name(struct bgrun__bundle *b, uint64_t off);
+/* Whether s (len bytes) has the ending of a revlog file (.i, .d, .nd...). */
+bool bgrun__revlog_ending(const char *s, size_t len);
 /* Grows b->name to hold len bytes and a NUL: 0 or -ENOMEM (with message). */
 int bgrun__bundle_name_room(struct bgrun__bundle *b, size_t len);
 
@@ -199,7 +201,8 @@ void bgrun__quote(char *out, size_t size, const char *s, size_t len);
  * cost milliseconds on some file systems (NTFS, NFS, FUSE, ext4 after a
  * truncation); the writer hands descriptors over and goes on writing.
  *
- * THREAD SAFETY: submit and finish are called by one thread (the writer).
+ * THREAD SAFETY: submit may be called by several threads (the writer
+ * threads, wpool.c); finish once they are done.
  */
 struct bgrun__closer;
 
@@ -228,6 +231,88 @@ int bgrun__closer_finish(struct bgrun__closer *c);
 int bgrun__closer_close(int (*close_fn)(bgrun_os_fd_t fd), bgrun_os_fd_t fd);
 
 /*
+ * wpool.c: writer threads, each with a ring of records (a file's name,
+ * store path and bytes, or a piece of them) that it carries out in
+ * order: create in the record's directory (O_EXCL), write, close (in the
+ * closer pool when there is one). See wpool.c for the ordering rules.
+ *
+ * THREAD SAFETY: everything but the wdir references is called by one
+ * thread, the reader.
+ */
+struct bgrun__wpool;
+
+/*
+ * A directory files are created in, shared by the reader and the records
+ * that name it: the last reference closes it (unless borrowed).
+ */
+struct bgrun__wdir {
+	struct bgrun__dir dir;
+	bool borrowed;      /* the store itself: never closed here */
+	_Atomic unsigned int refs;
+};
+
+/* NULL on ENOMEM; d is consumed unless borrowed. One reference. */
+struct bgrun__wdir *bgrun__wdir_new(const struct bgrun__dir *d, bool borrowed);
+struct bgrun__wdir *bgrun__wdir_ref(struct bgrun__wdir *w);
+/* Accepts NULL. Any thread. */
+void bgrun__wdir_unref(struct bgrun__wdir *w);
+
+/* A file, or a piece of it, handed to a writer (everything borrowed). */
+struct bgrun__wpool_file {
+	uint64_t seq;       /* the entry's rank in the bundle */
+	uint64_t offset;    /* its bundle offset, for messages */
+	struct bgrun__wdir *dir;
+	const char *name;   /* the entry's name, for messages */
+	size_t name_len;
+	const char *path;   /* its store path (for messages); the file is */
+	size_t path_len;    /* path + base_off, in dir */
+	size_t base_off;
+};
+
+#define BGRUN__WPOOL_FIRST 1u /* the file's first record: create it */
+#define BGRUN__WPOOL_LAST  2u /* its last: close it */
+/* Smallest ring: a piece (a quarter) and the longest names fit in half. */
+#define BGRUN__WPOOL_RING_MIN ((size_t)256 << 10)
+
+/* A writer's failure, as bgrun__wpool_finish gives it. */
+struct bgrun__wpool_error {
+	bool at_offset;
+	uint64_t offset;
+	char msg[512];
+};
+
+/*
+ * Starts threads (>= 1) with rings of ring bytes each (>= RING_MIN).
+ * closer (borrowed, may be NULL) takes the files written to close them;
+ * else close_fn (NULL: bgrun__file_close) on the writer.
+ */
+int bgrun__wpool_start(unsigned int threads, size_t ring,
+		       struct bgrun__closer *closer,
+		       int (*close_fn)(bgrun_os_fd_t fd),
+		       struct bgrun__wpool **ret_pool);
+unsigned int bgrun__wpool_threads(const struct bgrun__wpool *p);
+/* The most data bytes one record takes. */
+size_t bgrun__wpool_piece(const struct bgrun__wpool *p);
+/*
+ * Copies a record (flags: FIRST, LAST, both for a whole file; len at
+ * most bgrun__wpool_piece) into the ring of writer which (mod the
+ * count), waiting while it is full. -ECANCELED once a writer failed
+ * (finish says why), -EINVAL for a record too large.
+ */
+int bgrun__wpool_put(struct bgrun__wpool *p, unsigned int which,
+		     const struct bgrun__wpool_file *f, unsigned int flags,
+		     const void *data, size_t len);
+/* Waits until every record put is carried out: 0, or -ECANCELED. */
+int bgrun__wpool_fence(struct bgrun__wpool *p);
+/*
+ * Carries out what is queued, joins the threads, frees p and returns
+ * the failure of the earliest entry (-errno, -EBADMSG for a collision)
+ * with its message in *ret_error (optional), or 0. Accepts NULL.
+ */
+int bgrun__wpool_finish(struct bgrun__wpool *p,
+			struct bgrun__wpool_error *ret_error);
+
+/*
  * writer.c: places the entries under .hg/store with the store's names and
  * collects the fncache.
  */
@@ -245,6 +330,15 @@ struct bgrun__writer {
 	bool dotencode;
 	struct bgrun__closer *closer; /* NULL: close here */
 	int (*close_fn)(bgrun_os_fd_t fd);
+	/*
+	 * Writer threads (NULL: files are written here): the store's files
+	 * go to the writer of their directory, wdir (dir, once open, handed
+	 * over) or wstore; which is that writer; seq numbers the entries.
+	 */
+	struct bgrun__wpool *pool;
+	struct bgrun__wdir *wdir, *wstore;
+	unsigned int which;
+	uint64_t seq;
 	char *fncache;      /* the fncache file's text */
 	size_t fncache_len, fncache_cap;
 	uint64_t files, bytes; /* written so far */
@@ -256,6 +350,11 @@ struct bgrun__writer {
 };
 
 void bgrun__writer_init(struct bgrun__writer *w, const struct bgrun__dir *store);
+/*
+ * Hands the store's files to pool (borrowed until the last put; cache
+ * files are still written here): 0 or -ENOMEM.
+ */
+int bgrun__writer_use_pool(struct bgrun__writer *w, struct bgrun__wpool *pool);
 /* Writes the entry just read by bgrun__bundle_next and consumes its data. */
 int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 		      const struct bgrun__entry *e);

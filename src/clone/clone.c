@@ -373,20 +373,31 @@ static void writer_progress(void *data)
 	report(data);
 }
 
+/* Each writer thread's ring: four pieces of 1 MiB. */
+#define WRITE_RING ((size_t)4 << 20)
+
 /* Reads every entry into the store, then the fncache. */
-static int apply(struct job *j, unsigned int *ret_threads)
+static int apply(struct job *j, unsigned int *ret_threads,
+		 unsigned int *ret_writers)
 {
 	const struct bgrun_clone_opts *o = j->o;
 	struct bgrun__closer *closer = NULL;
+	struct bgrun__wpool *pool = NULL;
+	struct bgrun__wpool_error pe;
 	struct bgrun__entry e;
 	uint64_t threshold = o->close_threshold ? o->close_threshold
 						: BGRUN_CLONE_CLOSE_THRESHOLD_DEFAULT;
-	unsigned int threads = o->close_threads < 0
-				       ? BGRUN_CLONE_CLOSE_THREADS_DEFAULT
-				       : (unsigned int)o->close_threads;
+	unsigned int writers = o->write_threads < 0
+				       ? BGRUN_CLONE_WRITE_THREADS_DEFAULT
+				       : (unsigned int)o->write_threads;
+	bool use_writers = writers > 0 && j->b.file_count >= threshold &&
+			   !o->copy_file_range;
+	unsigned int threads = o->close_threads >= 0 ? (unsigned int)o->close_threads
+			       : use_writers ? BGRUN__CLOSERS_BEHIND_WRITERS
+					     : BGRUN_CLONE_CLOSE_THREADS_DEFAULT;
 	int r, r2;
 
-	*ret_threads = 0;
+	*ret_threads = *ret_writers = 0;
 	if (threads > 0 && j->b.file_count >= threshold) {
 		r = bgrun__closer_start(threads, BGRUN_CLONE_CLOSE_QUEUE,
 					bgrun__clone_close_fn, &closer);
@@ -396,6 +407,20 @@ static int apply(struct job *j, unsigned int *ret_threads)
 		*ret_threads = threads;
 	}
 	bgrun__writer_init(&j->w, &j->store);
+	if (use_writers) {
+		r = bgrun__wpool_start(writers, WRITE_RING, closer,
+				       bgrun__clone_close_fn, &pool);
+		if (r == 0) {
+			r = bgrun__writer_use_pool(&j->w, pool);
+			*ret_writers = writers;
+		}
+		if (r < 0) {
+			(void)bgrun__wpool_finish(pool, NULL);
+			(void)bgrun__closer_finish(closer);
+			return job_fail(j, r, "cannot start writer threads: %s",
+					strerror(-r));
+		}
+	}
 	j->w.hg = j->hg;
 	j->w.chunk = o->chunk_size ? o->chunk_size : BGRUN_CLONE_CHUNK_DEFAULT;
 	j->w.copy_range = o->copy_file_range;
@@ -408,6 +433,19 @@ static int apply(struct job *j, unsigned int *ret_threads)
 		if (r < 0)
 			break;
 		report(j);
+	}
+	/*
+	 * A writer's failure concerns an earlier entry than anything the
+	 * reader met since it handed that one over: it is the one to tell.
+	 */
+	r2 = bgrun__wpool_finish(pool, &pe);
+	if (r2 < 0) {
+		r = r2;
+		if (pe.at_offset)
+			(void)job_fail(j, r, "%s: offset %llu: %s", j->bundle_name,
+				       (unsigned long long)pe.offset, pe.msg);
+		else
+			(void)job_fail(j, r, "%s: %s", j->bundle_name, pe.msg);
 	}
 	if (r < 0)
 		(void)bundle_fail(j, r);
@@ -524,7 +562,7 @@ int bgrun_clone(struct bgrun_clone *c, const struct bgrun_clone_opts *opts,
 			 .tmp = BGRUN__DIR_INIT, .hg = BGRUN__DIR_INIT,
 			 .store = BGRUN__DIR_INIT };
 	int64_t start = bgrun__now_ns(CLOCK_MONOTONIC);
-	unsigned int threads = 0;
+	unsigned int threads = 0, writers = 0;
 	bgrun_os_fd_t fd;
 	size_t chunk;
 	int r;
@@ -574,7 +612,7 @@ int bgrun_clone(struct bgrun_clone *c, const struct bgrun_clone_opts *opts,
 	report(&j);
 	r = make_tmp(&j);
 	if (r >= 0)
-		r = apply(&j, &threads);
+		r = apply(&j, &threads, &writers);
 	if (r >= 0)
 		r = commit(&j);
 	if (r < 0)
@@ -591,6 +629,7 @@ int bgrun_clone(struct bgrun_clone *c, const struct bgrun_clone_opts *opts,
 			.bundle_version = j.b.version,
 			.duration_ns = bgrun__now_ns(CLOCK_MONOTONIC) - start,
 			.close_threads = threads,
+			.write_threads = writers,
 			.chunk_size = chunk,
 		};
 		for (size_t i = 0; i < j.n_reqs; i++)

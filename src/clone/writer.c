@@ -16,6 +16,8 @@
 #include "clone-internal.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +35,9 @@ void bgrun__writer_init(struct bgrun__writer *w, const struct bgrun__dir *store)
 
 void bgrun__writer_release(struct bgrun__writer *w)
 {
+	bgrun__wdir_unref(w->wdir);
+	bgrun__wdir_unref(w->wstore);
+	w->wdir = w->wstore = NULL;
 	bgrun__dir_close(&w->dir);
 	bgrun__dir_close(&w->cache);
 	w->have_dir = w->have_cache = false;
@@ -126,6 +131,36 @@ static int make_dirs(struct bgrun__writer *w, char *path, size_t len)
 	return r == -EEXIST ? 0 : r;
 }
 
+/*
+ * Whether a component of the directory path p (len bytes) has a revlog
+ * ending, so that a store file of that name may be waiting in a writer's
+ * ring (wpool.c).
+ */
+static bool may_be_a_file(const char *p, size_t len)
+{
+	const char *end = p + len;
+
+	while (p < end) {
+		const char *slash = memchr(p, '/', (size_t)(end - p));
+		size_t n = (size_t)((slash != NULL ? slash : end) - p);
+
+		if (bgrun__revlog_ending(p, n))
+			return true;
+		p += n + 1;
+	}
+	return false;
+}
+
+/* FNV-1a of the directory's path: which writer owns it. */
+static unsigned int dir_writer(const char *p, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)p[i]) * 16777619u;
+	return h;
+}
+
 /* Makes w->dir the directory enc[0..dir_len) (dir_len 0: the store). */
 static int open_dir(struct bgrun__writer *w, struct bgrun__bundle *b,
 		    const struct bgrun__entry *e, char *enc, size_t dir_len)
@@ -138,12 +173,24 @@ static int open_dir(struct bgrun__writer *w, struct bgrun__bundle *b,
 		return 0;
 	bgrun__dir_close(&w->dir);
 	bgrun__dir_close(&w->cache);
+	bgrun__wdir_unref(w->wdir);
+	w->wdir = NULL;
 	w->have_dir = w->have_cache = false;
 	free(w->dir_name);
 	w->dir_name = NULL;
 	if (dir_len > 0) {
 		enc[dir_len] = '\0';
 		r = bgrun__dir_open_at(&w->store, enc, &w->dir);
+		/*
+		 * A writer may not have made the file that stands in the
+		 * way yet: once the rings are empty, it is there.
+		 */
+		if (r == -ENOENT && w->pool != NULL &&
+		    may_be_a_file(enc, dir_len)) {
+			r = bgrun__wpool_fence(w->pool);
+			if (r == 0)
+				r = bgrun__dir_open_at(&w->store, enc, &w->dir);
+		}
 		if (r == -ENOENT) {
 			r = make_dirs(w, enc, dir_len);
 			if (r == 0)
@@ -151,6 +198,8 @@ static int open_dir(struct bgrun__writer *w, struct bgrun__bundle *b,
 		}
 		enc[dir_len] = '/';
 		bgrun__quote(q, sizeof(q), e->name, e->name_len);
+		if (r == -ECANCELED)
+			return r; /* a writer failed: bgrun__wpool_finish says why */
 		if (r == -ENOTDIR || r == -EEXIST || r == -ELOOP)
 			return bgrun__bundle_fail(b, e->offset,
 				"entry %s needs a directory where an earlier entry is a file",
@@ -159,7 +208,15 @@ static int open_dir(struct bgrun__writer *w, struct bgrun__bundle *b,
 			return bgrun__bundle_error(b, r,
 				"cannot create the directory of %s: %s", q,
 				strerror(-r));
+		if (w->pool != NULL) {
+			w->wdir = bgrun__wdir_new(&w->dir, false);
+			if (w->wdir == NULL)
+				return bgrun__bundle_error(b, -ENOMEM, "%s",
+							   strerror(ENOMEM));
+			w->dir = (struct bgrun__dir)BGRUN__DIR_INIT;
+		}
 	}
+	w->which = dir_writer(enc, dir_len);
 	w->dir_name = malloc(dir_len + 1);
 	if (w->dir_name == NULL)
 		return bgrun__bundle_error(b, -ENOMEM, "%s", strerror(ENOMEM));
@@ -169,14 +226,31 @@ static int open_dir(struct bgrun__writer *w, struct bgrun__bundle *b,
 	return 0;
 }
 
+/*
+ * An error (-errno) in placing the current entry: its message, and its
+ * offset, as a writer thread gives them (wpool.c).
+ */
+__attribute__((format(printf, 3, 4)))
+static int entry_error(struct bgrun__bundle *b, int error, const char *fmt,
+		       ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(b->err, sizeof(b->err), fmt, ap);
+	va_end(ap);
+	b->err_at_offset = true;
+	b->err_offset = b->entry_offset;
+	return error;
+}
+
 /* A write error on the current entry's file. */
 static int write_error(struct bgrun__bundle *b, int error)
 {
 	char q[256];
 
 	bgrun__quote(q, sizeof(q), b->name, b->name_len);
-	return bgrun__bundle_error(b, error, "cannot write %s: %s", q,
-				   strerror(-error));
+	return entry_error(b, error, "cannot write %s: %s", q, strerror(-error));
 }
 
 /* Copies the entry's remaining bytes from the bundle's descriptor. */
@@ -280,8 +354,7 @@ static int close_written(struct bgrun__writer *w, struct bgrun__bundle *b,
 	r = bgrun__closer_close(w->close_fn, fd);
 	if (r < 0) {
 		bgrun__quote(q, sizeof(q), e->name, e->name_len);
-		r = bgrun__bundle_error(b, r, "cannot close %s: %s", q,
-					strerror(-r));
+		r = entry_error(b, r, "cannot close %s: %s", q, strerror(-r));
 	}
 	return r;
 }
@@ -330,6 +403,62 @@ static int put_cache(struct bgrun__writer *w, struct bgrun__bundle *b,
 	return r;
 }
 
+/*
+ * Hands the entry's file to the writer of its directory, in pieces of
+ * what the reader's buffer holds (one for most files).
+ */
+static int pool_put(struct bgrun__writer *w, struct bgrun__bundle *b,
+		    const struct bgrun__entry *e, const char *enc,
+		    size_t enc_len, size_t dir_len)
+{
+	struct bgrun__wpool_file f = {
+		.seq = w->seq++,
+		.offset = e->offset,
+		.dir = dir_len > 0 ? w->wdir : w->wstore,
+		.name = e->name,
+		.name_len = e->name_len,
+		.path = enc,
+		.path_len = enc_len,
+		.base_off = dir_len > 0 ? dir_len + 1 : 0,
+	};
+	unsigned int flags = BGRUN__WPOOL_FIRST;
+	size_t piece = bgrun__wpool_piece(w->pool);
+
+	for (;;) {
+		const void *p = NULL;
+		size_t n = 0;
+		int r = bgrun__bundle_data(b, piece, &p, &n);
+
+		if (r < 0)
+			return r;
+		if (r == 0)
+			n = 0;
+		if (b->entry_left == 0)
+			flags |= BGRUN__WPOOL_LAST;
+		r = bgrun__wpool_put(w->pool, w->which, &f, flags, p, n);
+		if (r < 0)
+			return r;
+		flags = 0;
+		w->bytes += n;
+		if (n > 0 && w->progress != NULL)
+			w->progress(w->progress_data);
+		if (b->entry_left == 0)
+			break;
+	}
+	/* Counted when handed over: a clone that succeeds wrote them all. */
+	w->files++;
+	return 0;
+}
+
+int bgrun__writer_use_pool(struct bgrun__writer *w, struct bgrun__wpool *pool)
+{
+	w->wstore = bgrun__wdir_new(&w->store, true);
+	if (w->wstore == NULL)
+		return -ENOMEM;
+	w->pool = pool;
+	return 0;
+}
+
 int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 		      const struct bgrun__entry *e)
 {
@@ -372,6 +501,10 @@ int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 	r = open_dir(w, b, e, enc, dir_len);
 	if (r < 0)
 		goto out;
+	if (w->pool != NULL) {
+		r = pool_put(w, b, e, enc, enc_len, dir_len);
+		goto out;
+	}
 	r = bgrun__dir_create(dir_len > 0 ? &w->dir : &w->store,
 			      slash != NULL ? slash + 1 : enc, &fd);
 	if (r < 0) {
@@ -382,7 +515,7 @@ int bgrun__writer_put(struct bgrun__writer *w, struct bgrun__bundle *b,
 				"entry %s collides with an earlier entry (store file %s)",
 				q, qe);
 		else
-			r = bgrun__bundle_error(b, r, "cannot create %s: %s",
+			r = entry_error(b, r, "cannot create %s: %s",
 						qe, strerror(-r));
 		goto out;
 	}

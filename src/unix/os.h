@@ -45,4 +45,12 @@ struct bgrun__watch {
 /* The characters that separate a path's components. */
 #define BGRUN__PATH_SEPS "/"
 
+/*
+ * The clone's closer threads by default when writer threads write the
+ * files (src/clone/wpool.c): none, closing is cheap on a local file
+ * system here and the writers close their own files (a hand-over per
+ * file to closers costs more than the close).
+ */
+#define BGRUN__CLOSERS_BEHIND_WRITERS 0
+
 #endif /* BGRUN_UNIX_OS_H */

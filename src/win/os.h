@@ -73,4 +73,11 @@ struct bgrun__watch {
 /* The characters that separate a path's components. */
 #define BGRUN__PATH_SEPS "/\\"
 
+/*
+ * The clone's closer threads by default when writer threads write the
+ * files (src/clone/wpool.c): the usual 4, CloseHandle being the slow
+ * call on NTFS (seed 000).
+ */
+#define BGRUN__CLOSERS_BEHIND_WRITERS 4
+
 #endif /* BGRUN_WIN_OS_H */
