@@ -199,7 +199,7 @@ lsink show "$ID_LOST"
 check "show lost: now recorded lost" grep -qx 'result: lost' "$TMP/.stdout"
 
 # --- a killed recorder: the supervisor starts another, nothing is lost ---
-# The recorder (bgrun-record, bgrun-start's other child) is killed once
+# The recorder (bgrun-full, bgrun-start's other child) is killed once
 # the `running` row is written, and once before its first write, while
 # it waits for the log's lock (held here). Either way the row ends with
 # the command's true status, duration and rusage, which bgrun-start has.
@@ -212,7 +212,7 @@ recorder_of() {
 	local f pid comm state ppid rest
 	for f in /proc/[0-9]*/stat; do
 		read -r pid comm state ppid rest <"$f" 2>/dev/null || continue
-		if [ "$ppid" = "$1" ] && [ "$comm" = "(bgrun-record)" ]; then
+		if [ "$ppid" = "$1" ] && [ "$comm" = "(bgrun-full)" ]; then
 			echo "$pid"
 			return 0
 		fi
@@ -388,10 +388,9 @@ check "orphan: the command's finish recorded" wait_result "$ID_ORPH" success
 export BGRUN_DB=$SAVED_DB
 
 # --- the recorder's options only from the supervisor chain ---
-# bgrun-record (and bgrun-full, its fallback) take --_supervise and
-# --_child (or --_failed) only with the descriptor 3 their parent made (a
-# socket: SO_PEERCRED); run by hand, with nothing, a pipe or a file
-# there, they refuse and write no row.
+# bgrun-full takes --_supervise and --_child (or --_failed) only with
+# the descriptor 3 its parent made (a socket: SO_PEERCRED); run by hand,
+# with nothing, a pipe or a file there, it refuses and writes no row.
 forged() {
 	local d=$1 id=$2
 	shift 2
@@ -403,7 +402,7 @@ forged() {
 }
 END_LINE="end 0 0 1 1 1 1 1 1 1 1 1 1 1"
 echo "$END_LINE" >"$TMP/end.txt"
-for PROG in bgrun-record bgrun-full; do
+for PROG in bgrun-full; do
 	FULL=$(dirname "$BGRUN")/$PROG
 	forged "no descriptor 3" 0123456789ab "$FULL" --_supervise=0123456789ab \
 		--_child=1:2:3 -- "$RT" helper exit 0 3<&-

@@ -37,16 +37,6 @@
 #ifndef BGRUN__STORE_CHECKPOINT_PAGES /* -D for a bench's comparison */
 #define BGRUN__STORE_CHECKPOINT_PAGES 1000
 #endif
-/*
- * A WAL at most this long (pages, as our last commit left it) is not
- * flushed apart before the last connection's checkpoint at close: the
- * checkpoint's own fdatasync of it is as short, and the one apart cost a
- * process that writes one event (a recorder, an embedded `send`) a fifth
- * fdatasync. (Leaving such a WAL uncheckpointed at close was measured too,
- * 1.3 against 2.3 ms per embedded `send`, and not kept: a closed log must
- * stay one file, whole, that another user or a copy reads alone.)
- */
-#define BGRUN__STORE_SHORT_WAL_PAGES 64
 /* How long that writer waits for the lock to checkpoint. */
 #define BGRUN__STORE_CHECKPOINT_WAIT_MS 200
 /*
@@ -139,7 +129,6 @@ struct bgrun_store {
 	struct bgrun__filelock lock; /* on lock_fd */
 	int64_t lock_timeout_ns;
 	int wal_frames;        /* in the WAL after our last commit */
-	int wal_length;        /* the WAL's whole length then, in pages */
 	int checkpoint_frames; /* when to checkpoint (INT_MAX: never) */
 	bool readonly;
 	sqlite3_stmt *stmts[BGRUN__N_STMTS];

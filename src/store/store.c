@@ -373,7 +373,6 @@ static int wal_hook(void *data, sqlite3 *db, const char *name, int frames)
 	(void)db;
 	(void)name;
 	store->wal_frames = frames;
-	store->wal_length = frames;
 	return SQLITE_OK;
 }
 
@@ -669,9 +668,7 @@ static void release(struct bgrun_store *store)
 		 * by reading the whole WAL, up to 16 MiB, which costs more CPU
 		 * than the checkpoint's fdatasyncs cost waiting.)
 		 */
-		if (store->lock_fd >= 0 &&
-		    !(store->wal_length > 0 &&
-		      store->wal_length <= BGRUN__STORE_SHORT_WAL_PAGES))
+		if (store->lock_fd >= 0)
 			flush_wal(store);
 		/*
 		 * Not the whole lock timeout: a write that timed out has
