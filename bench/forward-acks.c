@@ -23,6 +23,7 @@
  * ratio of the same run is what means something.
  */
 
+#include "bench-sink.h"
 #include "forward-bench.h"
 #include "bgrun/wire.h"
 
@@ -51,44 +52,6 @@ struct aclient {
 };
 
 static pthread_barrier_t start_line;
-
-/* The event a bgrun supervisor records for a finished command (as sink-bench). */
-static void make_event(struct bgrun_event *ev, int i)
-{
-	static const char *const argv[] = { "hg", "pull", "-u",
-					    "https://example.org/repo", NULL };
-
-	bgrun_event_init(ev, "commandfinish", "bgrun");
-	ev->argv = argv;
-	ev->cwd = "/home/user/src/repo";
-	ev->pid = 10000 + i;
-	ev->supervisor_pid = 9999;
-	ev->start_ns = 1700000000000000000 + i;
-	ev->end_ns = ev->start_ns + 12345678;
-	ev->duration_ns = 12345678;
-	ev->exit_code = i % 7 == 0;
-	ev->result = ev->exit_code ? BGRUN_RESULT_FAILED : BGRUN_RESULT_SUCCESS;
-	ev->user_cpu_ns = 4000000;
-	ev->sys_cpu_ns = 1000000;
-	ev->max_rss_kb = 20480;
-	ev->minor_faults = 1200;
-	ev->vol_ctxsw = 10;
-	ev->invol_ctxsw = 2;
-}
-
-static void send_all(int fd, const uint8_t *data, size_t len)
-{
-	while (len > 0) {
-		ssize_t k = send(fd, data, len, MSG_NOSIGNAL);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			die("send: %s", strerror(errno));
-		data += k;
-		len -= (size_t)k;
-	}
-}
 
 /* Reads what came and takes each whole ACK in it. */
 static void read_acks(struct aclient *c, int fd, uint8_t *in, size_t *have,
@@ -137,7 +100,7 @@ static void *client_main(void *arg)
 		die("out of memory");
 	for (int i = 0; i < c->n; i++) {
 		off[i] = frames.len;
-		make_event(&ev, i);
+		bench_make_event(&ev, i);
 		if (bgrun_wire_put_event(&frames, (uint32_t)i + 1, &ev) < 0)
 			die("encoding");
 		(void)snprintf(c->last_id, sizeof(c->last_id), "%s", ev.id);
@@ -160,8 +123,10 @@ static void *client_main(void *arg)
 
 			for (int s = first + 1; s <= next; s++)
 				sent[s] = t;
-			send_all(fd, frames.data + off[first],
-				 off[next] - off[first]);
+			/* errno is send's when it fails. */
+			if (bench_send_all(fd, frames.data + off[first],
+					   off[next] - off[first]) < 0)
+				die("send: %s", strerror(errno));
 		}
 		read_acks(c, fd, in, &have, sent);
 	}
@@ -180,13 +145,6 @@ struct arun {
 	double fwd_after_s;       /* last ack to the last row there */
 	double lag50, lag99;      /* ms */
 };
-
-static int cmp64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
 
 static int cmpd(const void *a, const void *b)
 {
@@ -261,7 +219,7 @@ static void acks_once(int no, bool fwd, long events, int clients, int window,
 		free(c[i].lat);
 	}
 	(void)pthread_barrier_destroy(&start_line);
-	qsort(lat, n, sizeof(*lat), cmp64);
+	qsort(lat, n, sizeof(*lat), bench_cmp64);
 	r->eps = (double)n / ((double)(last - first) / 1e9);
 	r->p50 = pct_ms(lat, n, 50);
 	r->p90 = pct_ms(lat, n, 90);

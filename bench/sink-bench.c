@@ -35,6 +35,7 @@
  * forwarding leaves local acks alone).
  */
 
+#include "bench-sink.h"
 #include "bgrun.h"
 #include "bgrun/wire.h"
 
@@ -119,33 +120,6 @@ static void die(const char *what)
 	exit(1);
 }
 
-/* The event a bgrun supervisor records for a finished command. */
-static void make_event(struct bgrun_event *ev, int i)
-{
-	static const char *const argv[] = { "hg", "pull", "-u",
-					    "https://example.org/repo", NULL };
-
-	bgrun_event_init(ev, "commandfinish", "bgrun");
-	ev->argv = argv;
-	ev->cwd = "/home/user/src/repo";
-	ev->pid = 10000 + i;
-	ev->supervisor_pid = 9999;
-	ev->start_ns = 1700000000000000000 + i;
-	ev->end_ns = ev->start_ns + 12345678;
-	ev->duration_ns = 12345678;
-	ev->exit_code = i % 7 == 0;
-	ev->core_dumped = 0;
-	ev->result = ev->exit_code ? BGRUN_RESULT_FAILED : BGRUN_RESULT_SUCCESS;
-	ev->user_cpu_ns = 4000000;
-	ev->sys_cpu_ns = 1000000;
-	ev->max_rss_kb = 20480;
-	ev->minor_faults = 1200;
-	ev->major_faults = 0;
-	ev->in_blocks = ev->out_blocks = 0;
-	ev->vol_ctxsw = 10;
-	ev->invol_ctxsw = 2;
-}
-
 static int connect_to(const char *sock)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -168,26 +142,11 @@ static void encode_all(struct client *c, struct bgrun_wire_buf *frames,
 
 	for (int i = 0; i < c->n; i++) {
 		off[i] = frames->len;
-		make_event(&ev, i);
+		bench_make_event(&ev, i);
 		if (bgrun_wire_put_event(frames, (uint32_t)i + 1, &ev) < 0)
 			die("encoding");
 	}
 	off[c->n] = frames->len;
-}
-
-static void send_all(int fd, const uint8_t *data, size_t len)
-{
-	size_t off = 0;
-
-	while (off < len) {
-		ssize_t k = send(fd, data + off, len - off, MSG_NOSIGNAL);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			die("send");
-		off += (size_t)k;
-	}
 }
 
 /* Reads what came and takes each whole ACK in it. */
@@ -248,8 +207,10 @@ static void run_pipelined(struct client *c)
 
 			for (int s = first + 1; s <= next; s++)
 				sent[s] = t;
-			send_all(fd, frames.data + off[first],
-				 off[next] - off[first]);
+			/* errno is send's when it fails. */
+			if (bench_send_all(fd, frames.data + off[first],
+					   off[next] - off[first]) < 0)
+				die("send");
 		}
 		read_acks(c, fd, in, &have, sent);
 	}
@@ -278,7 +239,7 @@ static void run_put(struct client *c)
 	if (bgrun_sink_open(sink, &o) < 0)
 		die(bgrun_sink_errmsg(sink));
 	/* Connected (or the store opened) before the clock starts. */
-	make_event(&ev, 0);
+	bench_make_event(&ev, 0);
 	if (bgrun_sink_put(sink, &ev) != want)
 		die(bgrun_sink_errmsg(sink));
 	if (c->kind == PUT_EMBEDDED_PROC)
@@ -289,7 +250,7 @@ static void run_put(struct client *c)
 	for (int i = 1; i <= c->n; i++) {
 		int64_t t;
 
-		make_event(&ev, i);
+		bench_make_event(&ev, i);
 		t = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC);
 		if (bgrun_sink_put(sink, &ev) != want)
 			die(bgrun_sink_errmsg(sink));
@@ -392,13 +353,6 @@ static double daemon_stop(struct daemon *d)
 
 /* ---- results ---- */
 
-static int cmp64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Nearest rank. */
 static int64_t pct(const int64_t *sorted, size_t n, double p)
 {
@@ -416,7 +370,7 @@ static void report(enum kind kind, int clients, int64_t *lat, size_t n,
 {
 	char rate[32] = "-", rss[32] = "-", txn[32] = "-";
 
-	qsort(lat, n, sizeof(*lat), cmp64);
+	qsort(lat, n, sizeof(*lat), bench_cmp64);
 	if (seconds > 0)
 		(void)snprintf(rate, sizeof(rate), "%.0f", (double)n / seconds);
 	if (rss_kb >= 0)
@@ -638,7 +592,7 @@ static void hooks(enum kind kind, int k)
 		(void)daemon_stop(&d);
 	report(kind, 1, lat, (size_t)k, 0, -1, 0);
 	/* CPU time is what the machine's load does not stretch. */
-	qsort(cpu, (size_t)k, sizeof(*cpu), cmp64);
+	qsort(cpu, (size_t)k, sizeof(*cpu), bench_cmp64);
 	printf("%-30s %7s %7s %8s %9s %9.1f %9.1f %9.1f %9.1f\n", "  its CPU (user+sys)",
 	       "", "", "", "", (double)pct(cpu, (size_t)k, 50) / 1e3,
 	       (double)pct(cpu, (size_t)k, 90) / 1e3,

@@ -47,29 +47,8 @@ int bgrun_sink_open(struct bgrun_sink *sink, const struct bgrun_sink_opts *opts)
 	return 0;
 }
 
-int bgrun_sink_put_daemon(struct bgrun_sink *sink, const struct bgrun_event *ev)
-{
-	int status = BGRUN__SINK_PENDING, r;
-	struct bgrun__sink_batch b = { .evs = ev, .status = &status, .n = 1 };
-
-	if (sink == NULL || ev == NULL)
-		return -EINVAL;
-	r = bgrun__sink_enter(sink);
-	if (r < 0)
-		return r;
-	if (sink->mode == BGRUN_SINK_EMBEDDED)
-		return bgrun__sink_fail(sink, -ENOTCONN,
-					"BGRUN_SINK=embedded: not the daemon");
-	r = bgrun__sink_via_daemon(sink, &b);
-	if (r >= 0 && status == BGRUN__SINK_PENDING)
-		r = bgrun__sink_fail(sink, -EAGAIN, "%s",
-				     sink->errmsg[0] != '\0'
-					     ? sink->errmsg
-					     : "not stored by the daemon");
-	return r < 0 ? r : status;
-}
-
-int bgrun_sink_connect_daemon(struct bgrun_sink *sink)
+/* What the daemon's calls check first: 0, or the failure, said. */
+static int enter_daemon(struct bgrun_sink *sink)
 {
 	int r;
 
@@ -81,6 +60,34 @@ int bgrun_sink_connect_daemon(struct bgrun_sink *sink)
 	if (sink->mode == BGRUN_SINK_EMBEDDED)
 		return bgrun__sink_fail(sink, -ENOTCONN,
 					"BGRUN_SINK=embedded: not the daemon");
+	return 0;
+}
+
+int bgrun_sink_put_daemon(struct bgrun_sink *sink, const struct bgrun_event *ev)
+{
+	int status = BGRUN__SINK_PENDING, r;
+	struct bgrun__sink_batch b = { .evs = ev, .status = &status, .n = 1 };
+
+	if (ev == NULL)
+		return -EINVAL;
+	r = enter_daemon(sink);
+	if (r < 0)
+		return r;
+	r = bgrun__sink_via_daemon(sink, &b);
+	if (r >= 0 && status == BGRUN__SINK_PENDING)
+		r = bgrun__sink_fail(sink, -EAGAIN, "%s",
+				     sink->errmsg[0] != '\0'
+					     ? sink->errmsg
+					     : "not stored by the daemon");
+	return r < 0 ? r : status;
+}
+
+int bgrun_sink_connect_daemon(struct bgrun_sink *sink)
+{
+	int r = enter_daemon(sink);
+
+	if (r < 0)
+		return r;
 	r = bgrun__sink_connect_daemon(sink);
 	return r < 0 ? r : BGRUN_SINK_VIA_DAEMON;
 }
