@@ -22,9 +22,8 @@
  * safety: a ticket whose owner died, gave up or is stuck leaves the queue
  * standing; after STALL_NS without movement a waiter that finds the flock
  * free takes over (serving jumps to its ticket and the skipped ones are
- * woken: they see themselves passed and take a ticket again, and after
- * REQUEUE_MAX times go for the flock directly). Garbage in the page
- * (another program, a torn file) does the same.
+ * woken: they see themselves passed and go for the flock directly).
+ * Garbage in the page (another program, a torn file) does the same.
  */
 
 #include "platform.h"
@@ -48,8 +47,6 @@
 #define STALL_NS (25 * INT64_C(1000000))
 /* How long the next in turn watches for the hand-over before sleeping. */
 #define SPIN_NS (200 * INT64_C(1000))
-/* How many times a waiter passed over takes a ticket again. */
-#define REQUEUE_MAX 8
 /* The flock itself, when taken out of turn: polled, backing off to this. */
 #define POLL_MAX_NS (2 * INT64_C(1000000))
 
@@ -231,26 +228,10 @@ int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns)
 	if (p == NULL) {
 		r = poll_flock(l, deadline);
 	} else {
-		for (int queued = 1;; queued++) {
-			l->ticket = atomic_fetch_add(&p->next, 1);
-			r = wait_turn(l, p, l->ticket, deadline);
-			if (r != 0)
-				break;
-			/*
-			 * Passed over (a takeover jumped past us): back in the
-			 * queue, at its end, rather than polling the flock with
-			 * every other one passed over. Under a load of hundreds
-			 * (1,600 recorders, 32 at a time), hundreds of pollers
-			 * kept the machine's CPUs busy with flock() until some
-			 * gave up after the timeout. Only a few times: a page
-			 * of garbage would pass us over forever.
-			 */
-			if (atomic_load(&p->serving) == l->ticket ||
-			    queued >= REQUEUE_MAX) {
-				r = poll_flock(l, deadline);
-				break;
-			}
-		}
+		l->ticket = atomic_fetch_add(&p->next, 1);
+		r = wait_turn(l, p, l->ticket, deadline);
+		if (r == 0)
+			r = poll_flock(l, deadline);
 	}
 	if (r < 0)
 		return r;
