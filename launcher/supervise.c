@@ -426,8 +426,8 @@ int supervise_main(int argc, char **argv)
 
 	k = parse_rec(&rec, argc, argv);
 	if (k < 0 || !from_chain()) {
-		(void)fprintf(stderr, "%s: internal to bgrun, run by its supervisor (see supervise.c)\n",
-			      program_invocation_short_name);
+		(void)fputs("bgrun-full: internal to bgrun, run by its supervisor (see supervise.c)\n",
+			    stderr);
 		return EXIT_CANCELED;
 	}
 	/* Then bgrun's options and COMMAND, as the user gave them. */

@@ -152,18 +152,17 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-#ifdef LSINK_FRONT_STORE
-	/*
-	 * Linked statically with the store: `send` is done here whatever
-	 * the sink, as logsink-full would, but for a user that only a
-	 * directory service names (src/unix/user-passwd.c): the daemon
-	 * names them, else logsink-full, which asks NSS.
-	 */
-	if (i < argc && strcmp(argv[i], "send") == 0 &&
-	    bgrun_user_name((int64_t)getuid()) != NULL)
-		return lsink_send_main(argc - i, argv + i, db);
-#endif
 	if (i < argc && strcmp(argv[i], "send") == 0) {
+#ifdef LSINK_FRONT_STORE
+		/*
+		 * Linked statically with the store: `send` is done here
+		 * whatever the sink, as logsink-full would, but for a user
+		 * that only a directory service names (src/unix/user-passwd.c):
+		 * the daemon names them, else logsink-full, which asks NSS.
+		 */
+		if (bgrun_user_name((int64_t)getuid()) != NULL)
+			return lsink_send_main(argc - i, argv + i, db);
+#endif
 		status = send_to_daemon(argc - i, argv + i, db, id);
 		if (status >= 0)
 			return status;

@@ -391,28 +391,26 @@ export BGRUN_DB=$SAVED_DB
 # bgrun-full takes --_supervise and --_child (or --_failed) only with
 # the descriptor 3 its parent made (a socket: SO_PEERCRED); run by hand,
 # with nothing, a pipe or a file there, it refuses and writes no row.
+FULL=$(dirname "$BGRUN")/bgrun-full
 forged() {
 	local d=$1 id=$2
 	shift 2
 	capture "$@"
-	expect_error "forged row ($PROG, $d)" 125 \
-		"$PROG: internal to bgrun, run by its supervisor (see supervise.c)"
-	eq "forged row ($PROG, $d): nothing recorded" \
+	expect_error "forged row ($d)" 125 \
+		"bgrun-full: internal to bgrun, run by its supervisor (see supervise.c)"
+	eq "forged row ($d): nothing recorded" \
 		"$(sqlite3 "$BGRUN_DB" "SELECT count(*) FROM events WHERE id = '$id'")" 0
 }
 END_LINE="end 0 0 1 1 1 1 1 1 1 1 1 1 1"
+forged "no descriptor 3" 0123456789ab "$FULL" --_supervise=0123456789ab \
+	--_child=1:2:3 -- "$RT" helper exit 0 3<&-
+forged "a pipe" 0123456789ac "$FULL" --_supervise=0123456789ac \
+	--_child=1:2:3 -- "$RT" helper exit 0 3< <(echo "$END_LINE")
 echo "$END_LINE" >"$TMP/end.txt"
-for PROG in bgrun-full; do
-	FULL=$(dirname "$BGRUN")/$PROG
-	forged "no descriptor 3" 0123456789ab "$FULL" --_supervise=0123456789ab \
-		--_child=1:2:3 -- "$RT" helper exit 0 3<&-
-	forged "a pipe" 0123456789ac "$FULL" --_supervise=0123456789ac \
-		--_child=1:2:3 -- "$RT" helper exit 0 3< <(echo "$END_LINE")
-	forged "a file" 0123456789ad "$FULL" --_supervise=0123456789ad \
-		--_child=1:2:3 -- "$RT" helper exit 0 3<"$TMP/end.txt"
-	forged "--_failed" 0123456789ae "$FULL" --_supervise=0123456789ae \
-		--_failed=2:6:1:1 -- "$RT" helper exit 0 3<"$TMP/end.txt"
-done
+forged "a file" 0123456789ad "$FULL" --_supervise=0123456789ad \
+	--_child=1:2:3 -- "$RT" helper exit 0 3<"$TMP/end.txt"
+forged "--_failed" 0123456789ae "$FULL" --_supervise=0123456789ae \
+	--_failed=2:6:1:1 -- "$RT" helper exit 0 3<"$TMP/end.txt"
 
 # --- signals sent to the supervisor reach the command ---
 launch -- "$RT" helper pause

@@ -13,7 +13,6 @@
 
 #include "user.h"
 
-#include <errno.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,12 +27,13 @@ char *bgrun__user_lookup(uid_t uid)
 	if (f == NULL)
 		return NULL;
 	for (;;) {
-		int r = fgetpwent_r(f, &pw, buf, sizeof(buf), &found);
-
-		/* A line too long for buf is skipped, not the end. */
-		if (r == ERANGE)
-			continue;
-		if (r != 0)
+		/*
+		 * A line too long for buf (ERANGE) ends the search too: glibc
+		 * puts the stream back at its start, so reading on would read
+		 * it again forever. The user then has no name here, and the
+		 * caller hands the work to the program that asks NSS.
+		 */
+		if (fgetpwent_r(f, &pw, buf, sizeof(buf), &found) != 0)
 			break;
 		if (found->pw_uid == uid) {
 			name = strdup(found->pw_name);
