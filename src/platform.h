@@ -241,9 +241,13 @@ int64_t bgrun__self_pid(void);
  * file's first page orders the waiters, and every wait is bounded. init
  * maps the page (without it, on a file system that cannot map, the lock
  * is flock alone, polled); fd stays the caller's. acquire: 0, -ETIMEDOUT
- * after timeout_ns, or -errno of flock. On Windows (src/win/filelock.c):
- * a lock on one byte of the file, polled up to the bound, no queue.
+ * after timeout_ns, or -errno of flock; the bound is the whole wait
+ * (TOTAL) or the time the lock has not changed hands (STILL: a long queue
+ * that moves is waited out; a stopped holder is not). On Windows
+ * (src/win/filelock.c): a lock on one byte of the file, polled up to the
+ * bound (the whole wait: no queue to watch move).
  */
+enum bgrun__filelock_bound { BGRUN__FILELOCK_TOTAL, BGRUN__FILELOCK_STILL };
 struct bgrun__filelock {
 	int fd;
 	void *map;        /* the queue's page, or NULL */
@@ -251,7 +255,8 @@ struct bgrun__filelock {
 	bool held;
 };
 void bgrun__filelock_init(struct bgrun__filelock *l, int fd);
-int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns);
+int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns,
+			    enum bgrun__filelock_bound bound);
 void bgrun__filelock_release(struct bgrun__filelock *l);
 /* Releases (if held) and unmaps; fd is left open. */
 void bgrun__filelock_destroy(struct bgrun__filelock *l);

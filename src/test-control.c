@@ -32,6 +32,36 @@ static int store_path(int how, const char *p, size_t n, char **ret,
 	return -EINVAL;
 }
 
+static int filelock_op(int how, void **lockp, int fd, int64_t timeout_ns)
+{
+	struct bgrun__filelock *l = *lockp;
+
+	switch (how) {
+	case BGRUN__TEST_LOCK_NEW:
+		l = malloc(sizeof(*l));
+		if (l == NULL)
+			return -ENOMEM;
+		bgrun__filelock_init(l, fd);
+		*lockp = l;
+		return 0;
+	case BGRUN__TEST_LOCK_TOTAL:
+		return bgrun__filelock_acquire(l, timeout_ns,
+					       BGRUN__FILELOCK_TOTAL);
+	case BGRUN__TEST_LOCK_STILL:
+		return bgrun__filelock_acquire(l, timeout_ns,
+					       BGRUN__FILELOCK_STILL);
+	case BGRUN__TEST_LOCK_RELEASE:
+		bgrun__filelock_release(l);
+		return 0;
+	case BGRUN__TEST_LOCK_FREE:
+		bgrun__filelock_destroy(l);
+		free(l);
+		*lockp = NULL;
+		return 0;
+	}
+	return -EINVAL;
+}
+
 static int closer(unsigned threads, size_t queue, int (*close_fn)(int),
 		  const int *fds, size_t n, int *ret_first)
 {
@@ -110,6 +140,15 @@ int bgrun__test_control(int op, ...)
 			va_arg(ap, const struct bgrun_event *);
 
 		r = bgrun__spool_write(db, ev);
+		break;
+	}
+	case BGRUN__TEST_FILELOCK_OP: {
+		int how = va_arg(ap, int);
+		void **lockp = va_arg(ap, void **);
+		int fd = va_arg(ap, int);
+		int64_t timeout_ns = va_arg(ap, int64_t);
+
+		r = filelock_op(how, lockp, fd, timeout_ns);
 		break;
 	}
 	case BGRUN__TEST_CLONE_CLOSE_FN:

@@ -58,6 +58,20 @@ enum bgrun__test_op {
 	 * fd, as a writer would, and keeps it until the process ends;
 	 * returns what acquiring it returned. */
 	BGRUN__TEST_FILELOCK,
+	/* (int how, void **lock, int fd, int64_t timeout_ns): POSIX: the
+	 * store's write lock (bgrun__filelock, src/platform.h) by hand, one
+	 * object per waiter: BGRUN__TEST_LOCK_NEW makes *lock on the open
+	 * lock file fd; _TOTAL and _STILL acquire it with that bound and
+	 * return what acquire returned; _RELEASE; _FREE destroys it. */
+	BGRUN__TEST_FILELOCK_OP,
+};
+
+enum {
+	BGRUN__TEST_LOCK_NEW = 0,
+	BGRUN__TEST_LOCK_TOTAL,
+	BGRUN__TEST_LOCK_STILL,
+	BGRUN__TEST_LOCK_RELEASE,
+	BGRUN__TEST_LOCK_FREE,
 };
 
 enum {

@@ -195,12 +195,16 @@ int bgrun__store_stmt(struct bgrun_store *store, enum bgrun__stmt_id id,
 
 /*
  * Every wait for the lock is bounded (a holder may be stopped: SIGSTOP, a
- * debugger): past the bound the write fails with -ETIMEDOUT, and the
- * sink client keeps the event in the spool and says so.
+ * debugger): when the lock has not changed hands for the bound, the write
+ * fails with -ETIMEDOUT, and the sink client keeps the event in the spool
+ * and says so. A queue that moves is waited out: 1,600 recorders at once
+ * on a loaded machine wait longer than the bound in all, and spooling
+ * then only stranded their events until the next writer.
  */
 static int lock_file(struct bgrun_store *store)
 {
-	int r = bgrun__filelock_acquire(&store->lock, store->lock_timeout_ns);
+	int r = bgrun__filelock_acquire(&store->lock, store->lock_timeout_ns,
+					 BGRUN__FILELOCK_STILL);
 
 	if (r == -ETIMEDOUT)
 		return bgrun__store_failf(store, r,
@@ -357,7 +361,8 @@ void bgrun__store_checkpoint(struct bgrun_store *store)
 	 */
 	if (bgrun__filelock_acquire(&store->lock,
 				    BGRUN__STORE_CHECKPOINT_WAIT_MS *
-					    INT64_C(1000000)) < 0)
+					    INT64_C(1000000),
+				    BGRUN__FILELOCK_TOTAL) < 0)
 		return;
 	if (sqlite3_wal_checkpoint_v2(store->db, NULL,
 				      SQLITE_CHECKPOINT_PASSIVE, &log,
@@ -678,7 +683,8 @@ static void release(struct bgrun_store *store)
 		if (store->lock_fd >= 0 &&
 		    bgrun__filelock_acquire(&store->lock,
 					    BGRUN__STORE_CHECKPOINT_WAIT_MS *
-						    INT64_C(1000000)) < 0)
+						    INT64_C(1000000),
+					    BGRUN__FILELOCK_TOTAL) < 0)
 			(void)sqlite3_db_config(store->db,
 						SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
 						1, NULL);

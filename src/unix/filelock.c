@@ -19,11 +19,25 @@
  * flock stays what excludes: the kernel drops it when its holder dies,
  * and programs that only flock the file (older bgruns) still exclude and
  * are excluded. The queue only orders, and a broken queue costs time, not
- * safety: a ticket whose owner died, gave up or is stuck leaves the queue
+ * safety: a ticket whose owner died or is stuck leaves the queue
  * standing; after STALL_NS without movement a waiter that finds the flock
  * free takes over (serving jumps to its ticket and the skipped ones are
- * woken: they see themselves passed and go for the flock directly).
- * Garbage in the page (another program, a torn file) does the same.
+ * woken: they see themselves passed and take a new ticket). Garbage in
+ * the page (another program, a torn file) does the same.
+ *
+ * A waiter that gives up (its bound passed) says so in its ticket's
+ * `gone` word, and whoever moves `serving` onto a ticket given up moves
+ * it on past it: a deep queue of waiters with short bounds (the close's
+ * checkpoint waits 200 ms) would otherwise stand STALL_NS at each. The
+ * waiter that gives up and the one handing over each write, then read
+ * the other's word (sequentially consistent), so at least one of them
+ * sees the other and moves `serving` on, with a compare-and-swap that
+ * only one of them wins.
+ *
+ * Two bounds: BGRUN__FILELOCK_TOTAL counts the whole wait;
+ * BGRUN__FILELOCK_STILL only the time since the lock last changed hands,
+ * which is what a stopped holder shows (a long queue that moves is not
+ * one: the store's writes wait while it moves).
  */
 
 #include "platform.h"
@@ -55,6 +69,8 @@ struct page {
 	_Atomic uint32_t serving;
 	uint32_t reserved[14];
 	_Atomic uint32_t slot[SLOTS];
+	/* ticket + 1: that ticket's waiter gave up (exact, never t % SLOTS). */
+	_Atomic uint32_t gone[SLOTS];
 };
 _Static_assert(sizeof(struct page) <= PAGE, "the queue fits a page");
 
@@ -124,6 +140,36 @@ static void wake_ticket(struct page *p, uint32_t t)
 	futex_wake(&p->slot[t % SLOTS]);
 }
 
+/*
+ * serving is at t: moves it past every ticket from t whose waiter gave
+ * up, and wakes the first one that did not. A failed swap means another
+ * (the waiter giving up, or a takeover) moved it: theirs to go on.
+ */
+static void hand_over(struct page *p, uint32_t t)
+{
+	for (;;) {
+		uint32_t expect = t;
+
+		if (atomic_load(&p->gone[t % SLOTS]) != t + 1) {
+			wake_ticket(p, t);
+			return;
+		}
+		if (!atomic_compare_exchange_strong(&p->serving, &expect, t + 1))
+			return;
+		t++;
+	}
+}
+
+/* Our ticket given up: off the queue, serving moved on if it is at us. */
+static void give_up(struct page *p, uint32_t my)
+{
+	uint32_t expect = my;
+
+	atomic_store(&p->gone[my % SLOTS], my + 1);
+	if (atomic_compare_exchange_strong(&p->serving, &expect, my + 1))
+		hand_over(p, my + 1);
+}
+
 static int try_flock(struct bgrun__filelock *l)
 {
 	while (flock(l->fd, LOCK_EX | LOCK_NB) < 0) {
@@ -156,12 +202,17 @@ static int poll_flock(struct bgrun__filelock *l, int64_t deadline)
 	}
 }
 
-/* Our turn came (0), or we took it over: the flock is ours (1). */
+/*
+ * Our turn came (0), we took it over: the flock is ours (1), or a
+ * takeover passed us (2: we take a new ticket). Gives the ticket up on
+ * -ETIMEDOUT and errors. start: when the wait began, or when the lock
+ * last moved for a waiter passed over (BGRUN__FILELOCK_STILL).
+ */
 static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
-		     int64_t deadline)
+		     int64_t timeout_ns, bool still, int64_t start)
 {
 	uint32_t seen = atomic_load(&p->serving);
-	int64_t moved = bgrun__now_ns(CLOCK_MONOTONIC), now, until, spun = 0;
+	int64_t moved = start, progress = start, now, until, spun = 0, deadline;
 	int r;
 
 	for (;;) {
@@ -169,20 +220,26 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
 		uint32_t v = atomic_load(word);
 		uint32_t s = atomic_load(&p->serving);
 
-		/* Our turn, or passed over (a takeover jumped past us). */
-		if ((int32_t)(my - s) <= 0)
+		if (s == my)
 			return 0;
+		if ((int32_t)(my - s) < 0)
+			return 2;
 		now = bgrun__now_ns(CLOCK_MONOTONIC);
 		if (s != seen) {
 			seen = s;
-			moved = now;
+			moved = progress = now;
 		}
-		if (now >= deadline)
+		deadline = (still ? progress : start) + timeout_ns;
+		if (now >= deadline) {
+			give_up(p, my);
 			return -ETIMEDOUT;
+		}
 		if (now - moved >= STALL_NS) {
 			r = try_flock(l);
-			if (r < 0)
+			if (r < 0) {
+				give_up(p, my);
 				return r;
+			}
 			if (r > 0) {
 				/* Nobody holds it: the queue's head is gone. */
 				uint32_t from = s;
@@ -191,7 +248,7 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
 				       !atomic_compare_exchange_weak(&p->serving,
 								     &s, my))
 					;
-				/* The ones passed over go for the flock. */
+				/* The ones passed over queue again. */
 				for (uint32_t t = from; (int32_t)(my - t) > 0 &&
 						       t - from < SLOTS; t++)
 					wake_ticket(p, t);
@@ -217,21 +274,34 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
 	}
 }
 
-int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns)
+int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns,
+			    enum bgrun__filelock_bound bound)
 {
-	int64_t deadline = bgrun__now_ns(CLOCK_MONOTONIC) + timeout_ns;
+	int64_t start = bgrun__now_ns(CLOCK_MONOTONIC);
+	bool still = bound == BGRUN__FILELOCK_STILL;
 	struct page *p = l->map;
 	int r;
 
 	if (l->held)
 		return 0;
 	if (p == NULL) {
-		r = poll_flock(l, deadline);
+		/* No queue to watch: the whole wait is what is bounded. */
+		r = poll_flock(l, start + timeout_ns);
 	} else {
-		l->ticket = atomic_fetch_add(&p->next, 1);
-		r = wait_turn(l, p, l->ticket, deadline);
-		if (r == 0)
-			r = poll_flock(l, deadline);
+		do {
+			l->ticket = atomic_fetch_add(&p->next, 1);
+			r = wait_turn(l, p, l->ticket, timeout_ns, still, start);
+			/* Passed over: the lock moved, and we queue again. */
+			if (r == 2 && still)
+				start = bgrun__now_ns(CLOCK_MONOTONIC);
+		} while (r == 2);
+		if (r == 0) {
+			/* Our turn: the lock moved to us (still). */
+			r = poll_flock(l, (still ? bgrun__now_ns(CLOCK_MONOTONIC)
+						 : start) + timeout_ns);
+			if (r < 0)
+				give_up(p, l->ticket);
+		}
 	}
 	if (r < 0)
 		return r;
@@ -255,6 +325,5 @@ void bgrun__filelock_release(struct bgrun__filelock *l)
 	if (p == NULL || !atomic_compare_exchange_strong(&p->serving, &my,
 							 l->ticket + 1))
 		return;
-	wake_ticket(p, l->ticket + 1);
+	hand_over(p, l->ticket + 1);
 }
-

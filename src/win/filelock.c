@@ -74,13 +74,15 @@ static int try_lock(HANDLE h)
 	return bgrun__win_errno(GetLastError());
 }
 
-int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns)
+int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns,
+			    enum bgrun__filelock_bound bound)
 {
 	int64_t deadline = bgrun__now_ns(CLOCK_MONOTONIC) + timeout_ns, now;
 	int64_t pause = 50000;
 	HANDLE h;
 	int r;
 
+	(void)bound; /* no queue to watch move: the whole wait */
 	if (l->held)
 		return 0;
 	h = (HANDLE)_get_osfhandle(l->fd);

@@ -22,7 +22,7 @@ static int hold_lock(int fd, int64_t timeout_ns)
 	if (l == NULL)
 		return -ENOMEM;
 	bgrun__filelock_init(l, fd);
-	return bgrun__filelock_acquire(l, timeout_ns);
+	return bgrun__filelock_acquire(l, timeout_ns, BGRUN__FILELOCK_TOTAL);
 }
 
 int bgrun__test_control(int op, ...)

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/* test-store-lock.c: the store's write lock (src/unix/filelock.c): a waiter that gives up leaves no hole in the queue, and a queue that moves is waited out. */
+
+#include "test-store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * The queue's two counters, as every process that locks the log maps
+ * them (the lock file's first page: next, then serving).
+ */
+struct counters {
+	_Atomic uint32_t next;
+	_Atomic uint32_t serving;
+};
+
+struct waiter {
+	pthread_t thread;
+	void *lock;
+	int fd, how;
+	int64_t timeout_ns, held_ms, waited_ms;
+	int r;
+	bool joined;
+};
+
+static int64_t now_ms(void)
+{
+	return bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC) / 1000000;
+}
+
+static int lock_op(int how, void **lockp, int fd, int64_t timeout_ns)
+{
+	return bgrun__test_control(BGRUN__TEST_FILELOCK_OP, how, lockp, fd,
+				   timeout_ns);
+}
+
+static const char *lock_file(int *ret_fd, struct counters **ret_page)
+{
+	const char *path = t_path(t_tmpdir(), "ev.db-lock");
+	void *map;
+	int fd;
+
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ASSERT_SYS(fd);
+	ASSERT_SYS(ftruncate(fd, 4096));
+	map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT(map != MAP_FAILED);
+	*ret_fd = fd;
+	*ret_page = map;
+	return path;
+}
+
+/* A waiter of its own: its own open file (flock excludes by open file). */
+static void *wait_for_lock(void *arg)
+{
+	struct waiter *w = arg;
+	int64_t t0 = now_ms();
+
+	w->r = lock_op(w->how, &w->lock, -1, w->timeout_ns);
+	w->waited_ms = now_ms() - t0;
+	if (w->r == 0 && w->held_ms > 0) {
+		/* Holding it (what is held, not a wait for another thread). */
+		(void)usleep((useconds_t)w->held_ms * 1000);
+		(void)lock_op(BGRUN__TEST_LOCK_RELEASE, &w->lock, -1, 0);
+	}
+	return NULL;
+}
+
+static void start(struct waiter *w, const char *path, int how,
+		  int64_t timeout_ms, int64_t held_ms)
+{
+	*w = (struct waiter){ .how = how, .timeout_ns = timeout_ms * 1000000,
+			      .held_ms = held_ms, .r = 1 };
+	w->fd = open(path, O_RDWR | O_CLOEXEC);
+	ASSERT_SYS(w->fd);
+	ASSERT_EQ(lock_op(BGRUN__TEST_LOCK_NEW, &w->lock, w->fd, 0), 0);
+	ASSERT_EQ(pthread_create(&w->thread, NULL, wait_for_lock, w), 0);
+}
+
+static void join(struct waiter *w)
+{
+	if (!w->joined)
+		ASSERT_EQ(pthread_join(w->thread, NULL), 0);
+	w->joined = true;
+}
+
+/* Joined, its lock released if it holds it, freed. */
+static void finish(struct waiter *w)
+{
+	join(w);
+	ASSERT_EQ(lock_op(BGRUN__TEST_LOCK_FREE, &w->lock, -1, 0), 0);
+	(void)close(w->fd);
+}
+
+static uint32_t serving(struct counters *c)
+{
+	return atomic_load(&c->serving);
+}
+
+static uint32_t next(struct counters *c)
+{
+	return atomic_load(&c->next);
+}
+
+/* Until the queue has handed out n tickets (bounded: a hang fails). */
+static void until_next(struct counters *c, uint32_t n)
+{
+	int64_t end = now_ms() + 60000;
+
+	while (next(c) != n) {
+		ASSERT(now_ms() < end);
+		(void)usleep(1000);
+	}
+}
+
+/* A process that flocks the file and keeps it until we close the pipe. */
+static pid_t raw_holder(const char *path, int *ret_pipe)
+{
+	int go[2], done[2];
+	char c;
+	pid_t pid;
+
+	ASSERT_SYS(pipe(go));
+	ASSERT_SYS(pipe(done));
+	pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		int fd = open(path, O_RDWR | O_CLOEXEC);
+
+		(void)close(go[0]);
+		(void)close(done[1]);
+		if (fd < 0 || flock(fd, LOCK_EX) < 0)
+			_exit(1);
+		if (write(go[1], "x", 1) != 1)
+			_exit(1);
+		(void)read(done[0], &c, 1);
+		_exit(0);
+	}
+	(void)close(go[1]);
+	(void)close(done[0]);
+	ASSERT_EQ(read(go[0], &c, 1), 1);
+	(void)close(go[0]);
+	*ret_pipe = done[1];
+	return pid;
+}
+
+static void end_raw_holder(pid_t pid, int pipe_fd)
+{
+	int st;
+
+	(void)close(pipe_fd);
+	ASSERT_SYS(waitpid(pid, &st, 0));
+	ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/*
+ * A waiter that gives up, in the middle of the queue or at its head,
+ * leaves no hole: the hand-over goes past its ticket at once, where the
+ * queue used to stand still STALL_NS (25 ms) at each given-up ticket
+ * before somebody took over (every closing store's checkpoint waits
+ * 200 ms, so a deep queue gave up tickets by the hundred).
+ */
+void case_lock_given_up(void)
+{
+	struct waiter head, quitter, last;
+	struct counters *c;
+	int fd, hold;
+	const char *path = lock_file(&fd, &c);
+	pid_t holder = raw_holder(path, &hold);
+
+	/* head: ticket 0, its turn, polling the flock the holder has. */
+	start(&head, path, BGRUN__TEST_LOCK_STILL, 60000, 0);
+	until_next(c, 1);
+	/* quitter: ticket 1, gives up behind it after 50 ms. */
+	start(&quitter, path, BGRUN__TEST_LOCK_TOTAL, 50, 0);
+	finish(&quitter);
+	ASSERT_EQ(quitter.r, -ETIMEDOUT);
+	ASSERT_EQ(serving(c), 0);
+	/* last: ticket 2. */
+	start(&last, path, BGRUN__TEST_LOCK_STILL, 60000, 0);
+	until_next(c, 3);
+	end_raw_holder(holder, hold);
+	join(&head);
+	ASSERT_EQ(head.r, 0);
+	/* head's release goes past ticket 1 to ticket 2 as it returns. */
+	ASSERT_EQ(lock_op(BGRUN__TEST_LOCK_RELEASE, &head.lock, -1, 0), 0);
+	ASSERT_EQ(serving(c), 2);
+	join(&last);
+	ASSERT_EQ(last.r, 0);
+	ASSERT_EQ(lock_op(BGRUN__TEST_LOCK_RELEASE, &last.lock, -1, 0), 0);
+	ASSERT_EQ(serving(c), 3);
+	finish(&head);
+	finish(&last);
+
+	/* Giving up at the head moves serving on too: nothing stands. */
+	holder = raw_holder(path, &hold);
+	start(&quitter, path, BGRUN__TEST_LOCK_TOTAL, 50, 0);
+	finish(&quitter);
+	ASSERT_EQ(quitter.r, -ETIMEDOUT);
+	ASSERT_EQ(next(c), 4);
+	ASSERT_EQ(serving(c), 4);
+	end_raw_holder(holder, hold);
+	(void)munmap(c, 4096);
+	(void)close(fd);
+}
+
+/*
+ * The write lock's bound (BGRUN_LOCK_TIMEOUT) is for a holder that is
+ * stopped, not for a queue that moves: behind eight holders of 300 ms
+ * each, a waiter whose bound is 1.5 s gets the lock (it waited longer
+ * than its bound, the lock changing hands all along), where the whole
+ * wait bounded gives up. A holder that does not move still ends the wait.
+ * (The holds are long against the bound's slack, for a loaded machine.)
+ */
+void case_lock_queue_moving(void)
+{
+	struct waiter h[8], still, total;
+	struct counters *c;
+	int fd, hold;
+	const char *path = lock_file(&fd, &c);
+	pid_t holder;
+
+	for (int i = 0; i < 8; i++) {
+		start(&h[i], path, BGRUN__TEST_LOCK_STILL, 60000, 300);
+		until_next(c, (uint32_t)i + 1);
+	}
+	start(&total, path, BGRUN__TEST_LOCK_TOTAL, 1500, 0);
+	until_next(c, 9);
+	start(&still, path, BGRUN__TEST_LOCK_STILL, 1500, 0);
+	for (int i = 0; i < 8; i++) {
+		finish(&h[i]);
+		ASSERT_EQ(h[i].r, 0);
+	}
+	finish(&total);
+	ASSERT_EQ(total.r, -ETIMEDOUT);
+	finish(&still);
+	ASSERT_EQ(still.r, 0);
+	/* Longer than its bound: the holders' turns (sleeps: at least). */
+	ASSERT(still.waited_ms > 1500);
+
+	/* A holder that never lets go: the same bound ends the wait. */
+	holder = raw_holder(path, &hold);
+	start(&still, path, BGRUN__TEST_LOCK_STILL, 200, 0);
+	finish(&still);
+	ASSERT_EQ(still.r, -ETIMEDOUT);
+	end_raw_holder(holder, hold);
+	(void)munmap(c, 4096);
+	(void)close(fd);
+}
