@@ -48,7 +48,12 @@
  * bgrun's headers), hg making those bytes in one process without HTTP
  * (bench/hg-stream-gen.py: exchange.getbundlechunks, as the server calls
  * it), the same two for the legacy stream_out, and a last row, the
- * ceiling that the server's time puts on hg/this for any client.
+ * ceiling that the server's time puts on hg/this for any client. Then
+ * both clients again against a second hg serve of the same repository
+ * that advertises a clonebundles manifest (extensions.clonebundles) whose
+ * one entry is the v2 stream bundle on a static server (python3 -m
+ * http.server): how servers that serve many clones keep up; its target
+ * line says where the 4 x stands when the server is not the bound.
  */
 
 #include "bgrun.h"
@@ -59,6 +64,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -169,6 +175,18 @@ static const struct method url_methods[] = {
 	  { "/usr/bin/python3", "%S", "%R", "v1" }, .self_timed = true },
 	{ "bgrun clone --write-threads 0 http://...",
 	  { "%G", "clone", "--no-log", "-q", "--write-threads", "0", "%U", "%D" } },
+	/*
+	 * The same repository from a second hg serve that advertises a
+	 * clonebundles manifest (extensions.clonebundles) whose one entry is
+	 * the v2 stream bundle on a static server (Python's http.server):
+	 * how a server that serves many clones keeps up. Both clients use it.
+	 */
+	{ "bgrun clone http://... (clonebundles)",
+	  { "%G", "clone", "--no-log", "-q", "%K", "%D" } },
+	{ "hg clone --stream -U http://... (clonebundles)",
+	  { "hg", "clone", "-q", "--stream", "-U", "%K", "%D" } },
+	{ "the clone bundle alone (curl > /dev/null)",
+	  { "curl", "-s", "-f", "-o", "/dev/null", "%F" } },
 };
 #define N_URL_METHODS (sizeof(url_methods) / sizeof(url_methods[0]))
 #define U_BGRUN 0
@@ -178,6 +196,9 @@ static const struct method url_methods[] = {
 #define U_GEN 4
 #define U_LEGACY 5
 #define U_LEGACY_GEN 6
+#define U_CB_BGRUN 8
+#define U_CB_HG 9
+#define U_CB_CURL 10
 
 struct ctx {
 	const char *bgrun, *gen, *streamgen, *dir, *dest_dir, *csv_path;
@@ -190,6 +211,8 @@ struct ctx {
 	char server[64];   /* --url: http://127.0.0.1:PORT/ */
 	char getbundle[96]; /* --url: its ?cmd=getbundle */
 	char stream_out[96]; /* --url: its ?cmd=stream_out */
+	char cb_server[64];  /* --url: the hg serve with clonebundles */
+	char cb_bundle[PATH_MAX]; /* --url: the bundle's URL on the static server */
 	char bundle[PATH_MAX], bundle2[PATH_MAX], tar[PATH_MAX], db[PATH_MAX];
 	char repo[PATH_MAX]; /* DIR/repo-N[-large]/repo */
 	char top[PATH_MAX - 64];  /* where the runs write: DEST/dest-N */
@@ -356,7 +379,9 @@ static void method_argv(const struct ctx *x, const struct method *m,
 			  strcmp(a, "%R") == 0 ? x->repo :
 			  strcmp(a, "%S") == 0 ? x->streamgen :
 			  strcmp(a, "%W") == 0 ? x->getbundle :
-			  strcmp(a, "%O") == 0 ? x->stream_out : a;
+			  strcmp(a, "%O") == 0 ? x->stream_out :
+			  strcmp(a, "%K") == 0 ? x->cb_server :
+			  strcmp(a, "%F") == 0 ? x->cb_bundle : a;
 		if (a == NULL)
 			break;
 	}
@@ -559,12 +584,14 @@ static int bench_size(struct ctx *x, const char *spec)
  * --url: `hg serve -d` on x->repo, on 127.0.0.1 and a port it picks, read
  * from what it prints; its pid in *ret_pid, to be killed at the end.
  */
-static int start_server(struct ctx *x, pid_t *ret_pid)
+static int start_hg_serve(struct ctx *x, bool clonebundles, char *url,
+			  size_t size, pid_t *ret_pid)
 {
 	char out[PATH_MAX], pidfile[PATH_MAX], buf[512];
 	const char *argv[] = { "hg", "-R", x->repo, "serve", "-d", "-a",
 			       "127.0.0.1", "-p", "0", "--pid-file", pidfile,
-			       NULL };
+			       clonebundles ? "--config" : NULL,
+			       "extensions.clonebundles=", NULL };
 	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
 	struct bgrun_child *child = NULL;
 	struct bgrun_status st;
@@ -573,8 +600,10 @@ static int start_server(struct ctx *x, pid_t *ret_pid)
 	int r, port = 0;
 	long pid = 0;
 
-	(void)snprintf(out, sizeof(out), "%s/serve.out", x->dir);
-	(void)snprintf(pidfile, sizeof(pidfile), "%s/serve.pid", x->dir);
+	(void)snprintf(out, sizeof(out), "%s/serve%s.out", x->dir,
+		       clonebundles ? "-cb" : "");
+	(void)snprintf(pidfile, sizeof(pidfile), "%s/serve%s.pid", x->dir,
+		       clonebundles ? "-cb" : "");
 	o.argv = argv;
 	o.detach = false;
 	o.out.kind = BGRUN_STDIO_FILE;
@@ -607,13 +636,109 @@ static int start_server(struct ctx *x, pid_t *ret_pid)
 			(void)kill((pid_t)pid, SIGTERM);
 		return -1;
 	}
-	(void)snprintf(x->server, sizeof(x->server), "http://127.0.0.1:%d/", port);
+	(void)snprintf(url, size, "http://127.0.0.1:%d/", port);
+	*ret_pid = (pid_t)pid;
+	return 0;
+}
+
+static int start_server(struct ctx *x, pid_t *ret_pid)
+{
+	if (start_hg_serve(x, false, x->server, sizeof(x->server), ret_pid) < 0)
+		return -1;
 	(void)snprintf(x->getbundle, sizeof(x->getbundle), "%s?cmd=getbundle",
 		       x->server);
 	(void)snprintf(x->stream_out, sizeof(x->stream_out), "%s?cmd=stream_out",
 		       x->server);
-	*ret_pid = (pid_t)pid;
 	return 0;
+}
+
+/*
+ * --url, the clonebundles rows: a static server (python3 -m http.server,
+ * its pid in *ret_static) serving the v2 stream bundle's directory, the
+ * manifest naming it in the repository (hg serve reads it at each
+ * request; only a server with extensions.clonebundles advertises it), and
+ * the second hg serve (*ret_pid).
+ */
+static int start_clonebundles(struct ctx *x, pid_t *ret_static, pid_t *ret_pid)
+{
+	char dir[PATH_MAX], log[PATH_MAX], manifest[PATH_MAX + 32], spec[512];
+	char buf[512], *slash;
+	const char *argv[] = { "/usr/bin/python3", "-u", "-m", "http.server",
+			       "0", "--bind", "127.0.0.1", "--directory", dir,
+			       NULL };
+	const char *spec_argv[] = { "hg", "debugbundle", "--spec", x->bundle2,
+				    NULL };
+	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
+	struct bgrun_child *child = NULL;
+	int64_t deadline;
+	int port = 0;
+	FILE *f;
+
+	(void)snprintf(dir, sizeof(dir), "%s", x->bundle2);
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		return -1;
+	*slash = '\0';
+	(void)snprintf(log, sizeof(log), "%s/static.log", x->dir);
+	(void)unlink(log);
+	o.argv = argv;
+	o.out.kind = BGRUN_STDIO_FILE;
+	o.out.path = log;
+	o.err.kind = BGRUN_STDIO_FILE; /* its requests: the log */
+	o.err.path = log;
+	if (bgrun_spawn(&o, &child) < 0) {
+		fprintf(stderr, "clone-bench: python3 -m http.server did not start\n");
+		return -1;
+	}
+	*ret_static = bgrun_child_started(child, NULL);
+	bgrun_child_free(child);
+	/* "Serving HTTP on 127.0.0.1 port PORT (http://127.0.0.1:PORT/) ..." */
+	deadline = bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC) + 30 * INT64_C(1000000000);
+	while (port == 0 && bgrun_clock_ns(BGRUN_CLOCK_MONOTONIC) < deadline) {
+		const char *p;
+
+		f = fopen(log, "re");
+		if (f != NULL && fgets(buf, sizeof(buf), f) != NULL &&
+		    (p = strstr(buf, " port ")) != NULL)
+			port = atoi(p + 6);
+		if (f != NULL)
+			fclose(f);
+		if (port == 0)
+			(void)poll(NULL, 0, 20);
+	}
+	if (port <= 0) {
+		fprintf(stderr, "clone-bench: the static server said no port (%s)\n",
+			log);
+		return -1;
+	}
+	(void)snprintf(x->cb_bundle, sizeof(x->cb_bundle),
+		       "http://127.0.0.1:%d/%s", port, slash + 1);
+	/* The manifest's BUNDLESPEC. */
+	(void)snprintf(buf, sizeof(buf), "%s/bundlespec.out", x->dir);
+	if (run_out(spec_argv, true, buf) < 0)
+		return -1;
+	f = fopen(buf, "re");
+	if (f == NULL || fgets(spec, sizeof(spec), f) == NULL) {
+		if (f != NULL)
+			fclose(f);
+		fprintf(stderr, "clone-bench: hg debugbundle --spec said nothing\n");
+		return -1;
+	}
+	fclose(f);
+	spec[strcspn(spec, "\n")] = '\0';
+	(void)snprintf(manifest, sizeof(manifest), "%s/.hg/clonebundles.manifest",
+		       x->repo);
+	f = fopen(manifest, "we");
+	if (f == NULL) {
+		fprintf(stderr, "clone-bench: %s: %s\n", manifest, strerror(errno));
+		return -1;
+	}
+	/* hg debugbundle --spec prints it as a manifest holds it. */
+	fprintf(f, "%s BUNDLESPEC=%s\n", x->cb_bundle, spec);
+	if (fclose(f) != 0)
+		return -1;
+	return start_hg_serve(x, true, x->cb_server, sizeof(x->cb_server),
+			      ret_pid);
 }
 
 /* --url: one repository's table, bgrun clone URL against hg clone. */
@@ -624,11 +749,16 @@ static int bench_url(struct ctx *x, const char *spec)
 	int64_t med[N_METHODS];
 	bool large = strstr(spec, ":large") != NULL;
 	long n = atol(spec);
-	pid_t server = 0;
+	pid_t server = 0, cb_server = 0, cb_static = 0;
+	char manifest[PATH_MAX + 32];
 	int status = -1;
 
 	if (prepare(x, n, large) < 0 || start_server(x, &server) < 0)
 		return -1;
+	(void)snprintf(manifest, sizeof(manifest), "%s/.hg/clonebundles.manifest",
+		       x->repo);
+	if (start_clonebundles(x, &cb_static, &cb_server) < 0)
+		goto out;
 	if (x->runs == 0)
 		x->runs = n >= 50000 ? 3 : 7;
 	printf("\n%ld-file%s repository over HTTP (hg serve at %s): %" PRIu64
@@ -643,7 +773,8 @@ static int bench_url(struct ctx *x, const char *spec)
 	}
 	for (size_t i = 0; i < N_URL_METHODS; i++)
 		url_on[i] = chosen(x, &url_methods[i],
-				   i == U_BGRUN || i == U_HG || i == U_TAR || i == U_CURL);
+				   i == U_BGRUN || i == U_HG || i == U_TAR ||
+				   i == U_CURL || i >= U_CB_BGRUN);
 	for (int r = 0; r < x->runs; r++) {
 		for (size_t i = 0; i < N_URL_METHODS; i++) {
 			if (!url_on[i])
@@ -673,9 +804,19 @@ static int bench_url(struct ctx *x, const char *spec)
 	       (double)med[U_CURL] / (double)med[U_BGRUN],
 	       (double)med[U_HG] / (double)med[U_CURL],
 	       100.0 * (double)med[U_CURL] / (double)med[U_BGRUN]);
+	if (url_on[U_CB_BGRUN] && url_on[U_CB_HG])
+		printf("        with a clonebundles manifest: bgrun clone URL %.1f x faster than hg clone --stream -U (>= 4: %s)\n",
+		       (double)med[U_CB_HG] / (double)med[U_CB_BGRUN],
+		       (double)med[U_CB_HG] >= 4.0 * (double)med[U_CB_BGRUN]
+			       ? "met" : "NOT met");
 	fflush(stdout);
 	status = 0;
 out:
+	if (cb_server > 0)
+		(void)kill(cb_server, SIGTERM);
+	if (cb_static > 0)
+		(void)kill(cb_static, SIGTERM);
+	(void)unlink(manifest);
 	(void)kill(server, SIGTERM);
 	remove_tree(x->top);
 	return status;

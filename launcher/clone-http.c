@@ -286,8 +286,9 @@ static bool spec_ok(char *spec)
 	while ((part = strtok_r(NULL, ";", &save)) != NULL) {
 		char *eq = strchr(part, '='), *r, *rsave = NULL;
 
+		/* As hg's parsebundlespec: the whole entry is invalid. */
 		if (eq == NULL)
-			continue;
+			return false;
 		*eq = '\0';
 		unquote(part);
 		unquote(eq + 1);

@@ -135,11 +135,11 @@ until grep -q 'port [0-9]' "$TMP/static.log" || [ $SECONDS -ge $deadline ]; do s
 SPORT=$(sed -n 's/.* port \([0-9]*\).*/\1/p' "$TMP/static.log" | head -1)
 check "the static server listens" test -n "$SPORT"
 S=http://127.0.0.1:$SPORT
-# spec BUNDLE [COMPRESSION]: its BUNDLESPEC, quoted for a manifest (hg
-# says "none" of every stream bundle: a compressed one is named here).
+# spec BUNDLE [COMPRESSION]: its BUNDLESPEC as a manifest holds it, which
+# is what hg debugbundle --spec prints, its parameters' values quoted once
+# (hg says "none" of every stream bundle: a compressed one is named here).
 spec() {
-	hg debugbundle --spec "$1" | sed "s/^none-/${2:-none}-/" |
-		sed 's/%/%25/g; s/=/%3D/g; s/,/%2C/g'
+	hg debugbundle --spec "$1" | sed "s/^none-/${2:-none}-/"
 }
 {
 	echo "$S/zstd.hg BUNDLESPEC=$(spec bundles/zstd.hg zstd)"
@@ -154,6 +154,20 @@ check "clonebundles: the compressed one was not" test -z "$(grep 'GET /zstd.hg' 
 check "clonebundles: the same store as from the server" diff -r dst/.hg/store cb/.hg/store
 eq "clonebundles: same paths" "$(hg -R cb paths)" "$(hg -R ref paths)"
 check "clonebundles: hg pull finds nothing new" grep -q 'no changes found' <(hg -R cb pull 2>&1)
+# The manifest is one hg itself uses: hg clone --stream fetches the same.
+hg clone -q --stream -U "$URL" cb-hg
+eq "clonebundles: hg clone --stream -U fetched the same bundle" \
+	"$(grep -c 'GET /stream.hg' "$TMP/static.log")" 2
+# A parameter without "=" makes the entry invalid for hg (parsebundlespec):
+# so for bgrun too, which then takes the server's stream, as hg does.
+echo "$S/stream.hg BUNDLESPEC=$(spec bundles/stream.hg | sed 's/%3D/%253D/')" \
+	>src/.hg/clonebundles.manifest
+run -v "$URL" cbinvalid
+eq "clonebundles, an invalid BUNDLESPEC: exit 0 (the server streams)" "$RC" 0
+check "clonebundles, an invalid BUNDLESPEC: not used" \
+	test -z "$(grep 'using the clone bundle' "$TMP/.stderr")"
+eq "clonebundles, an invalid BUNDLESPEC: not fetched" \
+	"$(grep -c 'GET /stream.hg' "$TMP/static.log")" 2
 echo "$S/packed1.hg BUNDLESPEC=$(spec bundles/packed1.hg)" >src/.hg/clonebundles.manifest
 run "$URL" cb1
 eq "clonebundles, a v1 (packed1) bundle: exit 0" "$RC" 0
