@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -43,9 +44,10 @@ static int lock_op(int how, void **lockp, int fd, int64_t timeout_ns)
 				   timeout_ns);
 }
 
-static const char *lock_file(int *ret_fd, struct counters **ret_page)
+/* The lock file's path (malloc'd), its descriptor and its page. */
+static char *lock_file(int *ret_fd, struct counters **ret_page)
 {
-	const char *path = t_path(t_tmpdir(), "ev.db-lock");
+	char *path = t_path(t_tmpdir(), "ev.db-lock");
 	void *map;
 	int fd;
 
@@ -174,7 +176,7 @@ void case_lock_given_up(void)
 	struct waiter head, quitter, last;
 	struct counters *c;
 	int fd, hold;
-	const char *path = lock_file(&fd, &c);
+	char *path = lock_file(&fd, &c);
 	pid_t holder = raw_holder(path, &hold);
 
 	/* head: ticket 0, its turn, polling the flock the holder has. */
@@ -211,6 +213,7 @@ void case_lock_given_up(void)
 	end_raw_holder(holder, hold);
 	(void)munmap(c, 4096);
 	(void)close(fd);
+	free(path);
 }
 
 /*
@@ -226,7 +229,7 @@ void case_lock_queue_moving(void)
 	struct waiter h[8], still, total;
 	struct counters *c;
 	int fd, hold;
-	const char *path = lock_file(&fd, &c);
+	char *path = lock_file(&fd, &c);
 	pid_t holder;
 
 	for (int i = 0; i < 8; i++) {
@@ -255,4 +258,5 @@ void case_lock_queue_moving(void)
 	end_raw_holder(holder, hold);
 	(void)munmap(c, 4096);
 	(void)close(fd);
+	free(path);
 }
