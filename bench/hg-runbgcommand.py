@@ -368,6 +368,68 @@ def _hg_overhead(args, rng, hg, logsink, tmp):
 
 # --- the handler's cost, resolved: --handler-cost ---
 
+# Loaded first in every variant of --handler-cost: times, inside hg, with
+# the clock of the main thread's CPU and the wall clock, what each other
+# extension costs where it runs (its load, its set-up hooks, ui.log's
+# commandfinish), and at Python's exit the CPU of every other thread the
+# process ran (RUSAGE_SELF less RUSAGE_THREAD: exited threads included).
+PROBE_EXT = """
+import atexit, os, resource, time
+from mercurial import extensions, ui as uimod
+
+acc = {}
+
+def _add(key, w, c):
+    a = acc.setdefault(key, [0, 0])
+    a[0] += w
+    a[1] += c
+
+def _timed(key, fn):
+    def wrapper(*args, **kw):
+        w0 = time.perf_counter_ns(); c0 = time.thread_time_ns()
+        try:
+            return fn(*args, **kw)
+        finally:
+            _add(key, time.perf_counter_ns() - w0, time.thread_time_ns() - c0)
+    return wrapper
+
+def _load(orig, ui, name, path, *args, **kw):
+    w0 = time.perf_counter_ns(); c0 = time.thread_time_ns()
+    try:
+        mod = orig(ui, name, path, *args, **kw)
+    finally:
+        _add('load', time.perf_counter_ns() - w0, time.thread_time_ns() - c0)
+    for hook in ('uisetup', 'extsetup', 'uipopulate', 'reposetup'):
+        fn = getattr(mod, hook, None)
+        if fn is not None:
+            setattr(mod, hook, _timed('setup', fn))
+    return mod
+
+def _log(orig, self, event, *args, **opts):
+    if event != b'commandfinish':
+        return orig(self, event, *args, **opts)
+    w0 = time.perf_counter_ns(); c0 = time.thread_time_ns()
+    try:
+        return orig(self, event, *args, **opts)
+    finally:
+        _add('uilog', time.perf_counter_ns() - w0, time.thread_time_ns() - c0)
+
+def _exit():
+    me = resource.getrusage(resource.RUSAGE_THREAD)
+    al = resource.getrusage(resource.RUSAGE_SELF)
+    other = (al.ru_utime + al.ru_stime) - (me.ru_utime + me.ru_stime)
+    out = ['%s %d %d' % (k, w, c) for k, (w, c) in sorted(acc.items())]
+    out.append('threads 0 %d' % round(other * 1e9))
+    with open(os.environ['BENCH_PROBE'], 'a') as f:
+        f.write(' '.join(out) + '\\n')
+
+extensions.wrapfunction(extensions, 'load', _load)
+extensions.wrapfunction(uimod.ui, 'log', _log)
+# First registered, so run last: after the bgrun module's own handler.
+atexit.register(_exit)
+"""
+
+
 def _spawn_reap(argv, env):
     """(exit status, wall ns, cpu ns): hg from its spawn to its reaping,
     and the CPU (user+sys) of hg and of every process it started: they
@@ -490,12 +552,17 @@ def _handler_cost(args, rng, hg, logsink, tmp):
         ('logtoprocess embedded', ltp, {'BGRUN_SINK': 'embedded'}),
     ]
     names = [c[0] for c in configs]
+    probe = os.path.join(tmp, 'bgrunbenchprobe.py')
+    with open(probe, 'w') as f:
+        f.write(PROBE_EXT)
+    probe_out = os.path.join(tmp, 'probe')
     envs = {}
     for name, rc, extra in configs:
         path = os.path.join(tmp, 'hgrc-%d' % len(envs))
         with open(path, 'w') as f:
+            f.write('[extensions]\nbgrunbenchprobe = %s\n' % probe)
             f.write(rc)
-        envs[name] = dict(base_env, HGRCPATH=path, **extra)
+        envs[name] = dict(base_env, HGRCPATH=path, BENCH_PROBE=probe_out, **extra)
     # hg's .pyc files and the store exist before the first timed run.
     for name in names:
         for _ in range(2):
@@ -508,6 +575,7 @@ def _handler_cost(args, rng, hg, logsink, tmp):
     wall = {n: [] for n in names}
     cpu = {n: [] for n in names}
     dcpu = {n: 0 for n in names}
+    parts = {n: {} for n in names}
     cwd = os.getcwd()
     os.chdir(repo)
     try:
@@ -517,9 +585,17 @@ def _handler_cost(args, rng, hg, logsink, tmp):
             order = list(names)
             rng.shuffle(order)
             for name in order:
+                if os.path.exists(probe_out):
+                    os.unlink(probe_out)
                 d0 = _task_cpu_ns(dpid)
                 st, w, c = _spawn_reap(hgpy + ["status"], envs[name])
                 dcpu[name] += _task_cpu_ns(dpid) - d0
+                with open(probe_out) as f:
+                    v = f.read().split()
+                for i in range(0, len(v), 3):
+                    p = parts[name].setdefault(v[i], ([], []))
+                    p[0].append(int(v[i + 1]))
+                    p[1].append(int(v[i + 2]))
                 if not os.WIFEXITED(st) or os.WEXITSTATUS(st) != 0:
                     raise SystemExit('hg status failed under %r: %r' % (name, st))
                 wall[name].append(w)
@@ -587,6 +663,39 @@ def _handler_cost(args, rng, hg, logsink, tmp):
             row['cpu_mean_diff_ms'] = '%.4f' % (dm / 1e6)
             print(line)
             rows.append(row)
+
+    # The pieces, timed inside hg by the probe (µs, median over the runs).
+    print()
+    print('# inside hg, timed by a probe extension loaded first, µs p50 (p90): the other')
+    print("# extensions' load (hg's finding and importing them), their set-up hooks, ui.log's")
+    print('# commandfinish (wall / main thread CPU), and the CPU of the other threads')
+    keys = ['load', 'setup', 'uilog', 'threads']
+    print('%-24s' % 'variant' + ''.join('%26s' % k for k in keys) + '%12s' % 'cpu sum')
+    for name in names:
+        line = '%-24s' % name
+        row = dict(section='handler-cost-inside', variant=name, n=n,
+                   load='%.2f %.2f' % (load0[0], load1[0]))
+        total = 0
+        for k in keys:
+            w, c = parts[name].get(k, ([], []))
+            if not c:
+                line += '%26s' % '-'
+                continue
+            cw50, cw90 = _qs(w, (0.5, 0.9))
+            cc50, cc90 = _qs(c, (0.5, 0.9))
+            total += cc50
+            if k == 'threads':
+                line += '%26s' % ('cpu %.0f (%.0f)' % (cc50 / 1e3, cc90 / 1e3))
+            else:
+                line += '%26s' % ('%.0f (%.0f) / %.0f (%.0f)' % (
+                    cw50 / 1e3, cw90 / 1e3, cc50 / 1e3, cc90 / 1e3))
+            row.update({k + '_wall_p50_us': '%.1f' % (cw50 / 1e3),
+                        k + '_wall_p90_us': '%.1f' % (cw90 / 1e3),
+                        k + '_cpu_p50_us': '%.1f' % (cc50 / 1e3),
+                        k + '_cpu_p90_us': '%.1f' % (cc90 / 1e3)})
+        line += '%12.0f' % (total / 1e3)
+        print(line)
+        rows.append(row)
 
     # The pieces, by -X importtime (median over the runs, µs).
     runs = args.importtime_runs
@@ -659,7 +768,9 @@ HANDLER_FIELDS = ['section', 'variant', 'against', 'n', 'load', 'wall_p50_ms', '
                   'wall_pair_ci_lo_ms', 'wall_pair_ci_hi_ms',
                   'cpu_pair_p50_ms', 'cpu_pair_p25_ms', 'cpu_pair_p75_ms',
                   'cpu_pair_ci_lo_ms', 'cpu_pair_ci_hi_ms', 'cpu_mean_diff_ms',
-                  'self_us', 'cumulative_us']
+                  'self_us', 'cumulative_us'] + [
+                      '%s_%s_%s_us' % (k, m, q) for k in ('load', 'setup', 'uilog', 'threads')
+                      for m in ('wall', 'cpu') for q in ('p50', 'p90')]
 
 
 def plot(args, rows):
