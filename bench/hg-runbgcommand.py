@@ -36,6 +36,16 @@ wrapper extension), hg's wall time, and the CPU time of hg plus every
 process it started (the bench is a child subreaper, so detached hooks are
 waited for and counted).
 
+With --handler-cost, only the handler's cost, resolved: hg status
+--handler-runs times (200) per variant (no extension, an empty one, the
+extension with the handler off, the handler with the daemon and
+embedded, logtoprocess + logsink send both ways), interleaved in rounds
+of random order; medians and per-round paired differences against no
+extension and the handler off, with p25-p75 and a bootstrap 95% CI; a
+probe extension's timings inside hg (each extension's load, set-up hooks,
+ui.log, other threads' CPU); -X importtime of the pieces; the CPU of
+fresh python3 -S importing the module.
+
 Run with Debian's /usr/bin/python3 (the one hg runs on) and PYTHONPATH
 giving the module: PYTHONPATH=build/python bench/hg-runbgcommand.py
 """
