@@ -36,6 +36,16 @@ wrapper extension), hg's wall time, and the CPU time of hg plus every
 process it started (the bench is a child subreaper, so detached hooks are
 waited for and counted).
 
+With --handler-cost, only the handler's cost, resolved: hg status
+--handler-runs times (200) per variant (no extension, an empty one, the
+extension with the handler off, the handler with the daemon and
+embedded, logtoprocess + logsink send both ways), interleaved in rounds
+of random order; medians and per-round paired differences against no
+extension and the handler off, with p25-p75 and a bootstrap 95% CI; a
+probe extension's timings inside hg (each extension's load, set-up hooks,
+ui.log, other threads' CPU); -X importtime of the pieces; the CPU of
+fresh python3 -S importing the module.
+
 Run with Debian's /usr/bin/python3 (the one hg runs on) and PYTHONPATH
 giving the module: PYTHONPATH=build/python bench/hg-runbgcommand.py
 """
@@ -366,6 +376,417 @@ def _hg_overhead(args, rng, hg, logsink, tmp):
     return rows
 
 
+# --- the handler's cost, resolved: --handler-cost ---
+
+# Loaded first in every variant of --handler-cost: times, inside hg, with
+# the clock of the main thread's CPU and the wall clock, what each other
+# extension costs where it runs (its load, its set-up hooks, ui.log's
+# commandfinish), and at Python's exit the CPU of every other thread the
+# process ran (RUSAGE_SELF less RUSAGE_THREAD: exited threads included).
+PROBE_EXT = """
+import atexit, os, resource, time
+from mercurial import extensions, ui as uimod
+
+acc = {}
+
+def _add(key, w, c):
+    a = acc.setdefault(key, [0, 0])
+    a[0] += w
+    a[1] += c
+
+def _timed(key, fn):
+    def wrapper(*args, **kw):
+        w0 = time.perf_counter_ns(); c0 = time.thread_time_ns()
+        try:
+            return fn(*args, **kw)
+        finally:
+            _add(key, time.perf_counter_ns() - w0, time.thread_time_ns() - c0)
+    return wrapper
+
+def _load(orig, ui, name, path, *args, **kw):
+    w0 = time.perf_counter_ns(); c0 = time.thread_time_ns()
+    try:
+        mod = orig(ui, name, path, *args, **kw)
+    finally:
+        _add('load', time.perf_counter_ns() - w0, time.thread_time_ns() - c0)
+    for hook in ('uisetup', 'extsetup', 'uipopulate', 'reposetup'):
+        fn = getattr(mod, hook, None)
+        if fn is not None:
+            setattr(mod, hook, _timed('setup', fn))
+    return mod
+
+def _log(orig, self, event, *args, **opts):
+    if event != b'commandfinish':
+        return orig(self, event, *args, **opts)
+    w0 = time.perf_counter_ns(); c0 = time.thread_time_ns()
+    try:
+        return orig(self, event, *args, **opts)
+    finally:
+        _add('uilog', time.perf_counter_ns() - w0, time.thread_time_ns() - c0)
+
+def _exit():
+    me = resource.getrusage(resource.RUSAGE_THREAD)
+    al = resource.getrusage(resource.RUSAGE_SELF)
+    other = (al.ru_utime + al.ru_stime) - (me.ru_utime + me.ru_stime)
+    out = ['%s %d %d' % (k, w, c) for k, (w, c) in sorted(acc.items())]
+    out.append('threads 0 %d' % round(other * 1e9))
+    with open(os.environ['BENCH_PROBE'], 'a') as f:
+        f.write(' '.join(out) + '\\n')
+
+extensions.wrapfunction(extensions, 'load', _load)
+extensions.wrapfunction(uimod.ui, 'log', _log)
+# First registered, so run last: after the bgrun module's own handler.
+atexit.register(_exit)
+"""
+
+
+def _spawn_reap(argv, env):
+    """(exit status, wall ns, cpu ns): hg from its spawn to its reaping,
+    and the CPU (user+sys) of hg and of every process it started: they
+    are reparented to this subreaper when detached, and waited for too."""
+    t0 = time.perf_counter_ns()
+    pid = os.posix_spawn(argv[0], argv, env, file_actions=[
+        (os.POSIX_SPAWN_OPEN, 1, '/dev/null', os.O_WRONLY, 0)])
+    _, status, ru = os.wait4(pid, 0)
+    wall = time.perf_counter_ns() - t0
+    cpu = ru.ru_utime + ru.ru_stime
+    while True:
+        try:
+            _, _, ru = os.wait4(-1, 0)
+        except ChildProcessError:
+            break
+        cpu += ru.ru_utime + ru.ru_stime
+    return status, wall, round(cpu * 1e9)
+
+
+def _task_cpu_ns(pid):
+    """The CPU a running process used so far, all its threads, in ns."""
+    total = 0
+    try:
+        for t in os.listdir('/proc/%d/task' % pid):
+            with open('/proc/%d/task/%s/schedstat' % (pid, t)) as f:
+                total += int(f.read().split()[0])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return total
+
+
+def _qs(values, qs):
+    v = sorted(values)
+    n = len(v)
+    out = []
+    for q in qs:
+        # Linear interpolation between the closest ranks.
+        x = q * (n - 1)
+        i = int(x)
+        out.append(v[i] + (v[min(i + 1, n - 1)] - v[i]) * (x - i))
+    return out
+
+
+def _boot_ci_median(values, rng, n=1000):
+    """A bootstrap 95% interval of the median."""
+    k = len(values)
+    meds = sorted(statistics.median(rng.choices(values, k=k)) for _ in range(n))
+    return meds[int(0.025 * n)], meds[int(0.975 * n) - 1]
+
+
+def _importtime(argv, env, names, runs):
+    """Median self and cumulative µs of each module of names under -X importtime."""
+    got = {n: ([], []) for n in names}
+    for _ in range(runs):
+        p = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+        seen = set()
+        for line in p.stderr.splitlines():
+            m = line.split('|')
+            if len(m) != 3 or not m[0].startswith('import time:'):
+                continue
+            name = m[2].strip()
+            if name in got and name not in seen:
+                try:
+                    got[name][0].append(int(m[0].split(':')[1]))
+                    got[name][1].append(int(m[1]))
+                except ValueError:
+                    continue
+                seen.add(name)
+    return {n: (statistics.median(a) if a else None, statistics.median(b) if b else None)
+            for n, (a, b) in got.items()}
+
+
+def handler_cost(args, rng):
+    hg = shutil.which('hg')
+    logsink = args.logsink
+    if hg is None or logsink is None or not os.access(logsink, os.X_OK):
+        print('# handler cost: skipped (hg or --logsink missing)')
+        return []
+    tmp = tempfile.mkdtemp(prefix='bgrun-hgcost-')
+    try:
+        return _handler_cost(args, rng, hg, logsink, tmp)
+    finally:
+        shutil.rmtree(tmp, True)
+
+
+def _handler_cost(args, rng, hg, logsink, tmp):
+    repo = os.path.join(tmp, 'repo')
+    # hg as the bench runs it: Debian's interpreter on the script, so that
+    # -X importtime can be given the same way.
+    hgpy = [sys.executable, hg]
+    pyext = os.path.join(tmp, 'pyext', 'hgext3rd')
+    os.makedirs(pyext)
+    with open(os.path.join(pyext, 'bgrunbenchempty.py'), 'w') as f:
+        f.write("testedwith = b'6.3.2'\n")
+    pypath = os.path.join(tmp, 'pyext') + os.pathsep + os.environ.get('PYTHONPATH', '')
+    sock = os.path.join(tmp, 'sink.sock')
+    base_env = dict(os.environ, HOME=tmp, HGPLAIN='1', HGUSER='bench', PYTHONPATH=pypath,
+                    BGRUN_DB=os.path.join(tmp, 'events.db'), BGRUN_SOCKET=sock)
+    base_env.pop('BGRUN_SINK', None)
+    # Compiled once (the warm-up runs), kept in the bench's directory, not
+    # the source tree's: a variant that recompiled its .py at each run
+    # would pay that instead of its cost.
+    base_env.pop('PYTHONDONTWRITEBYTECODE', None)
+    base_env['PYTHONPYCACHEPREFIX'] = os.path.join(tmp, 'pycache')
+    subprocess.run([hg, 'init', repo], env=dict(base_env, HGRCPATH=''), check=True)
+    for i in range(50):
+        with open(os.path.join(repo, 'f%d' % i), 'w') as f:
+            f.write('%d\n' % i)
+    subprocess.run([hg, 'commit', '-qAm', 'files'], cwd=repo,
+                   env=dict(base_env, HGRCPATH=''), check=True)
+
+    hook = '"%s" send --from-hg-env' % logsink
+    ltp = '[extensions]\nlogtoprocess =\n[logtoprocess]\ncommandfinish = %s\n' % hook
+    on = '[extensions]\nbgrun =\n[bgrun]\nlog = commandfinish\n'
+    configs = [
+        ('none', '', {}),
+        ('empty ext', '[extensions]\nbgrunbenchempty =\n', {}),
+        ('bgrun ext, handler off',
+         '[extensions]\nbgrun =\n[bgrun]\nlog =\nrunbgcommand = False\n', {}),
+        ('bgrun handler daemon', on, {'BGRUN_SINK': 'daemon'}),
+        ('bgrun handler embedded', on, {'BGRUN_SINK': 'embedded'}),
+        ('logtoprocess daemon', ltp, {'BGRUN_SINK': 'daemon'}),
+        ('logtoprocess embedded', ltp, {'BGRUN_SINK': 'embedded'}),
+    ]
+    names = [c[0] for c in configs]
+    probe = os.path.join(tmp, 'bgrunbenchprobe.py')
+    with open(probe, 'w') as f:
+        f.write(PROBE_EXT)
+    probe_out = os.path.join(tmp, 'probe')
+    envs = {}
+    for name, rc, extra in configs:
+        path = os.path.join(tmp, 'hgrc-%d' % len(envs))
+        with open(path, 'w') as f:
+            f.write('[extensions]\nbgrunbenchprobe = %s\n' % probe)
+            f.write(rc)
+        envs[name] = dict(base_env, HGRCPATH=path, BENCH_PROBE=probe_out, **extra)
+    # hg's .pyc files and the store exist before the first timed run.
+    for name in names:
+        for _ in range(2):
+            subprocess.run(hgpy + ['status'], cwd=repo, env=envs[name],
+                           stdout=subprocess.DEVNULL, check=False)
+    daemon = subprocess.run([logsink, 'serve', '--detach', '--log', os.path.join(tmp, 'd.log')],
+                            env=base_env, capture_output=True, text=True, check=True)
+    dpid = int(daemon.stdout)
+    load0 = os.getloadavg()
+    wall = {n: [] for n in names}
+    cpu = {n: [] for n in names}
+    dcpu = {n: 0 for n in names}
+    parts = {n: {} for n in names}
+    cwd = os.getcwd()
+    os.chdir(repo)
+    try:
+        # After the daemon started: it must not become ours to wait for.
+        subreaper()
+        for _ in range(args.handler_runs):
+            order = list(names)
+            rng.shuffle(order)
+            for name in order:
+                if os.path.exists(probe_out):
+                    os.unlink(probe_out)
+                d0 = _task_cpu_ns(dpid)
+                st, w, c = _spawn_reap(hgpy + ["status"], envs[name])
+                dcpu[name] += _task_cpu_ns(dpid) - d0
+                with open(probe_out) as f:
+                    v = f.read().split()
+                for i in range(0, len(v), 3):
+                    p = parts[name].setdefault(v[i], ([], []))
+                    p[0].append(int(v[i + 1]))
+                    p[1].append(int(v[i + 2]))
+                if not os.WIFEXITED(st) or os.WEXITSTATUS(st) != 0:
+                    raise SystemExit('hg status failed under %r: %r' % (name, st))
+                wall[name].append(w)
+                cpu[name].append(c)
+    finally:
+        os.chdir(cwd)
+        os.kill(dpid, 15)
+    load1 = os.getloadavg()
+    logging = [n for n, rc, _ in configs if 'commandfinish' in rc]
+    # Warm-up runs with the daemon not yet started went to the store too.
+    stored = len(bgrun.query(base_env['BGRUN_DB'], event='commandfinish'))
+    expected = (args.handler_runs + 2) * len(logging)
+    print('# commandfinish rows stored: %d of %d%s' % (
+        stored, expected, '' if stored == expected else '  <-- SOME WERE NOT RECORDED'))
+    n = args.handler_runs
+    print()
+    print('# hg status (50 files), %d runs per variant, interleaved in rounds of random order;'
+          % n)
+    print('# load average %.2f %.2f %.2f before, %.2f %.2f %.2f after' % (load0 + load1))
+    print('# wall: spawn to reap; cpu: user+sys of hg and all it started (detached included);')
+    print('# daemon: the sink daemon\'s CPU during the run, mean per run. ms.')
+    print('%-24s %8s %8s %8s %8s %8s %8s' % (
+        'variant', 'wall p50', 'wall p90', 'cpu p50', 'cpu p90', 'cpu mean', 'daemon'))
+    rows = []
+    for name in names:
+        wp50, wp90 = _qs(wall[name], (0.5, 0.9))
+        cp50, cp90 = _qs(cpu[name], (0.5, 0.9))
+        cmean = statistics.fmean(cpu[name])
+        print('%-24s %8.2f %8.2f %8.2f %8.2f %8.2f %8.3f' % (
+            name, wp50 / 1e6, wp90 / 1e6, cp50 / 1e6, cp90 / 1e6, cmean / 1e6,
+            dcpu[name] / n / 1e6))
+        rows.append(dict(section='handler-cost', variant=name, against='', n=n,
+                         wall_p50_ms='%.4f' % (wp50 / 1e6), wall_p90_ms='%.4f' % (wp90 / 1e6),
+                         cpu_p50_ms='%.4f' % (cp50 / 1e6), cpu_p90_ms='%.4f' % (cp90 / 1e6),
+                         cpu_mean_ms='%.4f' % (cmean / 1e6),
+                         daemon_cpu_ms='%.4f' % (dcpu[name] / n / 1e6),
+                         load='%.2f %.2f' % (load0[0], load1[0])))
+    for base in ('none', 'bgrun ext, handler off'):
+        print()
+        print('# paired by round against %r, ms: median of the differences [p25, p75],'
+              % base)
+        print('# its bootstrap 95%% CI, and the difference of the mean CPU (total/%d)' % n)
+        print('%-24s %24s %17s %24s %17s %9s' % (
+            'variant', 'wall p50 [p25, p75]', '95% CI', 'cpu p50 [p25, p75]', '95% CI',
+            'cpu mean'))
+        for name in names:
+            if name == base:
+                continue
+            row = dict(section='handler-cost-paired', variant=name, against=base, n=n,
+                       load='%.2f %.2f' % (load0[0], load1[0]))
+            line = '%-24s' % name
+            for key, m in (('wall', wall), ('cpu', cpu)):
+                d = [a - b for a, b in zip(m[name], m[base])]
+                p25, p50, p75 = _qs(d, (0.25, 0.5, 0.75))
+                lo, hi = _boot_ci_median(d, rng)
+                line += ' %24s %17s' % ('%+.3f [%+.3f, %+.3f]' % (p50 / 1e6, p25 / 1e6, p75 / 1e6),
+                                        '%+.3f, %+.3f' % (lo / 1e6, hi / 1e6))
+                row.update({key + '_pair_p50_ms': '%.4f' % (p50 / 1e6),
+                            key + '_pair_p25_ms': '%.4f' % (p25 / 1e6),
+                            key + '_pair_p75_ms': '%.4f' % (p75 / 1e6),
+                            key + '_pair_ci_lo_ms': '%.4f' % (lo / 1e6),
+                            key + '_pair_ci_hi_ms': '%.4f' % (hi / 1e6)})
+            dm = statistics.fmean(cpu[name]) - statistics.fmean(cpu[base])
+            line += ' %+9.3f' % (dm / 1e6)
+            row['cpu_mean_diff_ms'] = '%.4f' % (dm / 1e6)
+            print(line)
+            rows.append(row)
+
+    # The pieces, timed inside hg by the probe (µs, median over the runs).
+    print()
+    print('# inside hg, timed by a probe extension loaded first, µs p50 (p90): the other')
+    print("# extensions' load (hg's finding and importing them), their set-up hooks, ui.log's")
+    print('# commandfinish (wall / main thread CPU), and the CPU of the other threads')
+    keys = ['load', 'setup', 'uilog', 'threads']
+    print('%-24s' % 'variant' + ''.join('%26s' % k for k in keys) + '%12s' % 'cpu sum')
+    for name in names:
+        line = '%-24s' % name
+        row = dict(section='handler-cost-inside', variant=name, n=n,
+                   load='%.2f %.2f' % (load0[0], load1[0]))
+        total = 0
+        for k in keys:
+            w, c = parts[name].get(k, ([], []))
+            if not c:
+                line += '%26s' % '-'
+                continue
+            cw50, cw90 = _qs(w, (0.5, 0.9))
+            cc50, cc90 = _qs(c, (0.5, 0.9))
+            total += cc50
+            if k == 'threads':
+                line += '%26s' % ('cpu %.0f (%.0f)' % (cc50 / 1e3, cc90 / 1e3))
+            else:
+                line += '%26s' % ('%.0f (%.0f) / %.0f (%.0f)' % (
+                    cw50 / 1e3, cw90 / 1e3, cc50 / 1e3, cc90 / 1e3))
+            row.update({k + '_wall_p50_us': '%.1f' % (cw50 / 1e3),
+                        k + '_wall_p90_us': '%.1f' % (cw90 / 1e3),
+                        k + '_cpu_p50_us': '%.1f' % (cc50 / 1e3),
+                        k + '_cpu_p90_us': '%.1f' % (cc90 / 1e3)})
+        line += '%12.0f' % (total / 1e3)
+        print(line)
+        rows.append(row)
+
+    # The pieces, by -X importtime (median over the runs, µs).
+    runs = args.importtime_runs
+    print()
+    print('# -X importtime, median of %d runs, µs (self / cumulative); load %.2f' % (
+        runs, os.getloadavg()[0]))
+    pieces = []
+    t = _importtime([sys.executable, '-X', 'importtime', '-c', 'import bgrun'], base_env,
+                    ['bgrun'], runs)
+    pieces.append(('python3 -c "import bgrun"', 'bgrun', t['bgrun']))
+    t = _importtime([sys.executable, '-X', 'importtime', '-c', 'import _json'], base_env,
+                    ['_json'], runs)
+    pieces.append(('python3 -c "import _json"', '_json', t['_json']))
+    mods = ['bgrun', 'hgext3rd.bgrun', 'hgext.bgrun', 'hgext3rd.bgrunbenchempty',
+            'hgext.bgrunbenchempty', 'hgext', 'pkgutil', 'hgext.logtoprocess']
+    for name in ('empty ext', 'bgrun ext, handler off', 'bgrun handler daemon',
+                 'logtoprocess daemon'):
+        t = _importtime([sys.executable, '-X', 'importtime', hg, 'status'], dict(envs[name]),
+                        mods, runs)
+        for m in mods:
+            if t[m][0] is not None:
+                pieces.append(('hg status, ' + name, m, t[m]))
+    for where, m, (self_us, cum_us) in pieces:
+        print('%-40s %-26s %7d %7d' % (where, m, self_us, cum_us))
+        rows.append(dict(section='importtime', variant=where, against=m, n=runs,
+                         self_us='%d' % self_us, cumulative_us='%d' % cum_us))
+
+    # A fresh `python3 -S` importing the module, against one importing a
+    # C module with no library of its own, and one importing nothing:
+    # CPU of the process, paired by round.
+    print()
+    progs = [('pass', 'pass'), ('import _json', 'import _json'), ('import bgrun', 'import bgrun')]
+    pw = {p: [] for p, _ in progs}
+    pc = {p: [] for p, _ in progs}
+    env = dict(base_env)
+    for _ in range(args.handler_runs):
+        order = list(progs)
+        rng.shuffle(order)
+        for name, code in order:
+            st, w, c = _spawn_reap([sys.executable, "-S", "-c", code], env)
+            pw[name].append(w)
+            pc[name].append(c)
+    print('# fresh python3 -S -c CODE, %d runs each, interleaved; load %.2f; ms: p50, and'
+          % (args.handler_runs, os.getloadavg()[0]))
+    print('# median of the paired difference against "pass" [p25, p75]')
+    print('%-16s %8s %8s %26s %26s' % ('code', 'wall', 'cpu', 'wall - pass', 'cpu - pass'))
+    for name, _ in progs:
+        dw = _qs([a - b for a, b in zip(pw[name], pw['pass'])], (0.25, 0.5, 0.75))
+        dc = _qs([a - b for a, b in zip(pc[name], pc['pass'])], (0.25, 0.5, 0.75))
+        print('%-16s %8.3f %8.3f %26s %26s' % (
+            name, statistics.median(pw[name]) / 1e6, statistics.median(pc[name]) / 1e6,
+            '%+.3f [%+.3f, %+.3f]' % (dw[1] / 1e6, dw[0] / 1e6, dw[2] / 1e6),
+            '%+.3f [%+.3f, %+.3f]' % (dc[1] / 1e6, dc[0] / 1e6, dc[2] / 1e6)))
+        rows.append(dict(section='python-S', variant=name, against='pass', n=args.handler_runs,
+                         wall_p50_ms='%.4f' % (statistics.median(pw[name]) / 1e6),
+                         cpu_p50_ms='%.4f' % (statistics.median(pc[name]) / 1e6),
+                         wall_pair_p50_ms='%.4f' % (dw[1] / 1e6),
+                         wall_pair_p25_ms='%.4f' % (dw[0] / 1e6),
+                         wall_pair_p75_ms='%.4f' % (dw[2] / 1e6),
+                         cpu_pair_p50_ms='%.4f' % (dc[1] / 1e6),
+                         cpu_pair_p25_ms='%.4f' % (dc[0] / 1e6),
+                         cpu_pair_p75_ms='%.4f' % (dc[2] / 1e6)))
+    print('# load average after: %.2f %.2f %.2f' % os.getloadavg())
+    return rows
+
+
+HANDLER_FIELDS = ['section', 'variant', 'against', 'n', 'load', 'wall_p50_ms', 'wall_p90_ms',
+                  'cpu_p50_ms', 'cpu_p90_ms', 'cpu_mean_ms', 'daemon_cpu_ms',
+                  'wall_pair_p50_ms', 'wall_pair_p25_ms', 'wall_pair_p75_ms',
+                  'wall_pair_ci_lo_ms', 'wall_pair_ci_hi_ms',
+                  'cpu_pair_p50_ms', 'cpu_pair_p25_ms', 'cpu_pair_p75_ms',
+                  'cpu_pair_ci_lo_ms', 'cpu_pair_ci_hi_ms', 'cpu_mean_diff_ms',
+                  'self_us', 'cumulative_us'] + [
+                      '%s_%s_%s_us' % (k, m, q) for k in ('load', 'setup', 'uilog', 'threads')
+                      for m in ('wall', 'cpu') for q in ('p50', 'p90')]
+
+
 def plot(args, rows):
     if shutil.which('gnuplot') is None:
         print('# plot: gnuplot not installed')
@@ -404,7 +825,22 @@ def main():
     ap.add_argument('--hg-only', action='store_true', help='only the cost per hg command')
     ap.add_argument('--logsink', default=os.environ.get('BGRUN_LOGSINK'))
     ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--handler-cost', action='store_true',
+                    help='only the handler\'s cost per hg command, resolved (paired runs)')
+    ap.add_argument('--handler-runs', type=int, default=200)
+    ap.add_argument('--importtime-runs', type=int, default=30)
     args = ap.parse_args()
+    if args.handler_cost:
+        rng = random.Random(args.seed)
+        print('# Python %s; %s; load average before: %.2f %.2f %.2f' % (
+            sys.version.split()[0], ' '.join(sys.argv), *os.getloadavg()))
+        rows = handler_cost(args, rng)
+        with open(args.csv, 'w', newline='') as f:
+            w = csv.DictWriter(f, fieldnames=HANDLER_FIELDS)
+            w.writeheader()
+            w.writerows(rows)
+        print('# csv: %s' % args.csv)
+        return
     if args.quick:
         args.max_gb, args.rounds, args.per_round, args.hg_runs = 0.2, 2, 10, 5
     rng = random.Random(args.seed)

@@ -197,11 +197,29 @@ def _excbytes(exc):
     return pycompat.bytestr(str(exc) or type(exc).__name__)
 
 
+# [bgrun] log's events, by the option's text: uipopulate runs for every
+# ui (three in an `hg status`), and parsing the list each time cost more
+# than the rest of the handler's set-up.
+_eventsets = {}
+
+
+def _events(ui):
+    """The events to record (a frozenset), or None for none."""
+    raw = ui.config(b'bgrun', b'log')
+    if not raw:
+        return None
+    if not isinstance(raw, bytes):  # a list given by an extension's setconfig
+        return frozenset(raw) or None
+    events = _eventsets.get(raw)
+    if events is None:
+        events = _eventsets[raw] = frozenset(ui.configlist(b'bgrun', b'log'))
+    return events or None
+
+
 class bgrunlogger:
     """ui.log handler: the configured events into bgrun's sink."""
 
-    def __init__(self, ui):
-        events = set(ui.configlist(b'bgrun', b'log'))
+    def __init__(self, events):
         self._all = b'*' in events
         self._events = events
 
@@ -244,8 +262,9 @@ def _preconnect(ui):
 
 
 def uipopulate(ui):
-    if ui.configlist(b'bgrun', b'log'):
-        ui.setlogger(b'bgrun', bgrunlogger(ui))
+    events = _events(ui)
+    if events:
+        ui.setlogger(b'bgrun', bgrunlogger(events))
         _preconnect(ui)
 
 

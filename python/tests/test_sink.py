@@ -292,6 +292,57 @@ class SinkCase(TmpCase):
         self.assertEqual(len([n for n in os.listdir(spool) if eid in n]), 1)
         s.close()
 
+    def test_send_not_held_up_by_another_sinks_send(self):
+        # The module's threads stay for the next job: a send must still
+        # not wait behind another one, here one whose ack does not come
+        # while the daemon is stopped. If it did, it would run only after
+        # that send's timeout, which would then have spooled its event.
+        pid = self._start_daemon()
+        slow = bgrun.Sink(self.db, socket=self.sock, mode='daemon', timeout=120)
+        self.assertEqual(slow.connect(), 'daemon')
+        os.kill(pid, signal.SIGSTOP)
+        resumed = False
+        try:
+            waiting = slow.send('waits-for-its-ack')
+            other = self.path('other.db')
+            with bgrun.Sink(other, mode='embedded') as fast:
+                eid = fast.send('not-held-up')
+                self.assertEqual(fast.flush(), [])
+                self.assertEqual([r['id'] for r in rows(other)], [eid])
+            os.kill(pid, signal.SIGCONT)
+            resumed = True
+            self.assertEqual(slow.flush(), [])
+        finally:
+            if not resumed:
+                os.kill(pid, signal.SIGCONT)
+        slow.close()
+        self.assertEqual([r['id'] for r in rows(self.db, "event = 'waits-for-its-ack'")],
+                         [waiting])
+
+    def test_forked_child_sends_in_threads_of_its_own(self):
+        # The parent's threads, idle, are not the child's: its sends start
+        # one of its own (were they counted as idle, the send would be
+        # queued for no thread and flush() would never return).
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            s.connect(wait=False)
+            s.send('parent')
+            self.assertEqual(s.flush(), [])
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    with bgrun.Sink(self.db, mode='embedded') as own:
+                        own.send('child-send')
+                        code = 0 if own.flush() == [] else 2
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+            s.send('parent-after')
+            self.assertEqual(s.flush(), [])
+        self.assertEqual(sorted(r['event'] for r in rows(self.db)),
+                         ['child-send', 'parent', 'parent-after'])
+
     def test_send_waited_for_at_exit(self):
         # A process that sends and exits without flush(): exit() waits for
         # the send; one that could not be stored nor spooled is said on
