@@ -235,26 +235,29 @@ def wait_all_children():
             return
 
 
-def hg_overhead(args, rng):
+def in_hg_tmp(label, prefix, body, args, rng):
+    """body(args, rng, hg, logsink, tmp) in a temporary directory, or a
+    skip said when hg or logsink is missing."""
     hg = shutil.which('hg')
     logsink = args.logsink
     if hg is None or logsink is None or not os.access(logsink, os.X_OK):
-        print('# hg overhead: skipped (hg or --logsink missing)')
+        print('# %s: skipped (hg or --logsink missing)' % label)
         return []
-    tmp = tempfile.mkdtemp(prefix='bgrun-hgbench-')
+    tmp = tempfile.mkdtemp(prefix=prefix)
     try:
-        return _hg_overhead(args, rng, hg, logsink, tmp)
+        return body(args, rng, hg, logsink, tmp)
     finally:
         shutil.rmtree(tmp, True)
 
 
-def _hg_overhead(args, rng, hg, logsink, tmp):
+def hg_bench_setup(hg, tmp, pycache=False):
+    """What both hg benches run in: the environment (HOME, the log and
+    the socket in tmp; an extension that does nothing importable, which
+    shows what hg itself costs for loading a third-party one by name: it
+    first tries, and fails, hgext.NAME) and a 50-file repository. With
+    pycache, Python's compiled files go to tmp/pycache, not beside the
+    sources. Returns (base_env, repo)."""
     repo = os.path.join(tmp, 'repo')
-    timer = os.path.join(tmp, 'timer.py')
-    with open(timer, 'w') as f:
-        f.write(TIMER_EXT)
-    # An extension that does nothing: what hg itself costs for loading a
-    # third-party one by name (it first tries, and fails, hgext.NAME).
     pyext = os.path.join(tmp, 'pyext', 'hgext3rd')
     os.makedirs(pyext)
     with open(os.path.join(pyext, 'bgrunbenchempty.py'), 'w') as f:
@@ -264,12 +267,40 @@ def _hg_overhead(args, rng, hg, logsink, tmp):
                     BGRUN_DB=os.path.join(tmp, 'events.db'),
                     BGRUN_SOCKET=os.path.join(tmp, 'sink.sock'))
     base_env.pop('BGRUN_SINK', None)
+    if pycache:
+        base_env.pop('PYTHONDONTWRITEBYTECODE', None)
+        base_env['PYTHONPYCACHEPREFIX'] = os.path.join(tmp, 'pycache')
     subprocess.run([hg, 'init', repo], env=dict(base_env, HGRCPATH=''), check=True)
     for i in range(50):
         with open(os.path.join(repo, 'f%d' % i), 'w') as f:
             f.write('%d\n' % i)
     subprocess.run([hg, 'commit', '-qAm', 'files'], cwd=repo,
                    env=dict(base_env, HGRCPATH=''), check=True)
+    return base_env, repo
+
+
+def hg_bench_envs(tmp, configs, first, base_env, **more):
+    """One hgrc per config (NAME, RC, EXTRA_ENV), `first` written before
+    its RC; NAME -> its environment."""
+    envs = {}
+    for name, rc, extra in configs:
+        path = os.path.join(tmp, 'hgrc-%d' % len(envs))
+        with open(path, 'w') as f:
+            f.write(first)
+            f.write(rc)
+        envs[name] = dict(base_env, HGRCPATH=path, **more, **extra)
+    return envs
+
+
+def hg_overhead(args, rng):
+    return in_hg_tmp('hg overhead', 'bgrun-hgbench-', _hg_overhead, args, rng)
+
+
+def _hg_overhead(args, rng, hg, logsink, tmp):
+    timer = os.path.join(tmp, 'timer.py')
+    with open(timer, 'w') as f:
+        f.write(TIMER_EXT)
+    base_env, repo = hg_bench_setup(hg, tmp)
 
     hook = '"%s" send --from-hg-env' % logsink
     configs = [
@@ -294,13 +325,8 @@ def _hg_overhead(args, rng, hg, logsink, tmp):
     # After the daemon started: it must not become ours to wait for.
     subreaper()
     results = {name: {'uilog': [], 'wall': [], 'cpu': []} for name, _, _ in configs}
-    envs = {}
-    for name, rc, extra in configs:
-        path = os.path.join(tmp, 'hgrc-%d' % len(envs))
-        with open(path, 'w') as f:
-            f.write('[extensions]\ntimer = %s\n' % timer)
-            f.write(rc)
-        envs[name] = dict(base_env, HGRCPATH=path, BENCH_UILOG=os.path.join(tmp, 'uilog'), **extra)
+    envs = hg_bench_envs(tmp, configs, '[extensions]\ntimer = %s\n' % timer, base_env,
+                         BENCH_UILOG=os.path.join(tmp, 'uilog'))
     try:
         for _ in range(args.hg_runs):
             order = list(configs)
@@ -514,43 +540,17 @@ def _importtime(argv, env, names, runs):
 
 
 def handler_cost(args, rng):
-    hg = shutil.which('hg')
-    logsink = args.logsink
-    if hg is None or logsink is None or not os.access(logsink, os.X_OK):
-        print('# handler cost: skipped (hg or --logsink missing)')
-        return []
-    tmp = tempfile.mkdtemp(prefix='bgrun-hgcost-')
-    try:
-        return _handler_cost(args, rng, hg, logsink, tmp)
-    finally:
-        shutil.rmtree(tmp, True)
+    return in_hg_tmp('handler cost', 'bgrun-hgcost-', _handler_cost, args, rng)
 
 
 def _handler_cost(args, rng, hg, logsink, tmp):
-    repo = os.path.join(tmp, 'repo')
     # hg as the bench runs it: Debian's interpreter on the script, so that
     # -X importtime can be given the same way.
     hgpy = [sys.executable, hg]
-    pyext = os.path.join(tmp, 'pyext', 'hgext3rd')
-    os.makedirs(pyext)
-    with open(os.path.join(pyext, 'bgrunbenchempty.py'), 'w') as f:
-        f.write("testedwith = b'6.3.2'\n")
-    pypath = os.path.join(tmp, 'pyext') + os.pathsep + os.environ.get('PYTHONPATH', '')
-    sock = os.path.join(tmp, 'sink.sock')
-    base_env = dict(os.environ, HOME=tmp, HGPLAIN='1', HGUSER='bench', PYTHONPATH=pypath,
-                    BGRUN_DB=os.path.join(tmp, 'events.db'), BGRUN_SOCKET=sock)
-    base_env.pop('BGRUN_SINK', None)
     # Compiled once (the warm-up runs), kept in the bench's directory, not
     # the source tree's: a variant that recompiled its .py at each run
     # would pay that instead of its cost.
-    base_env.pop('PYTHONDONTWRITEBYTECODE', None)
-    base_env['PYTHONPYCACHEPREFIX'] = os.path.join(tmp, 'pycache')
-    subprocess.run([hg, 'init', repo], env=dict(base_env, HGRCPATH=''), check=True)
-    for i in range(50):
-        with open(os.path.join(repo, 'f%d' % i), 'w') as f:
-            f.write('%d\n' % i)
-    subprocess.run([hg, 'commit', '-qAm', 'files'], cwd=repo,
-                   env=dict(base_env, HGRCPATH=''), check=True)
+    base_env, repo = hg_bench_setup(hg, tmp, pycache=True)
 
     hook = '"%s" send --from-hg-env' % logsink
     ltp = '[extensions]\nlogtoprocess =\n[logtoprocess]\ncommandfinish = %s\n' % hook
@@ -570,13 +570,8 @@ def _handler_cost(args, rng, hg, logsink, tmp):
     with open(probe, 'w') as f:
         f.write(PROBE_EXT)
     probe_out = os.path.join(tmp, 'probe')
-    envs = {}
-    for name, rc, extra in configs:
-        path = os.path.join(tmp, 'hgrc-%d' % len(envs))
-        with open(path, 'w') as f:
-            f.write('[extensions]\nbgrunbenchprobe = %s\n' % probe)
-            f.write(rc)
-        envs[name] = dict(base_env, HGRCPATH=path, BENCH_PROBE=probe_out, **extra)
+    envs = hg_bench_envs(tmp, configs, '[extensions]\nbgrunbenchprobe = %s\n' % probe,
+                         base_env, BENCH_PROBE=probe_out)
     # hg's .pyc files and the store exist before the first timed run.
     for name in names:
         for _ in range(2):
