@@ -213,6 +213,7 @@ struct ctx {
 	char stream_out[96]; /* --url: its ?cmd=stream_out */
 	char cb_server[64];  /* --url: the hg serve with clonebundles */
 	char cb_bundle[PATH_MAX]; /* --url: the bundle's URL on the static server */
+	char cb_manifest[PATH_MAX + 32]; /* --url: the manifest written, or "" */
 	char bundle[PATH_MAX], bundle2[PATH_MAX], tar[PATH_MAX], db[PATH_MAX];
 	char repo[PATH_MAX]; /* DIR/repo-N[-large]/repo */
 	char top[PATH_MAX - 64];  /* where the runs write: DEST/dest-N */
@@ -661,7 +662,7 @@ static int start_server(struct ctx *x, pid_t *ret_pid)
  */
 static int start_clonebundles(struct ctx *x, pid_t *ret_static, pid_t *ret_pid)
 {
-	char dir[PATH_MAX], log[PATH_MAX], manifest[PATH_MAX + 32], spec[512];
+	char dir[PATH_MAX], log[PATH_MAX], spec[512];
 	char buf[512], *slash;
 	const char *argv[] = { "/usr/bin/python3", "-u", "-m", "http.server",
 			       "0", "--bind", "127.0.0.1", "--directory", dir,
@@ -726,11 +727,12 @@ static int start_clonebundles(struct ctx *x, pid_t *ret_static, pid_t *ret_pid)
 	}
 	fclose(f);
 	spec[strcspn(spec, "\n")] = '\0';
-	(void)snprintf(manifest, sizeof(manifest), "%s/.hg/clonebundles.manifest",
-		       x->repo);
-	f = fopen(manifest, "we");
+	(void)snprintf(x->cb_manifest, sizeof(x->cb_manifest),
+		       "%s/.hg/clonebundles.manifest", x->repo);
+	f = fopen(x->cb_manifest, "we");
 	if (f == NULL) {
-		fprintf(stderr, "clone-bench: %s: %s\n", manifest, strerror(errno));
+		fprintf(stderr, "clone-bench: %s: %s\n", x->cb_manifest,
+			strerror(errno));
 		return -1;
 	}
 	/* hg debugbundle --spec prints it as a manifest holds it. */
@@ -750,13 +752,11 @@ static int bench_url(struct ctx *x, const char *spec)
 	bool large = strstr(spec, ":large") != NULL;
 	long n = atol(spec);
 	pid_t server = 0, cb_server = 0, cb_static = 0;
-	char manifest[PATH_MAX + 32];
 	int status = -1;
 
+	x->cb_manifest[0] = '\0';
 	if (prepare(x, n, large) < 0 || start_server(x, &server) < 0)
 		return -1;
-	(void)snprintf(manifest, sizeof(manifest), "%s/.hg/clonebundles.manifest",
-		       x->repo);
 	if (start_clonebundles(x, &cb_static, &cb_server) < 0)
 		goto out;
 	if (x->runs == 0)
@@ -816,7 +816,8 @@ out:
 		(void)kill(cb_server, SIGTERM);
 	if (cb_static > 0)
 		(void)kill(cb_static, SIGTERM);
-	(void)unlink(manifest);
+	if (x->cb_manifest[0] != '\0')
+		(void)unlink(x->cb_manifest);
 	(void)kill(server, SIGTERM);
 	remove_tree(x->top);
 	return status;
