@@ -260,3 +260,24 @@ void case_lock_queue_moving(void)
 	(void)close(fd);
 	free(path);
 }
+
+/*
+ * Garbage in the page (serving far ahead of next: another program, a torn
+ * file) passes every ticket over: a waiter takes a ticket again a few
+ * times only, then goes for the flock, which is free, and gets it.
+ */
+void case_lock_garbage_page(void)
+{
+	struct waiter w;
+	struct counters *c;
+	int fd;
+	char *path = lock_file(&fd, &c);
+
+	atomic_store(&c->serving, atomic_load(&c->next) + 0x7fffffffu);
+	start(&w, path, BGRUN__TEST_LOCK_STILL, 60000, 0);
+	finish(&w);
+	ASSERT_EQ(w.r, 0);
+	(void)munmap(c, 4096);
+	(void)close(fd);
+	free(path);
+}

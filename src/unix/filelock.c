@@ -22,8 +22,9 @@
  * safety: a ticket whose owner died or is stuck leaves the queue
  * standing; after STALL_NS without movement a waiter that finds the flock
  * free takes over (serving jumps to its ticket and the skipped ones are
- * woken: they see themselves passed and take a new ticket). Garbage in
- * the page (another program, a torn file) does the same.
+ * woken: they see themselves passed and take a ticket again, and after
+ * REQUEUE_MAX times go for the flock directly). Garbage in the page
+ * (another program, a torn file) does the same.
  *
  * A waiter that gives up (its bound passed) says so in its ticket's
  * `gone` word, and whoever moves `serving` onto a ticket given up moves
@@ -63,6 +64,8 @@
 #define SPIN_NS (200 * INT64_C(1000))
 /* The flock itself, when taken out of turn: polled, backing off to this. */
 #define POLL_MAX_NS (2 * INT64_C(1000000))
+/* How many times a waiter passed over takes a ticket again. */
+#define REQUEUE_MAX 8
 
 struct page {
 	_Atomic uint32_t next;
@@ -288,15 +291,29 @@ int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns,
 		/* No queue to watch: the whole wait is what is bounded. */
 		r = poll_flock(l, start + timeout_ns);
 	} else {
-		do {
+		for (int queued = 1;; queued++) {
 			l->ticket = atomic_fetch_add(&p->next, 1);
 			r = wait_turn(l, p, l->ticket, timeout_ns, still, start);
-			/* Passed over: the lock moved, and we queue again. */
-			if (r == 2 && still)
+			if (r != 2)
+				break;
+			/*
+			 * Passed over (a takeover jumped past us): back in the
+			 * queue, at its end, rather than polling the flock with
+			 * every other one passed over (hundreds of pollers kept
+			 * the CPUs busy with flock() under 1,600 recorders).
+			 * Only a few times: a page of garbage, serving far
+			 * ahead of next, would pass us over for ever; then the
+			 * flock, polled. The lock moved: the bound starts again.
+			 */
+			if (still)
 				start = bgrun__now_ns(CLOCK_MONOTONIC);
-		} while (r == 2);
+			if (queued >= REQUEUE_MAX) {
+				r = 0;
+				break;
+			}
+		}
 		if (r == 0) {
-			/* Our turn: the lock moved to us (still). */
+			/* Our turn (the lock moved to us), or passed over too often. */
 			r = poll_flock(l, (still ? bgrun__now_ns(CLOCK_MONOTONIC)
 						 : start) + timeout_ns);
 			if (r < 0)
