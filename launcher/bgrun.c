@@ -173,6 +173,8 @@ static int launch_supervised(const struct cli *c, char **argv)
 		/* bgrun's own options and COMMAND, as they came. */
 		.args = (const char *const *)&argv[1],
 		.ensurestart = c->ensurestart,
+		/* Done once it has the report (but for --wait). */
+		.exits_after_report = !c->wait,
 		.timeout_ns = c->timeout_ns,
 		.kill_after_ns = c->kill_after_ns,
 	};

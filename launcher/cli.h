@@ -128,6 +128,11 @@ struct sup_launch {
 	const char *source;
 	/* Wait for the record of a failure to launch COMMAND (ensurestart). */
 	bool ensurestart;
+	/*
+	 * The caller exits as soon as it has read the report: the recorder
+	 * is started once it has (starter.h: STARTER_AWAIT_EXIT).
+	 */
+	bool exits_after_report;
 	/* SIGTERM after timeout_ns (0: never), SIGKILL kill_after_ns later. */
 	int64_t timeout_ns, kill_after_ns;
 	/*

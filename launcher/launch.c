@@ -175,6 +175,8 @@ static int build_plan(struct plan *p, const char *path,
 		flags[0] = STARTER_SETSID;
 	else if (o->new_pgroup)
 		flags[0] = STARTER_SETPGROUP;
+	if (l->exits_after_report)
+		flags[flags[0] == '-' ? 0 : 1] = STARTER_AWAIT_EXIT;
 	plan_str(p, STARTER_PLAN_MAGIC);
 	plan_str(p, flags);
 	plan_str(p, "");      /* SIGMASK: none blocked */

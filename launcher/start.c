@@ -87,6 +87,7 @@ struct start {
 	/* The plan, as bgrun sent it (starter.h). */
 	char *plan;
 	bool setsid, setpgroup;
+	int bgrun_fd; /* a pidfd on bgrun (STARTER_AWAIT_EXIT), or -1 */
 	sigset_t mask, sigdefault;
 	int64_t timeout_ns, kill_after_ns;
 	int64_t output_max;
@@ -202,6 +203,29 @@ static char **next_vec(struct cursor *c, size_t *ret_n)
 }
 
 /*
+ * bgrun, our parent, as a pidfd (Linux 5.3), or -1. Checked against
+ * getppid() after the open: had bgrun died and its pid been taken by
+ * another process in between, we would have been given another parent.
+ */
+static int open_parent(void)
+{
+#ifdef SYS_pidfd_open
+	pid_t ppid = getppid();
+	int fd = (int)syscall(SYS_pidfd_open, ppid, 0);
+
+	if (fd >= 0 && getppid() != ppid) {
+		(void)close(fd);
+		fd = -1;
+	}
+	if (fd >= 0)
+		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return fd;
+#else
+	return -1;
+#endif
+}
+
+/*
  * A sigset from decimal signal numbers joined by ','. The bits are
  * written into the set directly (the kernel's layout, which both glibc's
  * and musl's sigset_t are): sigaddset() refuses the signals the C library
@@ -274,6 +298,8 @@ static int parse_plan(struct start *st, size_t len)
 		return -1;
 	st->setsid = strchr(flags, STARTER_SETSID) != NULL;
 	st->setpgroup = strchr(flags, STARTER_SETPGROUP) != NULL;
+	if (strchr(flags, STARTER_AWAIT_EXIT) != NULL)
+		st->bgrun_fd = open_parent();
 	return 0;
 }
 
@@ -342,12 +368,17 @@ static int writev_all(int fd, struct iovec *v, size_t n, size_t len)
 
 /*
  * bgrun may be gone already (--no-ensurestart): EPIPE, ignored. Detached,
- * bgrun exits once it has read the report: we wait for that (its end of
- * the socket closes: POLLHUP here), up to a few milliseconds, before
- * loading the recorder, which would otherwise take a CPU from bgrun's
- * exit and COMMAND's start. With --wait bgrun stays: no waiting.
+ * bgrun exits once it has read the report: we wait for that, up to a few
+ * milliseconds, before loading the recorder, which would otherwise take a
+ * CPU from bgrun's exit and COMMAND's start. With STARTER_AWAIT_EXIT, for
+ * bgrun's exit itself (its pidfd polls readable once its parent can reap
+ * it); else for its end of the socket to close (POLLHUP here). The close
+ * comes earlier, from within bgrun's exit: woken by it, we preempted the
+ * exiting bgrun and loaded the recorder on its CPU, and bgrun's parent
+ * waited milliseconds for an exit that was all but done. With --wait
+ * bgrun stays: no waiting.
  */
-static void report(const struct start *st)
+static void report(struct start *st)
 {
 	struct pollfd p = { .fd = STARTER_FD, .events = 0 };
 	char line[64];
@@ -359,10 +390,15 @@ static void report(const struct start *st)
 		(void)snprintf(line, sizeof(line), STARTER_REPORT_ERROR " %d %d\n",
 			       st->error, (int)BGRUN_STAGE_EXEC);
 	write_all(STARTER_FD, line, strlen(line));
+	if (st->bgrun_fd >= 0)
+		p = (struct pollfd){ .fd = st->bgrun_fd, .events = POLLIN };
 	if (st->setsid)
 		while (poll(&p, 1, 20) < 0 && errno == EINTR)
 			;
 	(void)close(STARTER_FD);
+	if (st->bgrun_fd >= 0)
+		(void)close(st->bgrun_fd);
+	st->bgrun_fd = -1;
 }
 
 /*
@@ -1237,7 +1273,7 @@ static int supervisor(struct start *st, const sigset_t *set)
 
 int main(int argc, char **argv, char **envp)
 {
-	struct start st = { .pid = -1, .rec_envp = envp };
+	struct start st = { .pid = -1, .bgrun_fd = -1, .rec_envp = envp };
 	int code;
 	size_t len = 0;
 	sigset_t set;

@@ -22,7 +22,11 @@
  *      STARTER_PLAN_MAGIC
  *      FLAGS          "-", or letters: STARTER_SETSID (COMMAND leads a
  *                     new session), STARTER_SETPGROUP (a new process
- *                     group); either way COMMAND's group is signalled
+ *                     group); either way COMMAND's group is signalled;
+ *                     STARTER_AWAIT_EXIT: bgrun exits once it has the
+ *                     report, and the recorder is started once it has
+ *                     exited (not once its end of the channel is
+ *                     closed, which comes earlier, inside its exit)
  *      SIGMASK        the signals COMMAND starts with blocked, and
  *      SIGDEFAULT     the signals it starts with at SIG_DFL: decimal
  *                     numbers joined by ',' ("" for none), those the C
@@ -73,6 +77,7 @@
 #define STARTER_PLAN_MAGIC "bgrun-start plan 2"
 #define STARTER_SETSID 's'
 #define STARTER_SETPGROUP 'g'
+#define STARTER_AWAIT_EXIT 'x'
 
 #define STARTER_KILL_SIGNAL (SIGRTMAX - 1)
 
