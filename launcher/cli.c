@@ -184,6 +184,48 @@ static void usage_error(const char *fmt, ...)
 	exit(EXIT_USAGE);
 }
 
+/*
+ * What getopt_long found wrong with arg ('?' or ':' in opt), said as
+ * glibc's getopt says it, in every build: bgrun itself is built against
+ * musl when it can be (launcher/meson.build), whose getopt words it
+ * otherwise, and bgrun-full, which parses the same options, against
+ * glibc.
+ */
+__attribute__((noreturn))
+static void option_error(int opt, const char *arg)
+{
+	size_t len;
+
+	if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
+		if (opt == ':')
+			usage_error("option requires an argument -- '%c'", optopt);
+		usage_error("invalid option -- '%c'", optopt);
+	}
+	len = strcspn(arg, "=");
+	if (opt == ':')
+		usage_error("option '%.*s' requires an argument", (int)len, arg);
+	if (optopt != 0)
+		usage_error("option '%.*s' doesn't allow an argument", (int)len,
+			    arg);
+	/* Unknown, or the start of more than one (each is listed). */
+	char list[1024] = "";
+	size_t used = 0;
+	int n = 0;
+
+	for (const struct option *o = longopts; o->name != NULL; o++)
+		if (strncmp(o->name, arg + 2, len - 2) == 0 && used < sizeof(list)) {
+			int w = snprintf(list + used, sizeof(list) - used,
+					 " '--%s'", o->name);
+
+			used += w > 0 ? (size_t)w : 0;
+			n++;
+		}
+	if (n > 1)
+		usage_error("option '%.*s' is ambiguous; possibilities:%s",
+			    (int)len, arg, list);
+	usage_error("unrecognized option '%s'", arg);
+}
+
 /* Flushes stdout; a write error (a full disk, a closed pipe) is ours. */
 int cli_flush_stdout(void)
 {
@@ -318,15 +360,18 @@ void cli_parse(struct cli *c, int argc, char **argv)
 	}
 
 	/*
-	 * getopt prints its own messages ("unrecognized option", "option
-	 * requires an argument") prefixed with argv[0]; name them "bgrun"
-	 * whatever path we were started by, like every other message. The
-	 * leading '+' stops at COMMAND, so its options stay its own.
+	 * The leading '+' stops at COMMAND, so its options stay its own; the
+	 * ':' and opterr = 0 leave the messages to option_error (the C
+	 * libraries word their own differently). at: the argument being
+	 * read, for them.
 	 */
 	argv[0] = (char *)"bgrun";
 	output_defaults(c);
-	while ((opt = getopt_long(argc, argv, "+o:e:aC:E:u:i:swh", longopts,
-				  NULL)) != -1) {
+	opterr = 0;
+	for (int at = optind;
+	     (opt = getopt_long(argc, argv, "+:o:e:aC:E:u:i:swh", longopts,
+				NULL)) != -1;
+	     at = optind) {
 		switch (opt) {
 		case 'o':
 		case 'e':
@@ -436,9 +481,7 @@ void cli_parse(struct cli *c, int argc, char **argv)
 			(void)printf("bgrun %s\n", BGRUN_VERSION);
 			exit(cli_flush_stdout() < 0 ? EXIT_CANCELED : EXIT_SUCCESS);
 		default:
-			/* getopt has printed the reason. */
-			(void)fputs(try_help, stderr);
-			exit(EXIT_USAGE);
+			option_error(opt, argv[at]);
 		}
 	}
 	if (optind >= argc)

@@ -6,7 +6,7 @@
 #                bgrun-start built with them: with b_sanitize set,
 #                -Dstarter=auto uses the project's compiler, not musl-gcc)
 #   --fallbacks  in build-fallbacks, as if the optional glibc features were
-#                missing, bgrun-start on glibc too
+#                missing, bgrun-start and bgrun on glibc too
 set -euo pipefail
 cd "$(dirname "$0")/.."
 builddir=build
@@ -14,7 +14,7 @@ opts=()
 for a in "$@"; do
 	case "$a" in
 	--asan) builddir=build-asan; opts+=(-Db_sanitize=address,undefined -Db_lundef=false) ;;
-	--fallbacks) builddir=build-fallbacks; opts+=(-Dfallbacks=true -Dstarter=system) ;;
+	--fallbacks) builddir=build-fallbacks; opts+=(-Dfallbacks=true -Dstarter=system -Dfront=system) ;;
 	*) echo "test.sh: unknown option '$a'" >&2; exit 2 ;;
 	esac
 done
