@@ -386,6 +386,13 @@ chmod 755 "$TMP/bad.bin"
 run ./bad.bin
 expect_error "not an executable format" 126 \
 	"bgrun: ./bad.bin: cannot execute: Exec format error"
+# glibc's words for the errno, in the bgrun built against musl too (whose
+# own strerror says "Symbolic link loop"): src/musl/strerror.c.
+ln -s loop-b "$TMP/loop-a"
+ln -s loop-a "$TMP/loop-b"
+run ./loop-a
+expect_error "a symbolic link loop, in glibc's words" 126 \
+	"bgrun: ./loop-a: cannot execute: Too many levels of symbolic links"
 
 # --- bgrun's own failures: 125 ---
 R=$TMP/r-125
