@@ -203,23 +203,30 @@ static char **next_vec(struct cursor *c, size_t *ret_n)
 }
 
 /*
- * bgrun, our parent, as a pidfd (Linux 5.3), or -1. Checked against
- * getppid() after the open: had bgrun died and its pid been taken by
- * another process in between, we would have been given another parent.
+ * bgrun, our parent, as a pidfd (Linux 5.3; close-on-exec), or -1. Only
+ * while bgrun is our parent: the channel was made by bgrun (a socket
+ * pair's SO_PEERCRED is its maker's), and getppid() names it before and
+ * after the open. A bgrun gone already (--no-ensurestart exits at once)
+ * has left us to another parent, which is not bgrun, and whose end is not
+ * to be waited for: -1, and its closed end of the channel says it.
  */
 static int open_parent(void)
 {
 #ifdef SYS_pidfd_open
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
 	pid_t ppid = getppid();
-	int fd = (int)syscall(SYS_pidfd_open, ppid, 0);
+	int fd;
 
+	if (getsockopt(STARTER_FD, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	    cred.pid != ppid)
+		return -1;
+	fd = (int)syscall(SYS_pidfd_open, ppid, 0);
 	if (fd >= 0 && getppid() != ppid) {
 		(void)close(fd);
 		fd = -1;
 	}
-	if (fd >= 0)
-		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-	return fd;
+	return fd < 0 ? -1 : fd;
 #else
 	return -1;
 #endif
