@@ -301,13 +301,14 @@ void case_store_default_path(void)
 	ASSERT_STR(path, tmp_path("xdg\\bgrun\\events.db"));
 }
 
-/* The build's logsink.exe, beside bgrun.exe. */
+/* The build's logsink.exe, beside bgrun.exe (a longer name: a new string). */
 char *logsink_path(void)
 {
-	char *p = bgrun_path();
+	char *p = bgrun_path(), *r;
 
-	strcpy(strstr(p, "bgrun.exe"), "logsink.exe");
-	return p;
+	r = dup_printf("%.*slogsink.exe", (int)(strstr(p, "bgrun.exe") - p), p);
+	free(p);
+	return r;
 }
 
 /* Runs logsink with args: its exit code; *ret_out and *ret_err what it wrote. */
