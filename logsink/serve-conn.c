@@ -160,14 +160,20 @@ static void handle_event(struct lsink_conn *c, struct bgrun_wire_msg *m,
 	}
 	/*
 	 * Who sent it is the kernel's word, not the payload's. A sender that
-	 * could not name its user (the static front: no NSS there) leaves
-	 * the name to us.
+	 * could not name its user (the static front: no NSS there) or chose
+	 * not to (bgrun_event_init_lean) leaves the name to us.
 	 */
 	if (m->ev.uid != c->uid)
 		m->ev.user = NULL;
 	else if (m->ev.user == NULL)
 		m->ev.user = bgrun_user_name(c->uid);
 	m->ev.uid = c->uid;
+	/*
+	 * A sender on this machine's socket runs in this boot: one that
+	 * left the boot id out (bgrun_event_init_lean) gets ours.
+	 */
+	if (m->ev.boot_id == NULL)
+		m->ev.boot_id = bgrun_boot_id();
 	it->msg = *m;
 	/* Checked and made ready here, so that the writer only writes. */
 	r = bgrun_store_prepare(srv->scratch, &it->msg.ev, &it->prep);

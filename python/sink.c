@@ -37,7 +37,15 @@ struct sinkcore {
 	int via;          /* lock: the last stored put's or send's BGRUN_SINK_VIA_*, or 0 */
 	bool reports;     /* bg.lock: flush() returned a lost event: the program says them */
 	int refs;         /* bg.lock */
-	int sending;      /* bg.lock: sends under way */
+	int sending;      /* bg.lock: sends under way in threads */
+	/*
+	 * lock: events posted to the daemon (bgrun_sink_post) since the last
+	 * settle; bg.lock: whether bg.posted holds the core (and a reference).
+	 */
+	uint64_t posted;
+	bool fell_back;     /* lock: a settle put an event another way */
+	bool listed;
+	struct sinkcore *next_posted; /* bg.lock */
 };
 
 typedef struct {
@@ -72,6 +80,8 @@ static struct {
 	int n_failed;
 	uint64_t n_dropped;
 	bool atexit_set;
+	/* The cores with posts to settle at exit, each holding a reference. */
+	struct sinkcore *posted;
 } bg = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.cond = PTHREAD_COND_INITIALIZER,
@@ -91,6 +101,8 @@ static void bg_atfork_child(void)
 	bg.tail = &bg.failed;
 	bg.n_failed = 0;
 	bg.n_dropped = 0;
+	/* The parent's posts are the parent's to settle (its connection). */
+	bg.posted = NULL;
 }
 
 static void bg_atfork_once(void)
@@ -549,7 +561,8 @@ static struct sinkcore *core_of(SinkObject *self)
 }
 
 /* The event of put() or send(), its strings kept in p; NULL: an error set. */
-static struct put *make_event(PyObject *args, PyObject *kw, const char *format)
+static struct put *make_event(PyObject *args, PyObject *kw, const char *format,
+			      bool named)
 {
 	PyObject *event, *key, *value;
 	const char *ev_name;
@@ -570,7 +583,15 @@ static struct put *make_event(PyObject *args, PyObject *kw, const char *format)
 	ev_name = text_field(p->keep, event, "event");
 	if (ev_name == NULL)
 		goto fail;
-	bgrun_event_init(&p->ev, ev_name, "python");
+	/*
+	 * send() leaves the user and the boot id to the daemon (it knows
+	 * them better); the other paths fill them in when they take the
+	 * event (bgrun_event_complete).
+	 */
+	if (named)
+		bgrun_event_init(&p->ev, ev_name, "python");
+	else
+		bgrun_event_init_lean(&p->ev, ev_name, "python");
 	/* As `logsink send`: the writer's working directory. */
 	if (getcwd(p->cwd, sizeof(p->cwd)) != NULL)
 		p->ev.cwd = p->cwd;
@@ -630,7 +651,7 @@ static PyObject *sink_put(SinkObject *self, PyObject *args, PyObject *kw)
 	PyObject *result;
 	struct put *p;
 
-	if (c == NULL || (p = make_event(args, kw, "U:put")) == NULL)
+	if (c == NULL || (p = make_event(args, kw, "U:put", true)) == NULL)
 		return NULL;
 	result = put_event(self, c, p);
 	free_event(p);
@@ -650,11 +671,14 @@ struct send_job {
  * the sends still under way are waited for, and those that no path
  * stored are reported, once, on stderr (the interpreter is gone).
  */
+static void settle_all(void);
+
 static void bg_atexit(void)
 {
 	struct send_failure *f;
 	int lost = 0;
 
+	settle_all();
 	pthread_mutex_lock(&bg.lock);
 	while (bg.running > 0)
 		(void)pthread_cond_wait(&bg.cond, &bg.lock);
@@ -674,13 +698,63 @@ static void bg_atexit(void)
 	pthread_mutex_unlock(&bg.lock);
 }
 
+/*
+ * A failure of c's that no path stored (c's lock held): kept for flush()
+ * or the report at exit; counted when it cannot be kept.
+ */
+static void keep_failure(struct sinkcore *c, int error, const char *id,
+			 const char *text, bool spooled)
+{
+	struct send_failure *f = calloc(1, sizeof(*f));
+
+	if (f != NULL) {
+		f->serial = c->serial;
+		f->error = error;
+		f->spooled = spooled;
+		(void)snprintf(f->id, sizeof(f->id), "%s", id);
+		(void)snprintf(f->msg, sizeof(f->msg), "%s", text);
+	}
+	pthread_mutex_lock(&bg.lock);
+	if (f != NULL && bg.n_failed < FAILED_MAX) {
+		f->quiet = c->reports;
+		*bg.tail = f;
+		bg.tail = &f->next;
+		bg.n_failed++;
+		f = NULL;
+	} else {
+		bg.n_dropped++;
+	}
+	pthread_mutex_unlock(&bg.lock);
+	free(f);
+}
+
+/* A put of ev with c's lock held; a failure is kept (keep_failure). */
+static void put_or_keep(struct sinkcore *c, struct bgrun_event *ev)
+{
+	const char *no_store = NULL;
+	char text[640];
+	int r;
+
+	if (c->sink == NULL) {
+		keep_failure(c, -EBADF, ev->id, "the sink was closed", false);
+		return;
+	}
+	bgrun_event_complete(ev);
+	r = put_locked(c->sink, ev, &no_store);
+	if (r > 0) {
+		__atomic_store_n(&c->via, r, __ATOMIC_RELAXED);
+		return;
+	}
+	failure_text(c->sink, no_store, text, sizeof(text));
+	keep_failure(c, r, ev->id, text,
+		     no_store == NULL && bgrun_sink_spooled(c->sink));
+}
+
 static void *send_main(void *arg)
 {
 	struct send_job *job = arg;
 	struct sinkcore *c = job->core;
-	struct send_failure *f = NULL;
 	struct bgrun_wire_msg m = { 0 };
-	const char *no_store = NULL;
 	size_t size = 0;
 	int r;
 
@@ -690,40 +764,109 @@ static void *send_main(void *arg)
 		r = bgrun_wire_decode(job->frame.data, size, &m, NULL);
 	(void)PyThread_acquire_lock(c->lock, WAIT_LOCK);
 	if (r >= 0)
-		r = c->sink == NULL ? -EBADF : put_locked(c->sink, &m.ev, &no_store);
-	if (r > 0)
-		__atomic_store_n(&c->via, r, __ATOMIC_RELAXED);
-	if (r < 0 && (f = calloc(1, sizeof(*f))) != NULL) {
-		f->serial = c->serial;
-		f->error = r;
-		(void)snprintf(f->id, sizeof(f->id), "%s", m.ev.id);
-		if (c->sink != NULL) {
-			failure_text(c->sink, no_store, f->msg, sizeof(f->msg));
-			f->spooled = no_store == NULL && bgrun_sink_spooled(c->sink);
-		} else {
-			(void)snprintf(f->msg, sizeof(f->msg), "the sink was closed");
-		}
-	}
+		put_or_keep(c, &m.ev);
+	else
+		keep_failure(c, r, "?", "the event could not be read back", false);
 	PyThread_release_lock(c->lock);
 	bgrun_wire_msg_release(&m);
 	bgrun_wire_buf_free(&job->frame);
 	free(job);
-	if (f != NULL) {
-		pthread_mutex_lock(&bg.lock);
-		f->quiet = c->reports;
-		if (bg.n_failed < FAILED_MAX) {
-			*bg.tail = f;
-			bg.tail = &f->next;
-			bg.n_failed++;
-			f = NULL;
-		} else {
-			bg.n_dropped++;
-		}
-		pthread_mutex_unlock(&bg.lock);
-		free(f);
-	}
 	core_unref(c, true, true);
 	return NULL;
+}
+
+/* bgrun_sink_settle's: a posted event the daemon did not commit (c's lock held). */
+static void on_unsettled(void *ctx, const struct bgrun_event *ev, int error,
+			 const char *why)
+{
+	struct sinkcore *c = ctx;
+	struct bgrun_event e;
+
+	if (ev == NULL || error == -EINVAL) {
+		/* Refused as invalid: no store would take it either. */
+		keep_failure(c, error, ev != NULL ? ev->id : "?", why, false);
+		return;
+	}
+	/* The other paths, as a put: the same id, never a second row. */
+	e = *ev;
+	put_or_keep(c, &e);
+	c->fell_back = true;
+}
+
+/*
+ * Waits (no GIL) for the daemon's answers to c's posts; those it did not
+ * commit go to the other paths, or are kept as failures.
+ */
+static void core_settle(struct sinkcore *c)
+{
+	struct sinkcore **pp;
+	bool listed;
+	int n;
+
+	pthread_mutex_lock(&bg.lock);
+	listed = c->listed;
+	for (pp = &bg.posted; listed && *pp != NULL; pp = &(*pp)->next_posted) {
+		if (*pp == c) {
+			*pp = c->next_posted;
+			break;
+		}
+	}
+	c->listed = false;
+	pthread_mutex_unlock(&bg.lock);
+	if (!listed)
+		return;
+	(void)PyThread_acquire_lock(c->lock, WAIT_LOCK);
+	if (c->sink != NULL && c->posted > 0) {
+		c->fell_back = false;
+		n = bgrun_sink_settle(c->sink, on_unsettled, c);
+		if (n >= 0 && (uint64_t)n < c->posted && !c->fell_back)
+			__atomic_store_n(&c->via, BGRUN_SINK_VIA_DAEMON, __ATOMIC_RELAXED);
+		c->posted = 0;
+	}
+	PyThread_release_lock(c->lock);
+	core_unref(c, false, false);
+}
+
+/* Every core's posts, at exit. */
+static void settle_all(void)
+{
+	struct sinkcore *c;
+
+	for (;;) {
+		pthread_mutex_lock(&bg.lock);
+		c = bg.posted;
+		pthread_mutex_unlock(&bg.lock);
+		if (c == NULL)
+			return;
+		core_settle(c);
+	}
+}
+
+/*
+ * The event to the daemon without a thread (bgrun_sink_post), GIL
+ * released: 0 once posted (c then listed for the settle at exit), or
+ * -errno (not posted: the caller takes the thread's way).
+ */
+static int post_event(struct sinkcore *c, const struct bgrun_event *ev)
+{
+	int r;
+
+	(void)PyThread_acquire_lock(c->lock, WAIT_LOCK);
+	r = c->sink == NULL ? -EBADF : bgrun_sink_post(c->sink, ev);
+	if (r == 0)
+		c->posted++;
+	PyThread_release_lock(c->lock);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&bg.lock);
+	if (!c->listed) {
+		c->listed = true;
+		c->refs++;
+		c->next_posted = bg.posted;
+		bg.posted = c;
+	}
+	pthread_mutex_unlock(&bg.lock);
+	return 0;
 }
 
 static PyObject *sink_send(SinkObject *self, PyObject *args, PyObject *kw)
@@ -734,21 +877,36 @@ static PyObject *sink_send(SinkObject *self, PyObject *args, PyObject *kw)
 	struct put *p;
 	int r;
 
-	if (c == NULL || (p = make_event(args, kw, "U:send")) == NULL)
+	if (c == NULL || (p = make_event(args, kw, "U:send", false)) == NULL)
 		return NULL;
 	if (c->sink == NULL) {
 		PyErr_SetString(PyExc_ValueError, "the sink is closed");
 		free_event(p);
 		return NULL;
 	}
-	job = calloc(1, sizeof(*job));
-	r = job == NULL ? -ENOMEM : bgrun_wire_put_event(&job->frame, 1, &p->ev);
 	pthread_mutex_lock(&bg.lock);
-	if (r >= 0 && !bg.atexit_set)
-		bg.atexit_set = atexit(bg_atexit) == 0;
 	if (!bg.atexit_set)
-		r = -ENOMEM;
+		bg.atexit_set = atexit(bg_atexit) == 0;
+	r = bg.atexit_set ? 0 : -ENOMEM;
 	pthread_mutex_unlock(&bg.lock);
+	/*
+	 * The daemon first, with no thread: the frame is written, its ack
+	 * read later (the next post, flush(), close, or exit).
+	 */
+	if (r >= 0) {
+		Py_BEGIN_ALLOW_THREADS
+		r = post_event(c, &p->ev);
+		Py_END_ALLOW_THREADS
+		if (r >= 0) {
+			result = PyUnicode_FromString(p->ev.id);
+			free_event(p);
+			return result;
+		}
+		/* Not posted (no daemon): the thread's way, which says. */
+		r = 0;
+	}
+	job = r < 0 ? NULL : calloc(1, sizeof(*job));
+	r = job == NULL ? -ENOMEM : bgrun_wire_put_event(&job->frame, 1, &p->ev);
 	if (r >= 0) {
 		job->core = c;
 		core_ref(c, true);
@@ -761,6 +919,7 @@ static PyObject *sink_send(SinkObject *self, PyObject *args, PyObject *kw)
 		if (job != NULL)
 			bgrun_wire_buf_free(&job->frame);
 		free(job);
+		bgrun_event_complete(&p->ev);
 		result = put_event(self, c, p);
 	} else {
 		result = PyUnicode_FromString(p->ev.id);
@@ -782,8 +941,10 @@ static PyObject *sink_flush(SinkObject *self, PyObject *args, PyObject *kw)
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$p:flush", kwlist, &wait))
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	if (wait)
+	if (wait) {
 		core_wait_sends(c);
+		core_settle(c);
+	}
 	pthread_mutex_lock(&bg.lock);
 	for (pp = &bg.failed; *pp != NULL;) {
 		f = *pp;
@@ -870,6 +1031,18 @@ static PyObject *sink_connect(SinkObject *self, PyObject *args, PyObject *kw)
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$p:connect", kwlist, &wait))
 		return NULL;
 	if (!wait) {
+		/*
+		 * A daemon that answers: connected and greeted here, no thread
+		 * (a connect and a write; the answer is read by the send).
+		 * Else the thread opens the store, or starts the daemon.
+		 */
+		r = -EBUSY;
+		if (PyThread_acquire_lock(c->lock, NOWAIT_LOCK)) {
+			r = c->sink == NULL ? -EBADF : bgrun_sink_preconnect(c->sink);
+			PyThread_release_lock(c->lock);
+		}
+		if (r >= 0 || r == -EBADF || (c->daemon_only && r == -ENOTCONN))
+			Py_RETURN_NONE;
 		core_ref(c, false);
 		if (start_thread(ahead_main, c) < 0)
 			core_unref(c, true, false);
@@ -908,8 +1081,10 @@ static PyObject *sink_close(SinkObject *self, PyObject *unused)
 	/* Sends first: an event accepted is stored (or said lost) before. */
 	Py_BEGIN_ALLOW_THREADS
 	core_wait_sends(c);
-	if (c->pid == getpid())
+	if (c->pid == getpid()) {
+		core_settle(c);
 		(void)PyThread_acquire_lock(c->lock, WAIT_LOCK);
+	}
 	Py_END_ALLOW_THREADS
 	s = c->sink;
 	c->sink = NULL;

@@ -152,6 +152,187 @@ void case_client_connect(void)
 	ASSERT_EQ(t_db_int(db, "SELECT count(*) FROM events"), 2);
 }
 
+/* What bgrun_sink_settle gave back, for case_client_post. */
+struct unsettled {
+	struct bgrun_sink *sink; /* non-NULL: each one is put there again */
+	int n, error[8], put[8];
+	char id[8][BGRUN_EVENT_ID_MAX + 1];
+	char why[8][256];
+};
+
+static void on_unsettled(void *ctx, const struct bgrun_event *ev, int error,
+			 const char *why)
+{
+	struct unsettled *u = ctx;
+	struct bgrun_event again;
+
+	ASSERT(ev != NULL && u->n < 8);
+	u->error[u->n] = error;
+	(void)snprintf(u->id[u->n], sizeof(u->id[0]), "%s", ev->id);
+	(void)snprintf(u->why[u->n], sizeof(u->why[0]), "%s", why);
+	if (u->sink != NULL) {
+		/* The same sink, from within the settle: it must take it. */
+		again = *ev;
+		bgrun_event_complete(&again);
+		u->put[u->n] = bgrun_sink_put(u->sink, &again);
+	}
+	u->n++;
+}
+
+static void lean_event(struct bgrun_event *ev, int64_t i)
+{
+	bgrun_event_init_lean(ev, "commandfinish", "test");
+	ev->exit_code = i;
+	ev->duration_ns = 1000 + i;
+}
+
+void case_client_post(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	struct bgrun_event ev, evs[300];
+	struct unsettled u = { 0 };
+	struct bgrun_sink *sink;
+	char sql[256];
+	struct t_daemon d;
+	int r;
+
+	ASSERT_EQ(bgrun_sink_preconnect(NULL), -EINVAL);
+	ASSERT_EQ(bgrun_sink_settle(NULL, NULL, NULL), -EINVAL);
+	/* No daemon: said at once, nothing posted. */
+	sink = sink_open(BGRUN_SINK_TRY, db, sock);
+	r = bgrun_sink_preconnect(sink);
+	ASSERT(r == -ENOENT || r == -ECONNREFUSED);
+	lean_event(&ev, 0);
+	r = bgrun_sink_post(sink, &ev);
+	ASSERT(r == -ENOENT || r == -ECONNREFUSED);
+	ASSERT_EQ(bgrun_sink_settle(sink, on_unsettled, &u), 0);
+	bgrun_sink_close(sink);
+	sink = sink_open(BGRUN_SINK_EMBEDDED, db, sock);
+	ASSERT_EQ(bgrun_sink_preconnect(sink), -ENOTCONN);
+	ASSERT_EQ(bgrun_sink_post(sink, &ev), -ENOTCONN);
+	bgrun_sink_close(sink);
+
+	/*
+	 * A daemon: greeted ahead, events posted with no wait, all
+	 * committed once settled. The lean events' user and boot id come
+	 * from the daemon.
+	 */
+	t_daemon_start(&d, db, sock, NULL);
+	sink = sink_open(BGRUN_SINK_DAEMON, db, sock);
+	ASSERT_EQ(bgrun_sink_preconnect(sink), BGRUN_SINK_VIA_DAEMON);
+	ASSERT_EQ(bgrun_sink_preconnect(sink), BGRUN_SINK_VIA_DAEMON);
+	for (int i = 0; i < 300; i++) {
+		lean_event(&evs[i], i);
+		ASSERT(evs[i].user == NULL && evs[i].boot_id == NULL);
+		ASSERT_OK(bgrun_sink_post(sink, &evs[i]));
+	}
+	ASSERT_EQ(bgrun_sink_settle(sink, on_unsettled, &u), 0);
+	ASSERT_EQ(u.n, 0);
+	ASSERT_EQ(t_db_int(db, "SELECT count(*) FROM events"), 300);
+	bgrun_event_complete(&ev);
+	ASSERT(ev.user != NULL && ev.boot_id != NULL);
+	(void)snprintf(sql, sizeof(sql),
+		       "SELECT count(*) FROM events WHERE user = '%s' AND "
+		       "boot_id = '%s'", ev.user, ev.boot_id);
+	ASSERT_EQ(t_db_int(db, sql), 300);
+	/* Nothing posted: nothing to wait for. */
+	ASSERT_EQ(bgrun_sink_settle(sink, on_unsettled, &u), 0);
+
+	/*
+	 * One the daemon refuses as invalid comes back as -EINVAL, with the
+	 * store's word; the others are committed; puts in between keep
+	 * their own acks apart.
+	 */
+	lean_event(&evs[0], 0);
+	lean_event(&evs[1], 1);
+	evs[1].options_json = "[not an object";
+	lean_event(&evs[2], 2);
+	ASSERT_OK(bgrun_sink_post(sink, &evs[0]));
+	ASSERT_OK(bgrun_sink_post(sink, &evs[1]));
+	ASSERT_EQ(put(sink, &ev, 7), BGRUN_SINK_VIA_DAEMON);
+	ASSERT_OK(bgrun_sink_post(sink, &evs[2]));
+	ASSERT_EQ(bgrun_sink_settle(sink, on_unsettled, &u), 1);
+	ASSERT_EQ(u.n, 1);
+	ASSERT_EQ(u.error[0], -EINVAL);
+	ASSERT_STR_EQ(u.id[0], evs[1].id);
+	ASSERT(strstr(u.why[0], evs[1].id) != NULL);
+	ASSERT(t_db_has(db, evs[0].id) && t_db_has(db, evs[2].id));
+	ASSERT(t_db_has(db, ev.id) && !t_db_has(db, evs[1].id));
+	bgrun_sink_close(sink);
+
+	/*
+	 * Greeted ahead by a daemon that writes another database: the post
+	 * reads the answer and refuses (-EXDEV); nothing reaches either.
+	 */
+	sink = sink_open(BGRUN_SINK_TRY, t_path(dir, "other.db"), sock);
+	ASSERT_EQ(bgrun_sink_preconnect(sink), BGRUN_SINK_VIA_DAEMON);
+	lean_event(&ev, 0);
+	ASSERT_EQ(bgrun_sink_post(sink, &ev), -EXDEV);
+	ASSERT(strstr(bgrun_sink_errmsg(sink), "not ") != NULL);
+	ASSERT_EQ(bgrun_sink_settle(sink, on_unsettled, &u), 0);
+	ASSERT(!t_db_has(db, ev.id));
+	bgrun_sink_close(sink);
+
+	/*
+	 * No answer in time: the daemon is stopped after the greeting. The
+	 * settle gives the event back (-ETIMEDOUT), and putting it from
+	 * within the settle works: here into the spool (mode daemon).
+	 */
+	{
+		struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
+
+		o.mode = BGRUN_SINK_DAEMON;
+		o.db = db;
+		o.socket = sock;
+		o.timeout_ms = 300;
+		ASSERT_OK(bgrun_sink_new(&sink));
+		ASSERT_OK(bgrun_sink_open(sink, &o));
+	}
+	ASSERT_EQ(bgrun_sink_preconnect(sink), BGRUN_SINK_VIA_DAEMON);
+	lean_event(&ev, 0);
+	ASSERT_OK(bgrun_sink_post(sink, &ev));  /* the answer to the HELLO came */
+	if (kill(d.pid, SIGSTOP) < 0)
+		FAIL("kill: %m");
+	lean_event(&evs[0], 1);
+	ASSERT_OK(bgrun_sink_post(sink, &evs[0]));
+	u = (struct unsettled){ .sink = sink };
+	r = bgrun_sink_settle(sink, on_unsettled, &u);
+	/* The first may have been answered before the stop. */
+	ASSERT(r == 1 || r == 2);
+	ASSERT_EQ(u.n, r);
+	ASSERT_STR_EQ(u.id[r - 1], evs[0].id);
+	ASSERT_EQ(u.error[r - 1], -ETIMEDOUT);
+	ASSERT(u.put[r - 1] < 0 && bgrun_sink_spooled(sink));
+	ASSERT(t_count_files(t_path(dir, "ev.db.spool"), ".ev") >= 1);
+	bgrun_sink_close(sink);
+
+	/*
+	 * The connection breaks before the answer: the daemon, stopped, is
+	 * killed with the frame unread. Given back (-ECONNRESET), and put
+	 * into the store from within the settle (mode try).
+	 */
+	sink = sink_open(BGRUN_SINK_TRY, db, sock);
+	if (kill(d.pid, SIGCONT) < 0)
+		FAIL("kill: %m");
+	ASSERT_EQ(bgrun_sink_preconnect(sink), BGRUN_SINK_VIA_DAEMON);
+	lean_event(&ev, 0);
+	ASSERT_OK(bgrun_sink_post(sink, &ev));
+	ASSERT_EQ(bgrun_sink_settle(sink, NULL, NULL), 0);
+	if (kill(d.pid, SIGSTOP) < 0)
+		FAIL("kill: %m");
+	lean_event(&evs[0], 1);
+	ASSERT_OK(bgrun_sink_post(sink, &evs[0]));
+	ASSERT_EQ(t_daemon_stop(&d, SIGKILL), 128 + SIGKILL);
+	u = (struct unsettled){ .sink = sink };
+	ASSERT_EQ(bgrun_sink_settle(sink, on_unsettled, &u), 1);
+	ASSERT_EQ(u.error[0], -ECONNRESET);
+	ASSERT_STR_EQ(u.id[0], evs[0].id);
+	ASSERT_EQ(u.put[0], BGRUN_SINK_VIA_STORE);
+	ASSERT(t_db_has(db, evs[0].id));
+	bgrun_sink_close(sink);
+}
+
 void case_client_fallback(void)
 {
 	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");

@@ -179,6 +179,58 @@ BGRUN_EXTERN int bgrun_sink_put_daemon(struct bgrun_sink *sink,
  */
 BGRUN_EXTERN int bgrun_sink_connect_daemon(struct bgrun_sink *sink);
 
+/*
+ * Connects to the daemon without waiting for its answer, in libbgrun
+ * (no thread, no store): the connection is made and the HELLO written;
+ * the next call that uses the connection reads the answer and checks it
+ * (the daemon's database: -EXDEV then). For a program that records an
+ * event at its end (Mercurial's commandfinish): called early, it costs a
+ * connect and a write. Never starts a daemon. BGRUN_SINK_VIA_DAEMON
+ * (also when connected already), or -errno with bgrun_sink_errmsg() set:
+ * -ENOENT or -ECONNREFUSED when no daemon serves the socket (the caller
+ * may then take bgrun_sink_connect, which starts one for AUTO or opens
+ * the store), -ENOTCONN at once for an EMBEDDED sink.
+ */
+BGRUN_EXTERN int bgrun_sink_preconnect(struct bgrun_sink *sink);
+
+/*
+ * Hands one event (borrowed; its frame is copied) to the daemon without
+ * waiting for its commit, in libbgrun: 0 once the whole frame is written
+ * to the connection, which is made first as for bgrun_sink_put_daemon
+ * (a HELLO sent ahead is answered by then). -errno when it was not
+ * posted, bgrun_sink_errmsg() saying why (-ENOTCONN for an EMBEDDED
+ * sink, -EINVAL for an event that cannot be encoded, the connection's
+ * -errno): the caller records it another way (bgrun_sink_put). Answers
+ * that came meanwhile for earlier posts are taken in as they come.
+ * Every posted event is settled (bgrun_sink_settle) before the sink is
+ * closed: bgrun_sink_close reads no answer, and an event the daemon did
+ * not commit would then be lost without a word.
+ */
+BGRUN_EXTERN int bgrun_sink_post(struct bgrun_sink *sink, const struct bgrun_event *ev);
+
+/*
+ * What bgrun_sink_settle gives back, for each posted event the daemon did
+ * not commit: the event (decoded; valid during the call), error -EINVAL
+ * for one the daemon refused as invalid (no store would take it), else
+ * why it is not known to be committed (-EIO: the daemon's store failed
+ * it; -ECONNRESET: the connection broke before the answer; -ETIMEDOUT:
+ * none came in time; a refusal's -errno), and a one-line why.
+ */
+typedef void (*bgrun_sink_unsettled_fn)(void *ctx, const struct bgrun_event *ev,
+					int error, const char *why);
+
+/*
+ * Waits, up to the sink's timeout, for the daemon's answers to the
+ * events posted and not settled yet, then calls fn (if not NULL) for
+ * each one the daemon did not commit, oldest first, and forgets them
+ * all. Returns how many went to fn (0: every posted event is committed),
+ * or -EINVAL for a NULL sink. An event given back may still have been
+ * committed (a broken connection, a late answer): put again, it keeps its
+ * id, so the store never holds it twice.
+ */
+BGRUN_EXTERN int bgrun_sink_settle(struct bgrun_sink *sink, bgrun_sink_unsettled_fn fn,
+				   void *ctx);
+
 /* What the daemon says of itself (bgrun_sink_daemon_status). */
 struct bgrun_sink_daemon_status {
 	int64_t pid;

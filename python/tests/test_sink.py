@@ -254,6 +254,52 @@ class SinkCase(TmpCase):
         with self.assertRaises(ValueError):
             s.send('after-close')
 
+    def test_send_through_the_daemon_in_this_thread(self):
+        # With a daemon, send() starts no thread: the frame is written,
+        # the ack read by flush(), close() or exit(). The sender leaves
+        # the user and the boot out; the daemon fills them in.
+        import pwd
+        self._start_daemon()
+        tasks = lambda: len(os.listdir('/proc/self/task'))
+        with bgrun.Sink(self.db, socket=self.sock, mode='try') as s:
+            self.assertIsNone(s.connect(wait=False))
+            before = tasks()
+            ids = [s.send('posted', exit_code=i) for i in range(5)]
+            self.assertEqual(tasks(), before)
+            self.assertEqual(s.flush(), [])
+            self.assertEqual(s.via, 'daemon')
+            last = s.send('posted', exit_code=5)
+        ids.append(last)  # close() settles it
+        got = rows(self.db, "event = 'posted'")
+        self.assertEqual(sorted(r['id'] for r in got), sorted(ids))
+        with open('/proc/sys/kernel/random/boot_id') as f:
+            boot = f.read().strip()
+        self.assertEqual({(r['user'], r['boot_id']) for r in got},
+                         {(pwd.getpwuid(os.getuid()).pw_name, boot)})
+        # Not flushed nor closed: exit() reads the acks.
+        code = ('import sys, bgrun; s = bgrun.Sink(sys.argv[1], socket=sys.argv[2]); '
+                's.connect(wait=False); print(s.send("at-exit"))')
+        out = subprocess.run([os.sys.executable, '-c', code, self.db, self.sock],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual((out.returncode, out.stderr), (0, ''))
+        self.assertEqual([r['id'] for r in rows(self.db, "event = 'at-exit'")],
+                         [out.stdout.strip()])
+
+    def test_send_whose_daemon_dies(self):
+        # The daemon is stopped with the frame unread, then killed: the
+        # settle finds the connection gone and puts the event into the
+        # store (mode try), the same id; nothing is lost or said lost.
+        pid = self._start_daemon()
+        s = bgrun.Sink(self.db, socket=self.sock, mode='try')
+        self.assertEqual(s.connect(), 'daemon')
+        os.kill(pid, signal.SIGSTOP)
+        eid = s.send('orphaned')
+        os.kill(pid, signal.SIGKILL)
+        self.assertEqual(s.flush(), [])
+        self.assertEqual(s.via, 'store')
+        self.assertEqual([r['id'] for r in rows(self.db, "event = 'orphaned'")], [eid])
+        s.close()
+
     def test_forked_child_refused_the_parents_sink(self):
         with bgrun.Sink(self.db, mode='embedded') as s:
             s.send('parent')

@@ -77,19 +77,35 @@ void bgrun_event_new_id(char id[BGRUN_EVENT_ID_MAX + 1])
 	id[o] = '\0';
 }
 
-void bgrun_event_init(struct bgrun_event *ev, const char *event,
-		      const char *source)
+void bgrun_event_init_lean(struct bgrun_event *ev, const char *event,
+			   const char *source)
 {
-	int64_t uid = bgrun__user_id();
-
 	bgrun__event_clear(ev);
 	bgrun_event_new_id(ev->id);
 	ev->event = event;
 	ev->source = source;
 	ev->host = bgrun__host_name();
-	ev->uid = uid;
-	ev->user = bgrun__user_name(uid);
-	ev->boot_id = bgrun__boot_id();
+	ev->uid = bgrun__user_id();
+}
+
+void bgrun_event_complete(struct bgrun_event *ev)
+{
+	if (ev->user == NULL && ev->uid != BGRUN_NULL)
+		ev->user = bgrun__user_name(ev->uid);
+	if (ev->boot_id == NULL)
+		ev->boot_id = bgrun__boot_id();
+}
+
+void bgrun_event_init(struct bgrun_event *ev, const char *event,
+		      const char *source)
+{
+	bgrun_event_init_lean(ev, event, source);
+	bgrun_event_complete(ev);
+}
+
+const char *bgrun_boot_id(void)
+{
+	return bgrun__boot_id();
 }
 
 const char *bgrun_user_name(int64_t uid)

@@ -40,9 +40,35 @@ int bgrun__sink_enter(struct bgrun_sink *sink)
 	return 0;
 }
 
+/*
+ * The posts still waiting for an answer will get none (the connection
+ * is gone, or gave up): error, and the sink's message as their why.
+ */
+static void fail_posts(struct bgrun_sink *sink, int error)
+{
+	const char *why = sink->errmsg[0] != '\0'
+				  ? sink->errmsg
+				  : "the connection to the daemon closed "
+				    "before its answer";
+
+	for (size_t i = 0; i < sink->n_posts && sink->posts_waiting > 0; i++) {
+		struct bgrun__sink_post *p = &sink->posts[i];
+
+		if (p->status != BGRUN__SINK_PENDING)
+			continue;
+		p->status = error;
+		free(p->why);
+		p->why = strdup(why);
+		sink->posts_waiting--;
+	}
+}
+
 void bgrun__sink_disconnect(struct bgrun_sink *sink)
 {
+	if (sink->posts_waiting > 0)
+		fail_posts(sink, -ECONNRESET);
 	bgrun__sinkconn_close(&sink->conn);
+	sink->hello_pending = false;
 	sink->out.len = sink->out_sent = 0;
 	sink->in_len = 0;
 }
@@ -53,14 +79,16 @@ typedef int (*frame_fn)(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 
 /*
  * Sends what sink->out holds while reading frames for fn, until fn says
- * done and everything is sent: acks are read while frames are written
- * (bgrun__sinkconn_step), so neither side can wait on the other.
+ * done (or, with until_sent, as soon as) and everything is sent: acks are
+ * read while frames are written (bgrun__sinkconn_step), so neither side
+ * can wait on the other.
  */
-static int pump(struct bgrun_sink *sink, int timeout_ms, frame_fn fn, void *ctx)
+static int pump(struct bgrun_sink *sink, int timeout_ms, frame_fn fn, void *ctx,
+		bool until_sent)
 {
 	int64_t deadline = bgrun__now_ns(CLOCK_MONOTONIC) +
 			   (int64_t)timeout_ms * 1000000;
-	bool done = false;
+	bool done = until_sent;
 	size_t sent, n;
 	int r;
 
@@ -179,6 +207,7 @@ static int on_hello(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 			m->hello.db_path != NULL ? m->hello.db_path
 						 : "another database",
 			sink->db);
+	sink->hello_pending = false;
 	if (ctx != NULL) {
 		struct bgrun_sink_daemon_status *status = ctx;
 
@@ -194,10 +223,11 @@ static int on_hello(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 
 /*
  * Connects to the daemon and checks who it is: 0, or -errno. status
- * (optional) gets what its HELLO says of it.
+ * (optional) gets what its HELLO says of it. ahead: only sends the HELLO,
+ * its answer left for the next use of the connection (hello_pending).
  */
 static int connect_daemon(struct bgrun_sink *sink,
-			  struct bgrun_sink_daemon_status *status)
+			  struct bgrun_sink_daemon_status *status, bool ahead)
 {
 	struct bgrun_wire_hello hello = {
 		.version = BGRUN_WIRE_VERSION, .max_frame = BGRUN_WIRE_MAX_FRAME,
@@ -216,11 +246,12 @@ static int connect_daemon(struct bgrun_sink *sink,
 		return bgrun__sink_fail(sink, r, "%s", err);
 	sink->out.len = sink->out_sent = sink->in_len = 0;
 	r = bgrun_wire_put_hello(&sink->out, 0, &hello);
+	sink->hello_pending = true;
 	if (r >= 0)
 		r = pump(sink, sink->timeout_ms < HELLO_TIMEOUT_MS
 				       ? sink->timeout_ms
 				       : HELLO_TIMEOUT_MS,
-			 on_hello, status);
+			 on_hello, status, ahead);
 	if (r < 0)
 		bgrun__sink_disconnect(sink);
 	return r < 0 ? r : 0;
@@ -252,6 +283,50 @@ static int start_daemon(struct bgrun_sink *sink)
 				"the daemon did not start: %s", line);
 }
 
+/*
+ * An answer to a posted event (bgrun_sink_post) is taken in: true; false
+ * if m answers none that waits.
+ */
+static bool posted_answer(struct bgrun_sink *sink,
+			  const struct bgrun_wire_msg *m)
+{
+	struct bgrun__sink_post *p = NULL;
+	char why[sizeof(sink->errmsg)];
+
+	if (m->seq == 0 || sink->posts_waiting == 0)
+		return false;
+	for (size_t i = 0; i < sink->n_posts; i++) {
+		if (sink->posts[i].seq == m->seq &&
+		    sink->posts[i].status == BGRUN__SINK_PENDING) {
+			p = &sink->posts[i];
+			break;
+		}
+	}
+	if (p == NULL)
+		return false;
+	sink->posts_waiting--;
+	if (m->type == BGRUN_WIRE_ACK) {
+		p->status = BGRUN_SINK_VIA_DAEMON;
+		return true;
+	}
+	if (m->code == BGRUN_WIRE_E_INVALID) {
+		/* The store's message names the event. */
+		p->status = -EINVAL;
+		(void)snprintf(why, sizeof(why), "%s",
+			       m->text != NULL ? m->text : "an invalid event");
+	} else {
+		/* The daemon's store failed it: another path may not. */
+		p->status = -EIO;
+		(void)snprintf(why, sizeof(why), "%s: %s%s%s", sink->socket,
+			       bgrun_wire_code_name(m->code),
+			       m->text != NULL ? ": " : "",
+			       m->text != NULL ? m->text : "");
+	}
+	why[strcspn(why, "\n")] = '\0';
+	p->why = strdup(why);
+	return true;
+}
+
 static int on_answer(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 		     void *ctx)
 {
@@ -264,6 +339,8 @@ static int on_answer(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 					"daemon",
 					sink->socket);
 	if (m->seq == 0 || i >= b->n || b->status[i] != BGRUN__SINK_PENDING) {
+		if (posted_answer(sink, m))
+			return 0;
 		if (m->type == BGRUN_WIRE_ERROR)
 			return refusal(sink, m);
 		return 0; /* an ack for nothing we wait for */
@@ -319,7 +396,7 @@ static int exchange(struct bgrun_sink *sink, struct bgrun__sink_batch *b)
 			b->waiting++;
 		}
 		if (b->waiting > 0)
-			r = pump(sink, sink->timeout_ms, on_answer, b);
+			r = pump(sink, sink->timeout_ms, on_answer, b, false);
 		if (r < 0)
 			return r;
 	}
@@ -338,14 +415,186 @@ int bgrun__sink_connect_daemon(struct bgrun_sink *sink)
 {
 	int r;
 
+	if (bgrun__sinkconn_is_open(&sink->conn) && sink->hello_pending) {
+		sink->out.len = sink->out_sent = 0;
+		r = pump(sink, sink->timeout_ms < HELLO_TIMEOUT_MS
+				       ? sink->timeout_ms
+				       : HELLO_TIMEOUT_MS,
+			 on_hello, NULL, false);
+		if (r < 0)
+			bgrun__sink_disconnect(sink);
+		return r;
+	}
 	if (bgrun__sinkconn_is_open(&sink->conn))
 		return 0;
-	r = connect_daemon(sink, NULL);
+	r = connect_daemon(sink, NULL, false);
 	if ((r == -ENOENT || r == -ECONNREFUSED) &&
 	    sink->mode == BGRUN_SINK_AUTO && !sink->started &&
 	    start_daemon(sink) >= 0)
-		r = connect_daemon(sink, NULL);
+		r = connect_daemon(sink, NULL, false);
 	return r;
+}
+
+int bgrun__sink_preconnect(struct bgrun_sink *sink)
+{
+	if (bgrun__sinkconn_is_open(&sink->conn))
+		return 0;
+	return connect_daemon(sink, NULL, true);
+}
+
+/* The frames read while posting or settling: answers to posts. */
+static int on_posted(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
+		     void *ctx)
+{
+	(void)ctx;
+	if (m->type != BGRUN_WIRE_ACK && m->type != BGRUN_WIRE_ERROR)
+		return bgrun__sink_fail(sink, -EPROTO,
+					"%s: unexpected frame from the "
+					"daemon",
+					sink->socket);
+	if (posted_answer(sink, m))
+		return sink->posts_waiting == 0 ? 1 : 0;
+	if (m->type == BGRUN_WIRE_ERROR)
+		return refusal(sink, m);
+	return 0; /* an ack for nothing we wait for */
+}
+
+static bool all_committed(const struct bgrun_sink *sink)
+{
+	for (size_t i = 0; i < sink->n_posts; i++)
+		if (sink->posts[i].status != BGRUN_SINK_VIA_DAEMON)
+			return false;
+	return true;
+}
+
+int bgrun__sink_post(struct bgrun_sink *sink, const struct bgrun_event *ev)
+{
+	struct bgrun__sink_post *p;
+	uint32_t seq;
+	int r;
+
+	r = bgrun__sink_connect_daemon(sink);
+	if (r < 0)
+		return r;
+	/*
+	 * All answered and committed (the answers come in with each post):
+	 * nothing to give back, so a long-lived poster holds no more than
+	 * what is still in flight.
+	 */
+	if (sink->posts_waiting == 0 && all_committed(sink)) {
+		sink->n_posts = 0;
+		sink->posted.len = 0;
+	}
+	if (sink->n_posts == sink->cap_posts) {
+		size_t cap = sink->cap_posts ? 2 * sink->cap_posts : 8;
+		struct bgrun__sink_post *grown =
+			realloc(sink->posts, cap * sizeof(*grown));
+
+		if (grown == NULL)
+			return bgrun__sink_fail(sink, -ENOMEM, "out of memory");
+		sink->posts = grown;
+		sink->cap_posts = cap;
+	}
+	if (sink->next_seq >= UINT32_MAX - 1)
+		sink->next_seq = 1;
+	seq = sink->next_seq;
+	sink->out.len = sink->out_sent = 0;
+	r = bgrun_wire_put_event(&sink->out, seq, ev);
+	if (r == -EINVAL || r == -EMSGSIZE)
+		return bgrun__sink_fail(sink, -EINVAL,
+					"event %s: cannot be encoded: %s",
+					ev->id, strerror(-r));
+	if (r < 0)
+		return bgrun__sink_fail(sink, r, "%s", strerror(-r));
+	/* Kept for bgrun_sink_settle, which may have to give it back. */
+	if (sink->posted.cap - sink->posted.len < sink->out.len) {
+		size_t cap = sink->posted.cap ? sink->posted.cap : 4096;
+		uint8_t *grown;
+
+		while (cap - sink->posted.len < sink->out.len)
+			cap *= 2;
+		grown = realloc(sink->posted.data, cap);
+		if (grown == NULL)
+			return bgrun__sink_fail(sink, -ENOMEM, "out of memory");
+		sink->posted.data = grown;
+		sink->posted.cap = cap;
+	}
+	memcpy(sink->posted.data + sink->posted.len, sink->out.data,
+	       sink->out.len);
+	p = &sink->posts[sink->n_posts];
+	*p = (struct bgrun__sink_post){ .seq = seq,
+					.status = BGRUN__SINK_PENDING,
+					.off = sink->posted.len,
+					.len = sink->out.len };
+	/* Waiting before it is sent: its answer may come in the same step. */
+	sink->next_seq++;
+	sink->posted.len += p->len;
+	sink->n_posts++;
+	sink->posts_waiting++;
+	r = pump(sink, sink->timeout_ms, on_posted, NULL, true);
+	if (r < 0) {
+		/*
+		 * Not posted: the caller records it (same id). The others
+		 * get no answer on a connection that is gone.
+		 */
+		bgrun__sink_disconnect(sink);
+		sink->n_posts--;
+		sink->posted.len -= p->len;
+		free(p->why);
+		return r;
+	}
+	return 0;
+}
+
+int bgrun__sink_settle(struct bgrun_sink *sink, bgrun_sink_unsettled_fn fn,
+		       void *ctx)
+{
+	struct bgrun_wire_buf frames;
+	struct bgrun__sink_post *posts;
+	size_t n_posts;
+	int n = 0, r;
+
+	if (sink->posts_waiting > 0) {
+		sink->out.len = sink->out_sent = 0;
+		r = pump(sink, sink->timeout_ms, on_posted, NULL, false);
+		if (r < 0) {
+			fail_posts(sink, r);
+			bgrun__sink_disconnect(sink);
+		}
+	}
+	/* Taken out first: fn may put (or post) on this very sink. */
+	frames = sink->posted;
+	posts = sink->posts;
+	n_posts = sink->n_posts;
+	sink->posted = (struct bgrun_wire_buf){ 0 };
+	sink->posts = NULL;
+	sink->n_posts = sink->cap_posts = sink->posts_waiting = 0;
+	for (size_t i = 0; i < n_posts; i++) {
+		struct bgrun__sink_post *p = &posts[i];
+		struct bgrun_wire_msg m;
+
+		if (p->status == BGRUN_SINK_VIA_DAEMON) {
+			free(p->why);
+			continue;
+		}
+		n++;
+		if (fn == NULL) {
+			/* the caller wants no event back */
+		} else if (bgrun_wire_decode(frames.data + p->off, p->len, &m,
+					     NULL) < 0) {
+			fn(ctx, NULL, -ENOMEM,
+			   "out of memory: a posted event could not be read "
+			   "back");
+		} else {
+			fn(ctx, &m.ev, p->status,
+			   p->why != NULL ? p->why : strerror(-p->status));
+			bgrun_wire_msg_release(&m);
+		}
+		free(p->why);
+	}
+	free(posts);
+	bgrun_wire_buf_free(&frames);
+	return n;
 }
 
 int bgrun__sink_daemon_hello(struct bgrun_sink *sink,
@@ -355,7 +604,7 @@ int bgrun__sink_daemon_hello(struct bgrun_sink *sink,
 
 	/* A HELLO is the daemon's state when it is sent: a new connection. */
 	bgrun__sink_disconnect(sink);
-	r = connect_daemon(sink, status);
+	r = connect_daemon(sink, status, false);
 	bgrun__sink_disconnect(sink);
 	return r;
 }
@@ -367,11 +616,10 @@ int bgrun__sink_via_daemon(struct bgrun_sink *sink, struct bgrun__sink_batch *b)
 	/* One more try on a new connection if the old one broke. */
 	for (int attempt = 0; attempt < 2 && bgrun__sink_pending(b);
 	     attempt++) {
-		if (!bgrun__sinkconn_is_open(&sink->conn)) {
-			r = bgrun__sink_connect_daemon(sink);
-			if (r < 0)
-				return r;
-		}
+		/* Connects, or reads the answer to a HELLO sent ahead. */
+		r = bgrun__sink_connect_daemon(sink);
+		if (r < 0)
+			return r;
 		r = exchange(sink, b);
 		/* Events the daemon's store failed go on to the other paths. */
 		for (size_t i = 0; i < b->n; i++)
@@ -464,6 +712,12 @@ nomem:
 void bgrun__sink_release(struct bgrun_sink *sink)
 {
 	bgrun__sink_disconnect(sink);
+	for (size_t i = 0; i < sink->n_posts; i++)
+		free(sink->posts[i].why);
+	free(sink->posts);
+	sink->posts = NULL;
+	sink->n_posts = sink->cap_posts = sink->posts_waiting = 0;
+	bgrun_wire_buf_free(&sink->posted);
 	bgrun_wire_buf_free(&sink->out);
 	free(sink->in);
 	free(sink->db);

@@ -92,6 +92,37 @@ int bgrun_sink_connect_daemon(struct bgrun_sink *sink)
 	return r < 0 ? r : BGRUN_SINK_VIA_DAEMON;
 }
 
+int bgrun_sink_preconnect(struct bgrun_sink *sink)
+{
+	int r = enter_daemon(sink);
+
+	if (r < 0)
+		return r;
+	r = bgrun__sink_preconnect(sink);
+	return r < 0 ? r : BGRUN_SINK_VIA_DAEMON;
+}
+
+int bgrun_sink_post(struct bgrun_sink *sink, const struct bgrun_event *ev)
+{
+	int r;
+
+	if (ev == NULL)
+		return -EINVAL;
+	r = enter_daemon(sink);
+	if (r < 0)
+		return r;
+	return bgrun__sink_post(sink, ev);
+}
+
+int bgrun_sink_settle(struct bgrun_sink *sink, bgrun_sink_unsettled_fn fn,
+		      void *ctx)
+{
+	if (sink == NULL)
+		return -EINVAL;
+	sink->errmsg[0] = '\0';
+	return bgrun__sink_settle(sink, fn, ctx);
+}
+
 int bgrun_sink_daemon_status(struct bgrun_sink *sink,
 			     struct bgrun_sink_daemon_status *ret_status)
 {

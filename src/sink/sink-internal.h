@@ -33,11 +33,32 @@ struct bgrun_sink {
 	 * (bgrun_sink_put_daemon) must never reference the store.
 	 */
 	void (*close_store)(struct bgrun_store *store);
+	/*
+	 * A HELLO sent ahead (bgrun_sink_preconnect) whose answer is not read
+	 * yet: the next use of the connection reads and checks it first.
+	 */
+	bool hello_pending;
+	/*
+	 * Events posted (bgrun_sink_post) and not settled yet: their frames
+	 * back to back in posted, each one's place and fate in posts.
+	 */
+	struct bgrun__sink_post *posts;
+	size_t n_posts, cap_posts;
+	size_t posts_waiting; /* posts still BGRUN__SINK_PENDING */
+	struct bgrun_wire_buf posted;
 	struct bgrun_wire_buf out;
 	size_t out_sent;
 	uint8_t *in;
 	size_t in_len, in_cap;
 	char errmsg[512];
+};
+
+/* An event posted to the daemon (bgrun_sink_post), until settled. */
+struct bgrun__sink_post {
+	uint32_t seq;
+	int status;    /* BGRUN__SINK_PENDING, BGRUN_SINK_VIA_DAEMON or -errno */
+	size_t off, len; /* its frame in sink->posted */
+	char *why;     /* malloc'd: the daemon's word on a failure, or NULL */
 };
 
 /* Events on their way: the caller's, and what became of each. */
@@ -95,6 +116,14 @@ int bgrun__sink_via_daemon(struct bgrun_sink *sink,
  * connected already: 0, or the -errno of the connection (errmsg set).
  */
 int bgrun__sink_connect_daemon(struct bgrun_sink *sink);
+/*
+ * bgrun_sink_preconnect, bgrun_sink_post and bgrun_sink_settle (sink.h)
+ * once the sink is checked: the same returns.
+ */
+int bgrun__sink_preconnect(struct bgrun_sink *sink);
+int bgrun__sink_post(struct bgrun_sink *sink, const struct bgrun_event *ev);
+int bgrun__sink_settle(struct bgrun_sink *sink, bgrun_sink_unsettled_fn fn,
+		       void *ctx);
 
 /*
  * spool.c (POSIX; src/win/sink.c on Windows): bgrun__spool_write,

@@ -19,7 +19,8 @@
  * while the process lives (a new boot is a new process), so pointers to
  * them can be handed out for good.
  */
-static pthread_once_t facts_once = PTHREAD_ONCE_INIT;
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+static pthread_once_t boot_id_once = PTHREAD_ONCE_INIT;
 static char fact_host[sizeof(((struct utsname *)0)->nodename)];
 static char fact_boot_id[64];
 static bool fact_proc_ok; /* /proc can tell whether a process exists */
@@ -53,32 +54,55 @@ static ssize_t read_small_file(const char *path, char *buf, size_t size)
 	return (ssize_t)used;
 }
 
-static void learn_facts(void)
+static void learn_host(void)
 {
 	struct utsname u;
-	char stat[64];
-	ssize_t n;
 
 	if (uname(&u) == 0)
 		(void)snprintf(fact_host, sizeof(fact_host), "%s", u.nodename);
+}
+
+static void learn_boot_id(void)
+{
+	ssize_t n;
+
 	n = read_small_file("/proc/sys/kernel/random/boot_id", fact_boot_id,
 			    sizeof(fact_boot_id));
 	if (n < 0)
 		fact_boot_id[0] = '\0';
 	fact_boot_id[strcspn(fact_boot_id, "\n")] = '\0';
+}
+
+/*
+ * Whether /proc tells of processes. Each fact is learnt on its own, when
+ * first asked for: a read of a /proc file costs 10 to 30 µs here, and an
+ * event handed to the daemon needs only the host (bgrun_event_init_lean).
+ */
+static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
+
+static void learn_proc(void)
+{
+	char stat[64];
+
 	fact_proc_ok = read_small_file("/proc/self/stat", stat,
 				       sizeof(stat)) > 0;
 }
 
+static bool proc_ok(void)
+{
+	(void)pthread_once(&proc_once, learn_proc);
+	return fact_proc_ok;
+}
+
 const char *bgrun__boot_id(void)
 {
-	(void)pthread_once(&facts_once, learn_facts);
+	(void)pthread_once(&boot_id_once, learn_boot_id);
 	return fact_boot_id[0] != '\0' ? fact_boot_id : NULL;
 }
 
 const char *bgrun__host_name(void)
 {
-	(void)pthread_once(&facts_once, learn_facts);
+	(void)pthread_once(&host_once, learn_host);
 	return fact_host[0] != '\0' ? fact_host : NULL;
 }
 
@@ -193,7 +217,7 @@ int64_t bgrun__proc_start_realtime(int64_t pid)
 	char state;
 
 	if (pid <= 0 || pid > INT_MAX || bgrun__boot_id() == NULL ||
-	    !fact_proc_ok || read_proc_stat((pid_t)pid, &state, &start) < 0 ||
+	    !proc_ok() || read_proc_stat((pid_t)pid, &state, &start) < 0 ||
 	    state == 'Z' || state == 'X' || state == 'x')
 		return BGRUN_NULL;
 	if (hz <= 0)
@@ -219,7 +243,7 @@ bool bgrun__supervisor_gone(const char *boot_id, int64_t supervisor_pid,
 	if (boot_id != NULL && current != NULL && strcmp(boot_id, current) != 0)
 		return true;
 	if (supervisor_pid == BGRUN_NULL || supervisor_pid <= 0 ||
-	    supervisor_pid > INT_MAX || !fact_proc_ok)
+	    supervisor_pid > INT_MAX || !proc_ok())
 		return false;
 	r = read_proc_stat((pid_t)supervisor_pid, &state, &start);
 	if (r == -ESRCH)
