@@ -104,12 +104,16 @@ class Sink:
     def connect(self, *, wait: bool = True) -> Optional[str]:
         """Opens the daemon connection or the store now: 'daemon' or 'store'.
 
-        wait=False: in a library thread (no GIL), returning None at once."""
+        wait=False: returns None at once: a daemon is connected to here,
+        its answer read by the next put or send; else in a library thread
+        (no GIL)."""
     def put(self, event: str, **fields: Any) -> str:
         """Records one event (GIL released until committed); returns its id."""
     def send(self, event: str, **fields: Any) -> str:
-        """As put(), in a library thread: returns the id at once; waited for
-        by flush(), close() and exit() (not os._exit())."""
+        """As put(), but returns the id at once. Through a daemon: the frame
+        written in this thread, the answer read by the next send, flush(),
+        close() or exit() (not os._exit()); else in a library thread,
+        waited for by those."""
     def flush(self, *, wait: bool = True) -> list[SinkError]:
         """Waits for this sink's sends; the SinkError of each not stored.
 

@@ -993,7 +993,8 @@ static int connect_locked(struct sinkcore *c, const char **no_store)
 }
 
 /*
- * connect(wait=False): a thread of our own, not a Python one, so that
+ * connect(wait=False) when no daemon was greeted ahead (sink_connect):
+ * a thread of our own, not a Python one, so that
  * nothing of it needs the GIL (a Python thread would take it to start,
  * and make the caller wait for it to say so). Nothing is reported: a put
  * after a failure tries every path again, and says.
@@ -1120,14 +1121,18 @@ static PyObject *sink_get_via(SinkObject *self, void *closure)
 static PyMethodDef sink_methods[] = {
 	{ "send", (PyCFunction)(void (*)(void))sink_send, METH_VARARGS | METH_KEYWORDS,
 	  "send(event, **fields) -> str\n\n"
-	  "Records one event as put() does, but in a thread of the library's:\n"
-	  "returns its id at once, without waiting for the commit (the daemon's\n"
-	  "ack). An event the daemon does not take goes on to the store or the\n"
-	  "spool there, as with put(). flush() waits for this sink's sends and\n"
-	  "returns the SinkError of each that was not stored; at exit() the\n"
-	  "sends still under way are waited for, and one not stored nor\n"
-	  "spooled is reported on stderr. A process that ends with os._exit()\n"
-	  "(a forked child, a chg worker) must flush() first, or use put()." },
+	  "Records one event as put() does, but returns its id at once,\n"
+	  "without waiting for the commit. With a daemon that answers, in this\n"
+	  "thread and with no thread of the library's: the event's frame is\n"
+	  "written (bgrun_sink_post) and the daemon's answer read later (by the\n"
+	  "next send, flush(), close() or exit()); the daemon names the user\n"
+	  "and the boot. Otherwise in a thread of the library's, as put(). An\n"
+	  "event the daemon does not commit goes on to the store or the spool,\n"
+	  "as with put(). flush() waits for this sink's sends and returns the\n"
+	  "SinkError of each that was not stored; at exit() the sends still\n"
+	  "under way are waited for, and one not stored nor spooled is\n"
+	  "reported on stderr. A process that ends with os._exit() (a forked\n"
+	  "child, a chg worker) must flush() first, or use put()." },
 	{ "flush", (PyCFunction)(void (*)(void))sink_flush, METH_VARARGS | METH_KEYWORDS,
 	  "flush(*, wait=True) -> list[SinkError]\n\n"
 	  "Waits (GIL released) until every send() of this sink is done, and\n"
@@ -1156,8 +1161,10 @@ static PyMethodDef sink_methods[] = {
 	  "its library (bgrun_sink_connect). Nothing is written. Returns\n"
 	  "'daemon' or 'store', the path the next put tries first; SinkError\n"
 	  "if none opens. The GIL is released meanwhile.\n\n"
-	  "wait=False: does it in a thread of the library's (no Python thread,\n"
-	  "no GIL) and returns None at once; a put meanwhile waits for it.\n"
+	  "wait=False: returns None at once. A daemon that answers is connected\n"
+	  "to here, without waiting for its answer (bgrun_sink_preconnect: a\n"
+	  "connect and a write, no thread); else it is done in a thread of the\n"
+	  "library's (no Python thread, no GIL); a put meanwhile waits for it.\n"
 	  "For an event that comes at the end (Mercurial's commandfinish):\n"
 	  "the put then only sends, or inserts. A failure there is not\n"
 	  "reported: the put tries every path again, and says." },

@@ -15,10 +15,13 @@ Two things, each on by configuration:
   list, or ``*`` for all) straight into bgrun's sink, in this process:
   through the sink daemon when it answers, else into the store, else
   into the spool. No process is started per event, and hg does not
-  wait for the event's commit: it is handed to a thread of the module
-  (``Sink.send``), which the process waits for when it exits, after
-  Python's own finalisation; an event no path stored is then reported
-  on stderr. (A forked child, a chg worker, ends with ``os._exit()``:
+  wait for the event's commit (``Sink.send``): with a daemon, no thread
+  either, the connection being made while the command runs and the
+  event's frame written by ``ui.log``; the daemon's answer is read when
+  the process exits, after Python's own finalisation. Without one, the
+  event is put in a thread of the module, waited for then. An event no
+  path stored is then reported on stderr. (A forked child, a chg worker,
+  ends with ``os._exit()``:
   it puts and waits.) Each event gets what
   logtoprocess would have passed to its hook (the message, every keyword
   as an option) and, for commandfinish, the return code, duration and
@@ -161,8 +164,10 @@ def _record(ui, event, msg, opts):
             fields['display'] = b'hg ' + canonical
     sink = _sink(ui)
     if os.getpid() == _state.mainpid:
-        # A long-lived process (hg serve) hears of its earlier sends here.
-        _flush(ui, wait=False)
+        # A long-lived process (hg serve) hears of its earlier sends here
+        # (an hg command's only event has none before it).
+        if _state.recorded:
+            _flush(ui, wait=False)
         sink.send(pycompat.sysstr(event), **fields)
     else:
         sink.put(pycompat.sysstr(event), **fields)
@@ -244,13 +249,14 @@ def uisetup(ui):
 
 
 def _preconnect(ui):
-    """Opens the sink in a thread while the command runs, once a process.
+    """Opens the sink while the command runs, once a process.
 
     commandfinish comes at the very end: opening the daemon connection
-    or the store then would add its cost to the command's. Opened now,
-    the put only sends (or inserts) and waits for the commit. The thread
-    is the module's (connect(wait=False)), not a Python one: it never
-    takes the GIL, and starting it does not wait for it.
+    or the store then would add its cost to the command's. connect(
+    wait=False) connects to a daemon here (a connect and a write, its
+    answer read by the send), else opens the store in a thread of the
+    module's, not a Python one: it never takes the GIL, and starting it
+    does not wait for it.
     """
     if _state.connecting == os.getpid():
         return
