@@ -259,6 +259,17 @@ void case_client_post(void)
 	ASSERT(strstr(u.why[0], evs[1].id) != NULL);
 	ASSERT(t_db_has(db, evs[0].id) && t_db_has(db, evs[2].id));
 	ASSERT(t_db_has(db, ev.id) && !t_db_has(db, evs[1].id));
+	/*
+	 * The daemon restarts under the kept connection (as when it closed
+	 * an idle one): the post is made again on a new one.
+	 */
+	ASSERT_EQ(t_daemon_stop(&d, SIGTERM), 0);
+	t_daemon_start(&d, db, sock, NULL);
+	lean_event(&ev, 0);
+	ASSERT_OK(bgrun_sink_post(sink, &ev));
+	ASSERT_EQ(bgrun_sink_settle(sink, on_unsettled, &u), 0);
+	ASSERT_EQ(u.n, 1); /* the refused one above, no other */
+	ASSERT(t_db_has(db, ev.id));
 	bgrun_sink_close(sink);
 
 	/*

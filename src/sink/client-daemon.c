@@ -467,7 +467,7 @@ static bool all_committed(const struct bgrun_sink *sink)
 	return true;
 }
 
-int bgrun__sink_post(struct bgrun_sink *sink, const struct bgrun_event *ev)
+static int post_once(struct bgrun_sink *sink, const struct bgrun_event *ev)
 {
 	struct bgrun__sink_post *p;
 	uint32_t seq;
@@ -544,6 +544,22 @@ int bgrun__sink_post(struct bgrun_sink *sink, const struct bgrun_event *ev)
 		return r;
 	}
 	return 0;
+}
+
+int bgrun__sink_post(struct bgrun_sink *sink, const struct bgrun_event *ev)
+{
+	bool kept = bgrun__sinkconn_is_open(&sink->conn);
+	int r = post_once(sink, ev);
+
+	/*
+	 * A kept connection the daemon closed meanwhile (it closes idle
+	 * ones after a minute; it may have restarted): once more on a new
+	 * one, as bgrun__sink_via_daemon does. The frame was not taken
+	 * (the same id, in any case).
+	 */
+	if (kept && (r == -ECONNRESET || r == -EPIPE))
+		r = post_once(sink, ev);
+	return r;
 }
 
 int bgrun__sink_settle(struct bgrun_sink *sink, bgrun_sink_unsettled_fn fn,
