@@ -53,6 +53,9 @@ typedef struct {
 	struct sinkcore *core;
 } SinkObject;
 
+/* Posts of a sink after which the next one settles them first. */
+#define SETTLE_EVERY 64
+
 /* A send that was not stored, until flush() takes it or the process exits. */
 #define FAILED_MAX 256
 struct send_failure {
@@ -793,6 +796,20 @@ static void on_unsettled(void *ctx, const struct bgrun_event *ev, int error,
 	c->fell_back = true;
 }
 
+/* core_settle's work, c's lock held (c stays listed). */
+static void core_settle_locked(struct sinkcore *c)
+{
+	int n;
+
+	if (c->sink == NULL || c->posted == 0)
+		return;
+	c->fell_back = false;
+	n = bgrun_sink_settle(c->sink, on_unsettled, c);
+	if (n >= 0 && (uint64_t)n < c->posted && !c->fell_back)
+		__atomic_store_n(&c->via, BGRUN_SINK_VIA_DAEMON, __ATOMIC_RELAXED);
+	c->posted = 0;
+}
+
 /*
  * Waits (no GIL) for the daemon's answers to c's posts; those it did not
  * commit go to the other paths, or are kept as failures.
@@ -801,7 +818,6 @@ static void core_settle(struct sinkcore *c)
 {
 	struct sinkcore **pp;
 	bool listed;
-	int n;
 
 	pthread_mutex_lock(&bg.lock);
 	listed = c->listed;
@@ -816,13 +832,7 @@ static void core_settle(struct sinkcore *c)
 	if (!listed)
 		return;
 	(void)PyThread_acquire_lock(c->lock, WAIT_LOCK);
-	if (c->sink != NULL && c->posted > 0) {
-		c->fell_back = false;
-		n = bgrun_sink_settle(c->sink, on_unsettled, c);
-		if (n >= 0 && (uint64_t)n < c->posted && !c->fell_back)
-			__atomic_store_n(&c->via, BGRUN_SINK_VIA_DAEMON, __ATOMIC_RELAXED);
-		c->posted = 0;
-	}
+	core_settle_locked(c);
 	PyThread_release_lock(c->lock);
 	core_unref(c, false, false);
 }
@@ -852,6 +862,13 @@ static int post_event(struct sinkcore *c, const struct bgrun_event *ev)
 	int r;
 
 	(void)PyThread_acquire_lock(c->lock, WAIT_LOCK);
+	/*
+	 * A long-lived poster (hg serve) settles as it goes: what the daemon
+	 * did not commit goes the other ways now, not at exit, and no more
+	 * than this many frames are kept.
+	 */
+	if (c->posted >= SETTLE_EVERY)
+		core_settle_locked(c);
 	r = c->sink == NULL ? -EBADF : bgrun_sink_post(c->sink, ev);
 	if (r == 0)
 		c->posted++;
@@ -1085,6 +1102,7 @@ static PyObject *sink_close(SinkObject *self, PyObject *unused)
 	if (c->pid == getpid()) {
 		core_settle(c);
 		(void)PyThread_acquire_lock(c->lock, WAIT_LOCK);
+		core_settle_locked(c); /* a send of another thread meanwhile */
 	}
 	Py_END_ALLOW_THREADS
 	s = c->sink;

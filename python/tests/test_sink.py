@@ -285,6 +285,23 @@ class SinkCase(TmpCase):
         self.assertEqual([r['id'] for r in rows(self.db, "event = 'at-exit'")],
                          [out.stdout.strip()])
 
+    def test_many_sends_through_the_daemon(self):
+        # More sends than the module keeps unsettled (it settles as it
+        # goes), one refused by the daemon's store among them: flush()
+        # returns that one (not spooled: no store would take it), and
+        # every other is committed.
+        self._start_daemon()
+        with bgrun.Sink(self.db, socket=self.sock, mode='daemon') as s:
+            s.connect(wait=False)
+            ids = [s.send('many', exit_code=i) for i in range(100)]
+            bad = s.send('many', options='[not an object')
+            ids += [s.send('many', exit_code=i) for i in range(100, 200)]
+            fails = s.flush()
+            self.assertEqual([(f.event_id, f.spooled) for f in fails], [(bad, False)])
+            self.assertEqual(s.flush(), [])
+        got = rows(self.db, "event = 'many'")
+        self.assertEqual(sorted(r['id'] for r in got), sorted(ids))
+
     def test_send_whose_daemon_dies(self):
         # The daemon is stopped with the frame unread, then killed: the
         # settle finds the connection gone and puts the event into the
