@@ -19,8 +19,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static struct bgrun_sink *sink_open(enum bgrun_sink_mode mode, const char *db,
-				    const char *sock)
+static struct bgrun_sink *sink_open_timeout(enum bgrun_sink_mode mode,
+					    const char *db, const char *sock,
+					    int timeout_ms)
 {
 	struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
 	struct bgrun_sink *sink;
@@ -28,10 +29,16 @@ static struct bgrun_sink *sink_open(enum bgrun_sink_mode mode, const char *db,
 	o.mode = mode;
 	o.db = db;
 	o.socket = sock;
-	o.timeout_ms = 20000;
+	o.timeout_ms = timeout_ms;
 	ASSERT_OK(bgrun_sink_new(&sink));
 	ASSERT_OK(bgrun_sink_open(sink, &o));
 	return sink;
+}
+
+static struct bgrun_sink *sink_open(enum bgrun_sink_mode mode, const char *db,
+				    const char *sock)
+{
+	return sink_open_timeout(mode, db, sock, 20000);
 }
 
 static int put(struct bgrun_sink *sink, struct bgrun_event *ev, int64_t i)
@@ -290,16 +297,7 @@ void case_client_post(void)
 	 * settle gives the event back (-ETIMEDOUT), and putting it from
 	 * within the settle works: here into the spool (mode daemon).
 	 */
-	{
-		struct bgrun_sink_opts o = BGRUN_SINK_OPTS_INIT;
-
-		o.mode = BGRUN_SINK_DAEMON;
-		o.db = db;
-		o.socket = sock;
-		o.timeout_ms = 300;
-		ASSERT_OK(bgrun_sink_new(&sink));
-		ASSERT_OK(bgrun_sink_open(sink, &o));
-	}
+	sink = sink_open_timeout(BGRUN_SINK_DAEMON, db, sock, 300);
 	ASSERT_EQ(bgrun_sink_preconnect(sink), BGRUN_SINK_VIA_DAEMON);
 	lean_event(&ev, 0);
 	ASSERT_OK(bgrun_sink_post(sink, &ev));  /* the answer to the HELLO came */

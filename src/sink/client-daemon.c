@@ -222,6 +222,23 @@ static int on_hello(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 }
 
 /*
+ * Sends what sink->out holds of the HELLO and reads the answer (ahead:
+ * only sends): 0, or -errno with the connection dropped.
+ */
+static int hello_exchange(struct bgrun_sink *sink,
+			  struct bgrun_sink_daemon_status *status, bool ahead)
+{
+	int r = pump(sink, sink->timeout_ms < HELLO_TIMEOUT_MS
+				   ? sink->timeout_ms
+				   : HELLO_TIMEOUT_MS,
+		     on_hello, status, ahead);
+
+	if (r < 0)
+		bgrun__sink_disconnect(sink);
+	return r < 0 ? r : 0;
+}
+
+/*
  * Connects to the daemon and checks who it is: 0, or -errno. status
  * (optional) gets what its HELLO says of it. ahead: only sends the HELLO,
  * its answer left for the next use of the connection (hello_pending).
@@ -246,15 +263,12 @@ static int connect_daemon(struct bgrun_sink *sink,
 		return bgrun__sink_fail(sink, r, "%s", err);
 	sink->out.len = sink->out_sent = sink->in_len = 0;
 	r = bgrun_wire_put_hello(&sink->out, 0, &hello);
-	sink->hello_pending = true;
-	if (r >= 0)
-		r = pump(sink, sink->timeout_ms < HELLO_TIMEOUT_MS
-				       ? sink->timeout_ms
-				       : HELLO_TIMEOUT_MS,
-			 on_hello, status, ahead);
-	if (r < 0)
+	if (r < 0) {
 		bgrun__sink_disconnect(sink);
-	return r < 0 ? r : 0;
+		return r;
+	}
+	sink->hello_pending = true;
+	return hello_exchange(sink, status, ahead);
 }
 
 /* Starts a daemon (AUTO) and waits until it says it is ready, or why not. */
@@ -417,13 +431,7 @@ int bgrun__sink_connect_daemon(struct bgrun_sink *sink)
 
 	if (bgrun__sinkconn_is_open(&sink->conn) && sink->hello_pending) {
 		sink->out.len = sink->out_sent = 0;
-		r = pump(sink, sink->timeout_ms < HELLO_TIMEOUT_MS
-				       ? sink->timeout_ms
-				       : HELLO_TIMEOUT_MS,
-			 on_hello, NULL, false);
-		if (r < 0)
-			bgrun__sink_disconnect(sink);
-		return r;
+		return hello_exchange(sink, NULL, false);
 	}
 	if (bgrun__sinkconn_is_open(&sink->conn))
 		return 0;

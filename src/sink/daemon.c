@@ -82,36 +82,32 @@ int bgrun_sink_put_daemon(struct bgrun_sink *sink, const struct bgrun_event *ev)
 	return r < 0 ? r : status;
 }
 
-int bgrun_sink_connect_daemon(struct bgrun_sink *sink)
+/* The daemon's connection, made by how once the sink is checked. */
+static int connect_with(struct bgrun_sink *sink,
+			int (*how)(struct bgrun_sink *sink))
 {
 	int r = enter_daemon(sink);
 
-	if (r < 0)
-		return r;
-	r = bgrun__sink_connect_daemon(sink);
+	if (r >= 0)
+		r = how(sink);
 	return r < 0 ? r : BGRUN_SINK_VIA_DAEMON;
+}
+
+int bgrun_sink_connect_daemon(struct bgrun_sink *sink)
+{
+	return connect_with(sink, bgrun__sink_connect_daemon);
 }
 
 int bgrun_sink_preconnect(struct bgrun_sink *sink)
 {
-	int r = enter_daemon(sink);
-
-	if (r < 0)
-		return r;
-	r = bgrun__sink_preconnect(sink);
-	return r < 0 ? r : BGRUN_SINK_VIA_DAEMON;
+	return connect_with(sink, bgrun__sink_preconnect);
 }
 
 int bgrun_sink_post(struct bgrun_sink *sink, const struct bgrun_event *ev)
 {
-	int r;
+	int r = ev == NULL ? -EINVAL : enter_daemon(sink);
 
-	if (ev == NULL)
-		return -EINVAL;
-	r = enter_daemon(sink);
-	if (r < 0)
-		return r;
-	return bgrun__sink_post(sink, ev);
+	return r < 0 ? r : bgrun__sink_post(sink, ev);
 }
 
 int bgrun_sink_settle(struct bgrun_sink *sink, bgrun_sink_unsettled_fn fn,
