@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -272,14 +274,16 @@ void lsink_serve_unlisten(struct lsink_serve *s)
 }
 
 /*
- * SIGTERM, then the wait: the daemon's lock on SOCKET.lock goes when it
- * exits.
+ * SIGTERM, then the wait: the daemon lets its lock on SOCKET.lock go as
+ * it finishes, then exits; the process itself is waited for too (a pidfd
+ * of it, taken before the signal: the pid cannot be another's by then),
+ * so that a caller told it stopped finds it gone.
  */
 int lsink_serve_stop_pid(const char *path, int64_t pid, int wait_ms,
 			 char *err, size_t size)
 {
 	char *lock = NULL;
-	int fd, r = -1;
+	int fd, pidfd = -1, r = -1, waited = 0;
 
 	if (asprintf(&lock, "%s.lock", path) < 0) {
 		(void)snprintf(err, size, "out of memory");
@@ -287,27 +291,42 @@ int lsink_serve_stop_pid(const char *path, int64_t pid, int wait_ms,
 	}
 	fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	free(lock);
+#ifdef SYS_pidfd_open
+	pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+#endif
 	if (kill((pid_t)pid, SIGTERM) < 0) {
 		(void)snprintf(err, size, "cannot stop the daemon (pid %lld): %s",
 			       (long long)pid, strerror(errno));
 		goto out;
 	}
 	/* Wait, with a deadline: a daemon draining a full queue takes a while. */
-	for (int waited = 0; fd >= 0; waited += 10) {
+	for (; fd >= 0; waited += 10) {
 		if (flock(fd, LOCK_SH | LOCK_NB) == 0)
 			break;
-		if (waited >= wait_ms) {
-			(void)snprintf(err, size,
-				       "the daemon (pid %lld) did not exit within %d s",
-				       (long long)pid, wait_ms / 1000);
-			goto out;
-		}
+		if (waited >= wait_ms)
+			goto late;
 		(void)nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
 	}
+	if (pidfd >= 0) {
+		struct pollfd p = { .fd = pidfd, .events = POLLIN };
+		int n;
+
+		do
+			n = poll(&p, 1, wait_ms > waited ? wait_ms - waited : 0);
+		while (n < 0 && errno == EINTR);
+		if (n == 0)
+			goto late;
+	}
 	r = 0;
+	goto out;
+late:
+	(void)snprintf(err, size, "the daemon (pid %lld) did not exit within %d s",
+		       (long long)pid, wait_ms / 1000);
 out:
 	if (fd >= 0)
 		(void)close(fd);
+	if (pidfd >= 0)
+		(void)close(pidfd);
 	return r;
 }
 
