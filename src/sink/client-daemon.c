@@ -78,13 +78,14 @@ typedef int (*frame_fn)(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 			void *ctx);
 
 /*
- * Sends what sink->out holds while reading frames for fn, until fn says
- * done (or, with until_sent, as soon as) and everything is sent: acks are
- * read while frames are written (bgrun__sinkconn_step), so neither side
- * can wait on the other.
+ * Sends what out holds from sink->out_sent on while reading frames for
+ * fn, until fn says done (or, with until_sent, as soon as) and everything
+ * is sent: acks are read while frames are written (bgrun__sinkconn_step),
+ * so neither side can wait on the other. out is sink->out, or the posted
+ * frames (bgrun__sink_post).
  */
-static int pump(struct bgrun_sink *sink, int timeout_ms, frame_fn fn, void *ctx,
-		bool until_sent)
+static int pump(struct bgrun_sink *sink, const struct bgrun_wire_buf *out,
+		int timeout_ms, frame_fn fn, void *ctx, bool until_sent)
 {
 	int64_t deadline = bgrun__now_ns(CLOCK_MONOTONIC) +
 			   (int64_t)timeout_ms * 1000000;
@@ -95,7 +96,7 @@ static int pump(struct bgrun_sink *sink, int timeout_ms, frame_fn fn, void *ctx,
 	for (;;) {
 		int64_t left;
 
-		if (sink->out_sent >= sink->out.len && done)
+		if (sink->out_sent >= out->len && done)
 			break;
 		left = (deadline - bgrun__now_ns(CLOCK_MONOTONIC)) / 1000000;
 		if (left <= 0)
@@ -121,8 +122,8 @@ static int pump(struct bgrun_sink *sink, int timeout_ms, frame_fn fn, void *ctx,
 			sink->in_cap = cap;
 		}
 		r = bgrun__sinkconn_step(&sink->conn,
-					 sink->out.data + sink->out_sent,
-					 sink->out.len - sink->out_sent, &sent,
+					 out->data + sink->out_sent,
+					 out->len - sink->out_sent, &sent,
 					 sink->in + sink->in_len,
 					 sink->in_cap - sink->in_len, &n,
 					 (int)left);
@@ -228,9 +229,9 @@ static int on_hello(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 static int hello_exchange(struct bgrun_sink *sink,
 			  struct bgrun_sink_daemon_status *status, bool ahead)
 {
-	int r = pump(sink, sink->timeout_ms < HELLO_TIMEOUT_MS
-				   ? sink->timeout_ms
-				   : HELLO_TIMEOUT_MS,
+	int r = pump(sink, &sink->out,
+		     sink->timeout_ms < HELLO_TIMEOUT_MS ? sink->timeout_ms
+							: HELLO_TIMEOUT_MS,
 		     on_hello, status, ahead);
 
 	if (r < 0)
@@ -298,6 +299,31 @@ static int start_daemon(struct bgrun_sink *sink)
 }
 
 /*
+ * What an ERROR answering one event says: -EINVAL when the store refused
+ * the event (its message names it: no other store would take it either),
+ * else -EIO (the daemon's store failed it: another path may not); why
+ * gets one line.
+ */
+static int event_error(const struct bgrun_sink *sink,
+		       const struct bgrun_wire_msg *m, char *why, size_t size)
+{
+	int error = -EIO;
+
+	if (m->code == BGRUN_WIRE_E_INVALID) {
+		error = -EINVAL;
+		(void)snprintf(why, size, "%s",
+			       m->text != NULL ? m->text : "an invalid event");
+	} else {
+		(void)snprintf(why, size, "%s: %s%s%s", sink->socket,
+			       bgrun_wire_code_name(m->code),
+			       m->text != NULL ? ": " : "",
+			       m->text != NULL ? m->text : "");
+	}
+	why[strcspn(why, "\n")] = '\0';
+	return error;
+}
+
+/*
  * An answer to a posted event (bgrun_sink_post) is taken in: true; false
  * if m answers none that waits.
  */
@@ -323,22 +349,28 @@ static bool posted_answer(struct bgrun_sink *sink,
 		p->status = BGRUN_SINK_VIA_DAEMON;
 		return true;
 	}
-	if (m->code == BGRUN_WIRE_E_INVALID) {
-		/* The store's message names the event. */
-		p->status = -EINVAL;
-		(void)snprintf(why, sizeof(why), "%s",
-			       m->text != NULL ? m->text : "an invalid event");
-	} else {
-		/* The daemon's store failed it: another path may not. */
-		p->status = -EIO;
-		(void)snprintf(why, sizeof(why), "%s: %s%s%s", sink->socket,
-			       bgrun_wire_code_name(m->code),
-			       m->text != NULL ? ": " : "",
-			       m->text != NULL ? m->text : "");
-	}
-	why[strcspn(why, "\n")] = '\0';
+	p->status = event_error(sink, m, why, sizeof(why));
 	p->why = strdup(why);
 	return true;
+}
+
+/*
+ * A frame that answers no event the caller waits for: a post's answer
+ * (1), a refusal of the whole connection (-errno), an ack for nothing we
+ * wait for (0), or no answer at all (-EPROTO).
+ */
+static int other_answer(struct bgrun_sink *sink, const struct bgrun_wire_msg *m)
+{
+	if (m->type != BGRUN_WIRE_ACK && m->type != BGRUN_WIRE_ERROR)
+		return bgrun__sink_fail(sink, -EPROTO,
+					"%s: unexpected frame from the "
+					"daemon",
+					sink->socket);
+	if (posted_answer(sink, m))
+		return 1;
+	if (m->type == BGRUN_WIRE_ERROR)
+		return refusal(sink, m);
+	return 0;
 }
 
 static int on_answer(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
@@ -346,33 +378,22 @@ static int on_answer(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 {
 	struct bgrun__sink_batch *b = ctx;
 	size_t i = m->seq - b->base; /* wraps to a huge value if below */
+	char why[sizeof(sink->errmsg)];
+	int r;
 
-	if (m->type != BGRUN_WIRE_ACK && m->type != BGRUN_WIRE_ERROR)
-		return bgrun__sink_fail(sink, -EPROTO,
-					"%s: unexpected frame from the "
-					"daemon",
-					sink->socket);
-	if (m->seq == 0 || i >= b->n || b->status[i] != BGRUN__SINK_PENDING) {
-		if (posted_answer(sink, m))
-			return 0;
-		if (m->type == BGRUN_WIRE_ERROR)
-			return refusal(sink, m);
-		return 0; /* an ack for nothing we wait for */
+	if ((m->type != BGRUN_WIRE_ACK && m->type != BGRUN_WIRE_ERROR) ||
+	    m->seq == 0 || i >= b->n || b->status[i] != BGRUN__SINK_PENDING) {
+		/* Not an answer to one of b's events: other_answer says what. */
+		r = other_answer(sink, m);
+		return r < 0 ? r : 0;
 	}
 	if (m->type == BGRUN_WIRE_ACK) {
 		b->status[i] = BGRUN_SINK_VIA_DAEMON;
-	} else if (m->code == BGRUN_WIRE_E_INVALID) {
-		/* The store's message names the event. */
-		b->status[i] = bgrun__sink_fail(
-			sink, -EINVAL, "%s",
-			m->text != NULL ? m->text : "an invalid event");
 	} else {
+		r = event_error(sink, m, why, sizeof(why));
+		(void)bgrun__sink_fail(sink, r, "%s", why);
 		/* The daemon's store failed it: the event stays pending. */
-		b->status[i] = -EAGAIN;
-		(void)bgrun__sink_fail(sink, -EIO, "%s: %s%s%s", sink->socket,
-			   bgrun_wire_code_name(m->code),
-			   m->text != NULL ? ": " : "",
-			   m->text != NULL ? m->text : "");
+		b->status[i] = r == -EINVAL ? r : -EAGAIN;
 	}
 	return --b->waiting == 0 ? 1 : 0;
 }
@@ -410,7 +431,8 @@ static int exchange(struct bgrun_sink *sink, struct bgrun__sink_batch *b)
 			b->waiting++;
 		}
 		if (b->waiting > 0)
-			r = pump(sink, sink->timeout_ms, on_answer, b, false);
+			r = pump(sink, &sink->out, sink->timeout_ms, on_answer,
+				 b, false);
 		if (r < 0)
 			return r;
 	}
@@ -454,17 +476,12 @@ int bgrun__sink_preconnect(struct bgrun_sink *sink)
 static int on_posted(struct bgrun_sink *sink, struct bgrun_wire_msg *m,
 		     void *ctx)
 {
+	int r = other_answer(sink, m);
+
 	(void)ctx;
-	if (m->type != BGRUN_WIRE_ACK && m->type != BGRUN_WIRE_ERROR)
-		return bgrun__sink_fail(sink, -EPROTO,
-					"%s: unexpected frame from the "
-					"daemon",
-					sink->socket);
-	if (posted_answer(sink, m))
-		return sink->posts_waiting == 0 ? 1 : 0;
-	if (m->type == BGRUN_WIRE_ERROR)
-		return refusal(sink, m);
-	return 0; /* an ack for nothing we wait for */
+	if (r <= 0)
+		return r;
+	return sink->posts_waiting == 0 ? 1 : 0;
 }
 
 static bool all_committed(const struct bgrun_sink *sink)
@@ -506,40 +523,28 @@ static int post_once(struct bgrun_sink *sink, const struct bgrun_event *ev)
 	if (sink->next_seq >= UINT32_MAX - 1)
 		sink->next_seq = 1;
 	seq = sink->next_seq;
-	sink->out.len = sink->out_sent = 0;
-	r = bgrun_wire_put_event(&sink->out, seq, ev);
+	/*
+	 * Encoded once, at the end of the posted frames, and sent from there:
+	 * kept for bgrun_sink_settle, which may have to give it back.
+	 */
+	r = bgrun_wire_put_event(&sink->posted, seq, ev);
 	if (r == -EINVAL || r == -EMSGSIZE)
 		return bgrun__sink_fail(sink, -EINVAL,
 					"event %s: cannot be encoded: %s",
 					ev->id, strerror(-r));
 	if (r < 0)
 		return bgrun__sink_fail(sink, r, "%s", strerror(-r));
-	/* Kept for bgrun_sink_settle, which may have to give it back. */
-	if (sink->posted.cap - sink->posted.len < sink->out.len) {
-		size_t cap = sink->posted.cap ? sink->posted.cap : 4096;
-		uint8_t *grown;
-
-		while (cap - sink->posted.len < sink->out.len)
-			cap *= 2;
-		grown = realloc(sink->posted.data, cap);
-		if (grown == NULL)
-			return bgrun__sink_fail(sink, -ENOMEM, "out of memory");
-		sink->posted.data = grown;
-		sink->posted.cap = cap;
-	}
-	memcpy(sink->posted.data + sink->posted.len, sink->out.data,
-	       sink->out.len);
 	p = &sink->posts[sink->n_posts];
 	*p = (struct bgrun__sink_post){ .seq = seq,
 					.status = BGRUN__SINK_PENDING,
-					.off = sink->posted.len,
-					.len = sink->out.len };
+					.off = sink->posted.len - (size_t)r,
+					.len = (size_t)r };
 	/* Waiting before it is sent: its answer may come in the same step. */
 	sink->next_seq++;
-	sink->posted.len += p->len;
 	sink->n_posts++;
 	sink->posts_waiting++;
-	r = pump(sink, sink->timeout_ms, on_posted, NULL, true);
+	sink->out_sent = p->off;
+	r = pump(sink, &sink->posted, sink->timeout_ms, on_posted, NULL, true);
 	if (r < 0) {
 		/*
 		 * Not posted: the caller records it (same id). The others
@@ -580,7 +585,8 @@ int bgrun__sink_settle(struct bgrun_sink *sink, bgrun_sink_unsettled_fn fn,
 
 	if (sink->posts_waiting > 0) {
 		sink->out.len = sink->out_sent = 0;
-		r = pump(sink, sink->timeout_ms, on_posted, NULL, false);
+		r = pump(sink, &sink->out, sink->timeout_ms, on_posted, NULL,
+			 false);
 		if (r < 0) {
 			fail_posts(sink, r);
 			bgrun__sink_disconnect(sink);
