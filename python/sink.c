@@ -619,22 +619,38 @@ static void free_event(struct put *p)
 }
 
 /* put() of an event made: its id, or NULL with an exception set. */
-static PyObject *put_event(SinkObject *self, struct sinkcore *c, struct put *p)
+/*
+ * One put with c's lock held, as put_locked: the path it took is kept as
+ * c's via; for a failure, text gets why and *spooled whether the event
+ * is in the spool (text stays "" when the sink is closed: -EBADF).
+ */
+static int core_put(struct sinkcore *c, const struct bgrun_event *ev,
+		    char *text, size_t size, bool *spooled)
 {
 	const char *no_store = NULL;
+	int r;
+
+	if (c->sink == NULL)
+		return -EBADF;
+	r = put_locked(c->sink, ev, &no_store);
+	if (r > 0) {
+		__atomic_store_n(&c->via, r, __ATOMIC_RELAXED);
+		return r;
+	}
+	failure_text(c->sink, no_store, text, size);
+	*spooled = no_store == NULL && bgrun_sink_spooled(c->sink);
+	return r;
+}
+
+static PyObject *put_event(SinkObject *self, struct sinkcore *c, struct put *p)
+{
 	char text[640] = "";
 	bool spooled = false;
 	int r;
 
 	Py_BEGIN_ALLOW_THREADS
 	(void)PyThread_acquire_lock(c->lock, WAIT_LOCK);
-	r = c->sink == NULL ? -EBADF : put_locked(c->sink, &p->ev, &no_store);
-	if (r > 0)
-		__atomic_store_n(&c->via, r, __ATOMIC_RELAXED);
-	if (r < 0 && c->sink != NULL) {
-		failure_text(c->sink, no_store, text, sizeof(text));
-		spooled = no_store == NULL && bgrun_sink_spooled(c->sink);
-	}
+	r = core_put(c, &p->ev, text, sizeof(text), &spooled);
 	PyThread_release_lock(c->lock);
 	Py_END_ALLOW_THREADS
 	if (r == -EBADF && text[0] == '\0') {
@@ -734,23 +750,16 @@ static void keep_failure(struct sinkcore *c, int error, const char *id,
 /* A put of ev with c's lock held; a failure is kept (keep_failure). */
 static void put_or_keep(struct sinkcore *c, struct bgrun_event *ev)
 {
-	const char *no_store = NULL;
-	char text[640];
+	char text[640] = "";
+	bool spooled = false;
 	int r;
 
-	if (c->sink == NULL) {
-		keep_failure(c, -EBADF, ev->id, "the sink was closed", false);
-		return;
-	}
 	bgrun_event_complete(ev);
-	r = put_locked(c->sink, ev, &no_store);
-	if (r > 0) {
-		__atomic_store_n(&c->via, r, __ATOMIC_RELAXED);
-		return;
-	}
-	failure_text(c->sink, no_store, text, sizeof(text));
-	keep_failure(c, r, ev->id, text,
-		     no_store == NULL && bgrun_sink_spooled(c->sink));
+	r = core_put(c, ev, text, sizeof(text), &spooled);
+	if (r == -EBADF && text[0] == '\0')
+		keep_failure(c, r, ev->id, "the sink was closed", false);
+	else if (r < 0)
+		keep_failure(c, r, ev->id, text, spooled);
 }
 
 static void *send_main(void *arg)
