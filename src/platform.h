@@ -251,6 +251,7 @@ enum bgrun__filelock_bound { BGRUN__FILELOCK_TOTAL, BGRUN__FILELOCK_STILL };
 struct bgrun__filelock {
 	int fd;
 	void *map;        /* the queue's page, or NULL */
+	void *boxes;      /* the mailboxes after it, or NULL */
 	uint32_t ticket;  /* ours, while waiting or holding */
 	bool held;
 };
@@ -258,6 +259,41 @@ void bgrun__filelock_init(struct bgrun__filelock *l, int fd);
 int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns,
 			    enum bgrun__filelock_bound bound);
 void bgrun__filelock_release(struct bgrun__filelock *l);
+/*
+ * Group commit. A waiter may leave its work (bytes: for the store, an
+ * event's frame) in its ticket's mailbox in the lock file while it
+ * waits; the holder may take the work of those behind it, do it in its
+ * own turn and give each its result, and they then return without ever
+ * holding the lock. acquire_mail is acquire, but for `mail`: make()
+ * writes the work into buf (at most size bytes) and returns its length,
+ * or 0 to leave none; it is called only if the waiter has to wait.
+ * Returns 0 with the lock held (no mail outstanding: the caller does
+ * its work), 1 when a holder did the work (mail->result is its result),
+ * or -errno as acquire. take (holder only): the work left behind it, at
+ * most max, which is the holder's to do until settle; the pointers stay
+ * valid until then. settle, before release: results[i] >= 0 is the
+ * result of done work; < 0 gives it back (its waiter does it itself in
+ * its turn, and meets the error first-hand). Without mailboxes (no map,
+ * Windows) take finds nothing and acquire_mail is acquire.
+ */
+struct bgrun__filelock_mail {
+	size_t (*make)(void *ctx, void *buf, size_t size);
+	void *ctx;
+	int32_t result;
+};
+struct bgrun__filelock_taken {
+	uint32_t ticket;
+	const void *data;
+	size_t len;
+};
+int bgrun__filelock_acquire_mail(struct bgrun__filelock *l, int64_t timeout_ns,
+				 enum bgrun__filelock_bound bound,
+				 struct bgrun__filelock_mail *mail);
+size_t bgrun__filelock_take(struct bgrun__filelock *l,
+			    struct bgrun__filelock_taken *taken, size_t max);
+void bgrun__filelock_settle(struct bgrun__filelock *l,
+			    const struct bgrun__filelock_taken *taken,
+			    const int32_t *results, size_t n);
 /* Releases (if held) and unmaps; fd is left open. */
 void bgrun__filelock_destroy(struct bgrun__filelock *l);
 /*

@@ -281,3 +281,206 @@ void case_lock_garbage_page(void)
 	(void)close(fd);
 	free(path);
 }
+
+/*
+ * The mailboxes after the queue's page (src/unix/filelock.c): one of
+ * MAILBOX bytes per ticket modulo 64, its first word naming its ticket
+ * + 1 (high half) and its state (low byte).
+ */
+#define PAGE 4096
+#define MAILBOX 8192
+#define MAIL_AREA (64 * MAILBOX)
+enum { MAIL_READY = 2, MAIL_RETRY = 5 };
+#define MAIL(t, st) (((uint64_t)((t) + 1) << 32) | (st))
+
+struct box {
+	_Atomic uint64_t word;
+	uint32_t len;
+	int32_t result;
+	uint32_t reserved[12];
+	unsigned char data[MAILBOX - 64];
+};
+
+static struct box *box_of(void *map, uint32_t t)
+{
+	return (struct box *)((char *)map + PAGE + (t % 64) * MAILBOX);
+}
+
+/* A store at DIR/name, and its lock file mapped, mailboxes and all. */
+static char *group_store(const char *name, struct bgrun_store **ret_store,
+			 void **ret_map)
+{
+	char *db = t_path(t_tmpdir(), name), *lock = t_printf("%s-lock", db);
+	void *map;
+	int fd;
+
+	ASSERT_OK(t_open(db, 0, ret_store));
+	fd = open(lock, O_RDWR | O_CLOEXEC);
+	ASSERT_SYS(fd);
+	map = mmap(NULL, PAGE + MAIL_AREA, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
+	ASSERT(map != MAP_FAILED);
+	(void)close(fd);
+	free(lock);
+	*ret_map = map;
+	return db;
+}
+
+/* `store-tests put DB ID`, its store open, waiting for go(). */
+struct putter {
+	struct bgrun_child *child;
+	int go;
+};
+
+static void start_put(struct putter *p, const char *db, const char *id)
+{
+	const char *argv[] = { t_self(), "put", db, id, NULL };
+	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	int in[2], out[2];
+	char c;
+
+	ASSERT_SYS(pipe2(in, O_CLOEXEC));
+	ASSERT_SYS(pipe2(out, O_CLOEXEC));
+	opts.argv = argv;
+	opts.in.kind = BGRUN_STDIO_FD;
+	opts.in.fd = in[0];
+	opts.out.kind = BGRUN_STDIO_FD;
+	opts.out.fd = out[1];
+	opts.err.kind = BGRUN_STDIO_INHERIT;
+	ASSERT_OK(bgrun_spawn(&opts, &p->child));
+	ASSERT_SYS(close(in[0]));
+	ASSERT_SYS(close(out[1]));
+	ASSERT_EQ(read(out[0], &c, 1), 1); /* its store is open */
+	ASSERT_SYS(close(out[0]));
+	p->go = in[1];
+}
+
+/* Its put starts. */
+static void go(struct putter *p)
+{
+	ASSERT_SYS(close(p->go));
+}
+
+static void put_succeeded(struct putter *p, const char *what)
+{
+	struct bgrun_status st;
+
+	ASSERT_OK(bgrun_child_wait(p->child, 60000, &st));
+	if (!st.exited || st.exit_code != 0)
+		FAIL("%s: exit %d signal %d", what, st.exit_code, st.signal);
+	bgrun_child_free(p->child);
+}
+
+/* Until t's mailbox holds word w (bounded: a hang fails). */
+static void until_box(void *map, uint32_t t, uint64_t w)
+{
+	int64_t end = now_ms() + 60000;
+
+	while (atomic_load(&box_of(map, t)->word) != w) {
+		ASSERT(now_ms() < end);
+		(void)usleep(1000);
+	}
+}
+
+/*
+ * Group commit: a put waiting behind the holder of the lock leaves its
+ * event in its mailbox, and the next writer to hold the lock commits it
+ * with its own; the waiting put then returns without the lock. Here it
+ * returns while the lock is held by a waiter queued before it, who never
+ * lets go until the end: without group commit it could only return
+ * after that one.
+ */
+void case_lock_group_commit(void)
+{
+	struct bgrun_store *s;
+	struct putter first, behind;
+	struct waiter h, x;
+	struct t_rows rows = { 0 };
+	void *map;
+	char *db = group_store("g.db", &s, &map);
+	char *lock = t_printf("%s-lock", db);
+	struct counters *c = map;
+	uint32_t base;
+
+	start_put(&first, db, "group-first");
+	start_put(&behind, db, "group-behind");
+	/* The holder, then a put, a waiter that will hold, a put. */
+	base = next(c);
+	start(&h, lock, BGRUN__TEST_LOCK_TOTAL, 60000, 0);
+	join(&h);
+	ASSERT_EQ(h.r, 0);
+	go(&first);
+	until_next(c, base + 2);
+	start(&x, lock, BGRUN__TEST_LOCK_STILL, 60000, 0);
+	until_next(c, base + 3);
+	go(&behind);
+	until_next(c, base + 4);
+	until_box(map, base + 3, MAIL(base + 3, MAIL_READY));
+
+	/* The first put's turn: it writes the event behind x's turn too. */
+	ASSERT_EQ(lock_op(BGRUN__TEST_LOCK_RELEASE, &h.lock, -1, 0), 0);
+	put_succeeded(&first, "the first put");
+	put_succeeded(&behind, "the put behind the holding waiter");
+	join(&x);
+	ASSERT_EQ(x.r, 0); /* x holds the lock, and still does */
+	t_get(s, "group-first", &rows);
+	t_get(s, "group-behind", &rows);
+	ASSERT_EQ(rows.ev[0].supervisor_pid != 0, true);
+	/* Its box is free again for the next waiter of its slot. */
+	ASSERT_EQ(atomic_load(&box_of(map, base + 3)->word), 0);
+	t_rows_free(&rows);
+	finish(&x);
+	finish(&h);
+	bgrun_store_close(s);
+	(void)munmap(map, PAGE + MAIL_AREA);
+	free(lock);
+	free(db);
+}
+
+/*
+ * A mailbox holding what is not an event's frame (another program, a
+ * torn file) is given back to its ticket, and the holder's own write is
+ * not harmed.
+ */
+void case_lock_group_garbage(void)
+{
+	static const char junk[] = "\0\0\0\x0cnot a frame";
+	struct bgrun_store *s;
+	struct putter first;
+	struct waiter h, y;
+	struct t_rows rows = { 0 };
+	struct box *b;
+	void *map;
+	char *db = group_store("j.db", &s, &map);
+	char *lock = t_printf("%s-lock", db);
+	struct counters *c = map;
+	uint32_t base;
+
+	start_put(&first, db, "garbage-first");
+	base = next(c);
+	start(&h, lock, BGRUN__TEST_LOCK_TOTAL, 60000, 0);
+	join(&h);
+	ASSERT_EQ(h.r, 0);
+	go(&first);
+	until_next(c, base + 2);
+	start(&y, lock, BGRUN__TEST_LOCK_STILL, 60000, 0);
+	until_next(c, base + 3);
+	b = box_of(map, base + 2);
+	memcpy(b->data, junk, sizeof(junk));
+	b->len = sizeof(junk);
+	atomic_store(&b->word, MAIL(base + 2, MAIL_READY));
+
+	ASSERT_EQ(lock_op(BGRUN__TEST_LOCK_RELEASE, &h.lock, -1, 0), 0);
+	put_succeeded(&first, "the put ahead of the garbage");
+	join(&y);
+	ASSERT_EQ(y.r, 0);
+	ASSERT_EQ(atomic_load(&b->word), MAIL(base + 2, MAIL_RETRY));
+	t_get(s, "garbage-first", &rows);
+	t_rows_free(&rows);
+	finish(&y);
+	finish(&h);
+	bgrun_store_close(s);
+	(void)munmap(map, PAGE + MAIL_AREA);
+	free(lock);
+	free(db);
+}

@@ -406,6 +406,39 @@ static int writer_main(const char *db, int n)
 	return 0;
 }
 
+/*
+ * `store-tests put DB ID`: opens DB, says so with a byte on stdout, waits
+ * for stdin to reach EOF, then writes one event named ID: 0 if the put
+ * returned 1 (the row is new), else 1.
+ */
+static int put_main(const char *db, const char *id)
+{
+	struct bgrun_store *s;
+	struct bgrun_event ev;
+	char c;
+	int r;
+
+	if (t_open(db, 0, &s) < 0)
+		return 1;
+	if (write(1, "o", 1) != 1)
+		return 1;
+	for (;;) {
+		ssize_t k = read(0, &c, 1);
+
+		if (k == 0 || (k < 0 && errno != EINTR))
+			break;
+	}
+	bgrun_event_init(&ev, "commandfinish", "put");
+	(void)snprintf(ev.id, sizeof(ev.id), "%s", id);
+	ev.supervisor_pid = getpid();
+	r = bgrun_store_put(s, &ev);
+	if (r != 1)
+		fprintf(stderr, "put %s: %s (%s)\n", id, bgrun_strerror(r),
+			bgrun_store_errmsg(s));
+	bgrun_store_close(s);
+	return r == 1 ? 0 : 1;
+}
+
 static void before_case(void)
 {
 	(void)atexit(cleanup);
@@ -414,7 +447,8 @@ static void before_case(void)
 int t_main(int argc, char **argv, const struct t_case *cases, size_t n)
 {
 	static const char usage[] =
-		"usage: store-tests CASE | --list | writer DB N | exit | wait";
+		"usage: store-tests CASE | --list | writer DB N | put DB ID | exit | "
+		"wait";
 
 	if (argc >= 2 && strcmp(argv[1], "exit") == 0)
 		return 0;
@@ -428,6 +462,8 @@ int t_main(int argc, char **argv, const struct t_case *cases, size_t n)
 	}
 	if (argc == 4 && strcmp(argv[1], "writer") == 0)
 		return writer_main(argv[2], atoi(argv[3]));
+	if (argc == 4 && strcmp(argv[1], "put") == 0)
+		return put_main(argv[2], argv[3]);
 	if (argc > 2) {
 		fprintf(stderr, "%s\n", usage);
 		return 2;

@@ -122,11 +122,18 @@ enum bgrun__stmt_id {
 /* x rows and each stats key */
 #define BGRUN__N_FILTER_STMTS ((unsigned)BGRUN__N_READS << BGRUN__N_FILTERS)
 
+/* The most other writers' events one transaction takes (store-write.c). */
+#define BGRUN__STORE_GROUP_MAX 63
+
 struct bgrun_store {
 	sqlite3 *db;
 	char *path;
 	int lock_fd;       /* <db>-lock; -1 when read-only */
 	struct bgrun__filelock lock; /* on lock_fd */
+	/* Other writers' events taken into this transaction, and each result. */
+	struct bgrun__filelock_taken taken[BGRUN__STORE_GROUP_MAX];
+	int32_t taken_result[BGRUN__STORE_GROUP_MAX];
+	size_t n_taken;
 	int64_t lock_timeout_ns;
 	int wal_frames;        /* in the WAL after our last commit */
 	int checkpoint_frames; /* when to checkpoint (INT_MAX: never) */
@@ -160,11 +167,20 @@ int bgrun__store_failf(struct bgrun_store *store, int error,
 int bgrun__store_enter(struct bgrun_store *store);
 /* Takes the write lock and begins an immediate transaction. */
 int bgrun__store_begin(struct bgrun_store *store);
+/*
+ * bgrun__store_begin, but while it waits for the lock, mail's work may
+ * be done by the holder (src/platform.h, group commit): 1 then, with
+ * neither the lock nor a transaction, mail->result the holder's result.
+ */
+int bgrun__store_begin_mail(struct bgrun_store *store,
+			    struct bgrun__filelock_mail *mail);
 /* bgrun__store_enter, then bgrun__store_begin: a public call that writes. */
 int bgrun__store_enter_write(struct bgrun_store *store);
 /*
- * Commits (r >= 0) or rolls back, releases the lock, then checkpoints if
- * the WAL has grown past checkpoint_frames; returns r or error.
+ * Commits (r >= 0) or rolls back, gives the events taken (store->taken)
+ * their results (all given back if the transaction did not commit),
+ * releases the lock, then checkpoints if the WAL has grown past
+ * checkpoint_frames; returns r or error.
  */
 int bgrun__store_end(struct bgrun_store *store, int r);
 /* The write lock alone, for what cannot run in a transaction (VACUUM). */

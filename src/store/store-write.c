@@ -434,18 +434,104 @@ static int write_event(struct bgrun_store *store,
 	return r;
 }
 
+/*
+ * Group commit (src/platform.h): a put of one event that has to wait for
+ * the lock leaves the event's frame in its mailbox, and whoever holds the
+ * lock writes it in its own transaction. So N writers at once make about
+ * one transaction per holder, not N one after the other: each waits for
+ * one commit, not for N.
+ */
+static size_t make_mail(void *ctx, void *buf, size_t size)
+{
+	struct bgrun_wire_buf b = { 0 };
+	size_t len = 0;
+
+	if (bgrun_wire_put_event(&b, 0, ctx) > 0 && b.len <= size) {
+		memcpy(buf, b.data, b.len);
+		len = b.len;
+	}
+	bgrun_wire_buf_free(&b);
+	return len;
+}
+
+/*
+ * One taken event, written with the number after *seq: 1 or 0 as
+ * write_event, -1 to give it back (not a frame of an event, or refused:
+ * its writer then meets the error itself), or -2 when the failure ended
+ * the transaction.
+ */
+static int32_t write_taken(struct bgrun_store *store,
+			   const struct bgrun__filelock_taken *t, int64_t *seq)
+{
+	struct bgrun_store_prepared prep = { 0 };
+	struct bgrun_wire_msg msg = { 0 };
+	size_t size;
+	int32_t result = -1;
+	int r;
+
+	if (bgrun_wire_frame_size(t->data, t->len, BGRUN_WIRE_MAX_FRAME,
+				  &size) == 1 &&
+	    size == t->len &&
+	    bgrun_wire_decode(t->data, t->len, &msg, NULL) == 0 &&
+	    msg.type == BGRUN_WIRE_EVENT &&
+	    bgrun__event_prepare(store, &msg.ev, 0, &prep) >= 0) {
+		r = write_event(store, &prep, *seq + 1);
+		if (r >= 0) {
+			*seq += r;
+			result = r;
+		} else if (sqlite3_get_autocommit(store->db)) {
+			result = -2;
+		}
+	}
+	bgrun__prepared_release(&prep);
+	bgrun_wire_msg_release(&msg);
+	return result;
+}
+
+/*
+ * The events taken from the writers waiting behind us, after our own:
+ * -1 if one of them ended the transaction (ours with it). Their failures
+ * are theirs to report: the store's message stays ours.
+ */
+static int write_others(struct bgrun_store *store, int64_t *seq)
+{
+	char saved[sizeof(store->errmsg)];
+	int r = 0;
+
+	store->n_taken = bgrun__filelock_take(&store->lock, store->taken,
+					      BGRUN__STORE_GROUP_MAX);
+	if (store->n_taken == 0)
+		return 0;
+	memcpy(saved, store->errmsg, sizeof(saved));
+	for (size_t i = 0; i < store->n_taken; i++) {
+		store->taken_result[i] =
+			r < 0 ? -1 : write_taken(store, &store->taken[i], seq);
+		if (store->taken_result[i] == -2)
+			r = -1;
+	}
+	memcpy(store->errmsg, saved, sizeof(saved));
+	return r;
+}
+
 int bgrun__store_put_prepared(struct bgrun_store *store,
 			      const struct bgrun_store_prepared *const *preps,
 			      size_t n)
 {
-	int64_t seq = 0;
+	struct bgrun__filelock_mail mail = { .make = make_mail };
+	int64_t seq = 0, seq0;
 	int r, changed = 0;
 
 	store->errmsg[0] = '\0';
-	r = bgrun__store_begin(store);
+	/* One event only: a batch is all or none, a mail alone of its kind. */
+	if (n == 1)
+		mail.ctx = (void *)preps[0]->ev;
+	r = bgrun__store_begin_mail(store, n == 1 ? &mail : NULL);
+	if (r == 1)
+		return mail.result;
 	if (r < 0)
 		return r;
 	r = seq_load(store, &seq);
+	seq0 = seq;
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		/*
 		 * A write that changes nothing takes no number: the row keeps
@@ -462,7 +548,11 @@ int bgrun__store_put_prepared(struct bgrun_store *store,
 			changed++;
 		}
 	}
-	if (r >= 0 && changed > 0)
+	if (r >= 0 && write_others(store, &seq) < 0)
+		r = bgrun__store_failf(store, -EIO,
+				       "%s: the transaction failed: %s",
+				       store->path, sqlite3_errmsg(store->db));
+	if (r >= 0 && seq != seq0)
 		r = seq_save(store, seq);
 	return bgrun__store_end(store, r < 0 ? r : changed);
 }

@@ -201,10 +201,12 @@ int bgrun__store_stmt(struct bgrun_store *store, enum bgrun__stmt_id id,
  * on a loaded machine wait longer than the bound in all, and spooling
  * then only stranded their events until the next writer.
  */
-static int lock_file(struct bgrun_store *store)
+static int lock_file_mail(struct bgrun_store *store,
+			  struct bgrun__filelock_mail *mail)
 {
-	int r = bgrun__filelock_acquire(&store->lock, store->lock_timeout_ns,
-					 BGRUN__FILELOCK_STILL);
+	int r = bgrun__filelock_acquire_mail(&store->lock,
+					      store->lock_timeout_ns,
+					      BGRUN__FILELOCK_STILL, mail);
 
 	if (r == -ETIMEDOUT)
 		return bgrun__store_failf(store, r,
@@ -215,7 +217,12 @@ static int lock_file(struct bgrun_store *store)
 	if (r < 0)
 		return bgrun__store_failf(store, r, "locking %s-lock: %s",
 					  store->path, strerror(-r));
-	return 0;
+	return r; /* 0: held; 1: mail's work done by the holder */
+}
+
+static int lock_file(struct bgrun_store *store)
+{
+	return lock_file_mail(store, NULL);
 }
 
 static void unlock_file(struct bgrun_store *store)
@@ -278,7 +285,8 @@ static int run_stmt(struct bgrun_store *store, enum bgrun__stmt_id id,
  * busy timeout covers other programs), and no two of our transactions or
  * checkpoints overlap.
  */
-int bgrun__store_begin(struct bgrun_store *store)
+int bgrun__store_begin_mail(struct bgrun_store *store,
+			    struct bgrun__filelock_mail *mail)
 {
 	int r;
 
@@ -286,13 +294,18 @@ int bgrun__store_begin(struct bgrun_store *store)
 		return bgrun__store_failf(store, -EROFS,
 					  "%s: the store is open read-only",
 					  store->path);
-	r = lock_file(store);
-	if (r < 0)
+	r = lock_file_mail(store, mail);
+	if (r != 0)
 		return r;
 	r = run_stmt(store, BGRUN__STMT_BEGIN, "beginning a transaction");
 	if (r < 0)
 		unlock_file(store);
 	return r;
+}
+
+int bgrun__store_begin(struct bgrun_store *store)
+{
+	return bgrun__store_begin_mail(store, NULL);
 }
 
 int bgrun__store_end(struct bgrun_store *store, int r)
@@ -310,6 +323,14 @@ int bgrun__store_end(struct bgrun_store *store, int r)
 		memcpy(saved, store->errmsg, sizeof(saved));
 		(void)run_stmt(store, BGRUN__STMT_ROLLBACK, "rolling back");
 		memcpy(store->errmsg, saved, sizeof(saved));
+	}
+	if (store->n_taken > 0) {
+		if (r < 0)
+			for (size_t i = 0; i < store->n_taken; i++)
+				store->taken_result[i] = -1;
+		bgrun__filelock_settle(&store->lock, store->taken,
+				       store->taken_result, store->n_taken);
+		store->n_taken = 0;
 	}
 	unlock_file(store);
 	if (store->wal_frames >= store->checkpoint_frames)

@@ -35,6 +35,22 @@
  * sees the other and moves `serving` on, with a compare-and-swap that
  * only one of them wins.
  *
+ * Group commit: after the page come SLOTS mailboxes, one per ticket
+ * modulo SLOTS. A waiter that has to wait leaves its work there (for the
+ * store, one event's frame); the holder takes what waits behind it, does
+ * it in its own transaction, and gives each its result; its waiter then
+ * leaves the queue (as one that gave up) without ever holding the lock.
+ * A box's word holds its ticket and its state, changed only by
+ * compare-and-swap: WRITING (its waiter fills it) -> READY -> TAKEN (by
+ * the holder, who alone takes, from the tickets after `serving`) -> DONE
+ * or RETRY (given back: its waiter does it in its turn), then free. Its
+ * waiter withdraws a READY box before it takes the lock itself, gives up
+ * or queues again; a TAKEN one it waits for, the holder being at work
+ * (a holder that died with it is found out as any dead head of the
+ * queue is: the flock free after STALL_NS). A box left behind (its
+ * waiter gone) is taken by the next waiter of its slot once its ticket
+ * is passed; while WRITING, only if its writer's process is gone.
+ *
  * Two bounds: BGRUN__FILELOCK_TOTAL counts the whole wait;
  * BGRUN__FILELOCK_STILL only the time since the lock last changed hands,
  * which is what a stopped holder shows (a long queue that moves is not
@@ -46,6 +62,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdatomic.h>
@@ -77,10 +94,43 @@ struct page {
 };
 _Static_assert(sizeof(struct page) <= PAGE, "the queue fits a page");
 
+#define MAILBOX 8192
+#define MAIL_AREA ((size_t)SLOTS * MAILBOX)
+
+enum { MAIL_WRITING = 1, MAIL_READY, MAIL_TAKEN, MAIL_DONE, MAIL_RETRY };
+/* A box's word: its ticket + 1, and its state; 0 is a free box. */
+#define MAIL(t, st) (((uint64_t)(uint32_t)((t) + 1) << 32) | (uint64_t)(st))
+#define MAIL_TICKET(w) ((uint32_t)((w) >> 32) - 1)
+#define MAIL_STATE(w) ((uint32_t)(w) & 0xff)
+/* WRITING also names its writer's pid (Linux's are below 2^22). */
+#define MAIL_PID(w) ((pid_t)(((uint32_t)(w) >> 8) & 0xffffff))
+#define MAIL_WRITER(t, pid) \
+	(MAIL(t, MAIL_WRITING) | ((uint64_t)((uint32_t)(pid) & 0xffffff) << 8))
+
+struct mailbox {
+	_Atomic uint64_t word;
+	uint32_t len;
+	int32_t result;  /* the holder's, with DONE */
+	uint32_t reserved[12];
+	unsigned char data[MAILBOX - 64];
+};
+_Static_assert(sizeof(struct mailbox) == MAILBOX, "a mailbox is MAILBOX bytes");
+
+static struct mailbox *box_at(const struct bgrun__filelock *l, uint32_t t)
+{
+	return (struct mailbox *)((char *)l->boxes + (size_t)(t % SLOTS) * MAILBOX);
+}
+
+static bool allocated(const struct stat *st, off_t size)
+{
+	return st->st_size >= size && (off_t)st->st_blocks * 512 >= size;
+}
+
 void bgrun__filelock_init(struct bgrun__filelock *l, int fd)
 {
 	struct stat st;
 	void *map;
+	bool boxes;
 
 	*l = (struct bgrun__filelock){ .fd = fd };
 	/*
@@ -91,12 +141,18 @@ void bgrun__filelock_init(struct bgrun__filelock *l, int fd)
 	 */
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return;
-	if ((st.st_size < PAGE || st.st_blocks * 512 < PAGE) &&
-	    fallocate(fd, 0, 0, PAGE) < 0)
+	if (!allocated(&st, PAGE) && fallocate(fd, 0, 0, PAGE) < 0)
 		return;
-	map = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map != MAP_FAILED)
-		l->map = map;
+	/* Without room for the mailboxes: the queue alone. */
+	boxes = allocated(&st, PAGE + (off_t)MAIL_AREA) ||
+		fallocate(fd, 0, PAGE, (off_t)MAIL_AREA) == 0;
+	map = mmap(NULL, boxes ? PAGE + MAIL_AREA : PAGE,
+		   PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return;
+	l->map = map;
+	if (boxes)
+		l->boxes = (char *)map + PAGE;
 }
 
 void bgrun__filelock_destroy(struct bgrun__filelock *l)
@@ -104,8 +160,9 @@ void bgrun__filelock_destroy(struct bgrun__filelock *l)
 	if (l->held)
 		bgrun__filelock_release(l);
 	if (l->map != NULL)
-		(void)munmap(l->map, PAGE);
+		(void)munmap(l->map, l->boxes != NULL ? PAGE + MAIL_AREA : PAGE);
 	l->map = NULL;
+	l->boxes = NULL;
 }
 
 int bgrun__filelock_open_sync(const char *path)
@@ -206,40 +263,126 @@ static int poll_flock(struct bgrun__filelock *l, int64_t deadline)
 }
 
 /*
- * Our turn came (0), we took it over: the flock is ours (1), or a
- * takeover passed us (2: we take a new ticket). Gives the ticket up on
- * -ETIMEDOUT and errors. start: when the wait began, or when the lock
- * last moved for a waiter passed over (BGRUN__FILELOCK_STILL).
+ * Leaves mail's work in my's box, if the box is free, or left behind: a
+ * box of a ticket already passed, not being written, or being written by
+ * a process that is gone. The box (its state READY), or NULL: no box, or
+ * make() left no work.
+ */
+static struct mailbox *post(struct bgrun__filelock *l, struct page *p,
+			    uint32_t my, struct bgrun__filelock_mail *mail)
+{
+	struct mailbox *b = box_at(l, my);
+	uint64_t w = atomic_load(&b->word), mine = MAIL_WRITER(my, getpid());
+	size_t len;
+
+	if (w != 0) {
+		if ((int32_t)(atomic_load(&p->serving) - MAIL_TICKET(w)) <= 0)
+			return NULL; /* a waiter still queued, a lap ahead */
+		if (MAIL_STATE(w) == MAIL_WRITING &&
+		    (kill(MAIL_PID(w), 0) == 0 || errno != ESRCH))
+			return NULL;
+	}
+	if (!atomic_compare_exchange_strong(&b->word, &w, mine))
+		return NULL;
+	len = mail->make(mail->ctx, b->data, sizeof(b->data));
+	if (len > 0 && len <= sizeof(b->data)) {
+		b->len = (uint32_t)len;
+		if (atomic_compare_exchange_strong(&b->word, &mine,
+						   MAIL(my, MAIL_READY)))
+			return b;
+	} else if (atomic_compare_exchange_strong(&b->word, &mine, 0)) {
+		return NULL;
+	}
+	return NULL; /* taken from us meanwhile: not ours any more */
+}
+
+/* Takes a READY box back: false if the holder has it or has answered. */
+static bool withdraw(struct mailbox *b, uint32_t my)
+{
+	uint64_t w = MAIL(my, MAIL_READY);
+
+	return atomic_compare_exchange_strong(&b->word, &w, 0);
+}
+
+/* Frees a box of ours in any state (we hold the flock: no holder has it). */
+static void clear_box(struct mailbox *b, uint32_t my)
+{
+	uint64_t w = atomic_load(&b->word);
+
+	if (w != 0 && MAIL_TICKET(w) == my)
+		(void)atomic_compare_exchange_strong(&b->word, &w, 0);
+}
+
+/*
+ * Our turn came (0), we took it over: the flock is ours (1), a takeover
+ * passed us (2: we take a new ticket), or the holder did our mail's work
+ * (3: we are off the queue). Gives the ticket up on -ETIMEDOUT and
+ * errors. start: when the wait began, or when the lock last moved for a
+ * waiter passed over (BGRUN__FILELOCK_STILL). The mail is left only once
+ * it is clear that we wait, and is never outstanding when this returns
+ * but for -ETIMEDOUT while the holder has it (see the caller).
  */
 static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
-		     int64_t timeout_ns, bool still, int64_t start)
+		     int64_t timeout_ns, bool still, int64_t start,
+		     struct bgrun__filelock_mail *mail)
 {
 	uint32_t seen = atomic_load(&p->serving);
 	int64_t moved = start, progress = start, now, until, spun = 0, deadline;
+	struct mailbox *box = NULL;
+	bool posted = mail == NULL || l->boxes == NULL;
 	int r;
 
 	for (;;) {
 		_Atomic uint32_t *word = &p->slot[my % SLOTS];
 		uint32_t v = atomic_load(word);
 		uint32_t s = atomic_load(&p->serving);
+		bool busy = false; /* the holder has our mail */
 
-		if (s == my)
-			return 0;
-		if ((int32_t)(my - s) < 0)
-			return 2;
+		if (box != NULL) {
+			uint64_t w = atomic_load(&box->word);
+
+			if (w == MAIL(my, MAIL_DONE)) {
+				mail->result = box->result;
+				(void)atomic_compare_exchange_strong(&box->word,
+								     &w, 0);
+				give_up(p, my);
+				return 3;
+			}
+			if (w == MAIL(my, MAIL_TAKEN))
+				busy = true;
+			else if (w != MAIL(my, MAIL_READY)) {
+				/* Given back (RETRY), or reclaimed: ours to do. */
+				if (w == MAIL(my, MAIL_RETRY))
+					(void)atomic_compare_exchange_strong(
+						&box->word, &w, 0);
+				box = NULL;
+			}
+		}
+		if (!busy && (s == my || (int32_t)(my - s) < 0)) {
+			if (box != NULL && !withdraw(box, my))
+				continue; /* answered meanwhile: look again */
+			return s == my ? 0 : 2;
+		}
 		now = bgrun__now_ns(CLOCK_MONOTONIC);
 		if (s != seen) {
 			seen = s;
 			moved = progress = now;
 		}
 		deadline = (still ? progress : start) + timeout_ns;
+		/* A holder at work on our mail: its transaction's time more. */
+		if (busy)
+			deadline += timeout_ns;
 		if (now >= deadline) {
+			if (box != NULL && !busy && !withdraw(box, my))
+				continue;
 			give_up(p, my);
 			return -ETIMEDOUT;
 		}
 		if (now - moved >= STALL_NS) {
 			r = try_flock(l);
 			if (r < 0) {
+				if (box != NULL && !busy && !withdraw(box, my))
+					continue;
 				give_up(p, my);
 				return r;
 			}
@@ -247,6 +390,8 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
 				/* Nobody holds it: the queue's head is gone. */
 				uint32_t from = s;
 
+				if (box != NULL)
+					clear_box(box, my);
 				while ((int32_t)(my - s) > 0 &&
 				       !atomic_compare_exchange_weak(&p->serving,
 								     &s, my))
@@ -259,13 +404,18 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
 			}
 			moved = now; /* held: by the head, stopped or busy */
 		}
+		if (!posted) {
+			posted = true;
+			box = post(l, p, my, mail);
+			continue;
+		}
 		/*
 		 * Next in turn: the holder woke us as it took the lock, and
 		 * it holds it for tens of microseconds, so we watch for the
 		 * hand-over on our CPU a little while rather than pay for
 		 * being woken and scheduled again after it.
 		 */
-		if (my - s == 1 && now - spun < SPIN_NS) {
+		if (!busy && my - s == 1 && now - spun < SPIN_NS) {
 			spun = spun == 0 ? now : spun;
 			for (int i = 0; i < 64; i++)
 				cpu_relax();
@@ -277,8 +427,9 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
 	}
 }
 
-int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns,
-			    enum bgrun__filelock_bound bound)
+int bgrun__filelock_acquire_mail(struct bgrun__filelock *l, int64_t timeout_ns,
+				 enum bgrun__filelock_bound bound,
+				 struct bgrun__filelock_mail *mail)
 {
 	int64_t start = bgrun__now_ns(CLOCK_MONOTONIC);
 	bool still = bound == BGRUN__FILELOCK_STILL;
@@ -293,7 +444,10 @@ int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns,
 	} else {
 		for (int queued = 1;; queued++) {
 			l->ticket = atomic_fetch_add(&p->next, 1);
-			r = wait_turn(l, p, l->ticket, timeout_ns, still, start);
+			r = wait_turn(l, p, l->ticket, timeout_ns, still, start,
+				      mail);
+			if (r == 3)
+				return 1;
 			if (r != 2)
 				break;
 			/*
@@ -327,6 +481,65 @@ int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns,
 	if (p != NULL && atomic_load(&p->next) - l->ticket > 1)
 		wake_ticket(p, l->ticket + 1);
 	return 0;
+}
+
+int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns,
+			    enum bgrun__filelock_bound bound)
+{
+	return bgrun__filelock_acquire_mail(l, timeout_ns, bound, NULL);
+}
+
+/*
+ * From the ticket after `serving` (whose waiter, in its turn, takes the
+ * lock after us and withdraws its own), at most a lap: every box READY
+ * for the ticket it names.
+ */
+size_t bgrun__filelock_take(struct bgrun__filelock *l,
+			    struct bgrun__filelock_taken *taken, size_t max)
+{
+	struct page *p = l->map;
+	uint32_t from, next;
+	size_t n = 0;
+
+	if (!l->held || p == NULL || l->boxes == NULL)
+		return 0;
+	from = atomic_load(&p->serving) + 1;
+	next = atomic_load(&p->next);
+	for (uint32_t t = from; t != next && t - from < SLOTS - 1 && n < max;
+	     t++) {
+		struct mailbox *b = box_at(l, t);
+		uint64_t w = MAIL(t, MAIL_READY);
+
+		if (!atomic_compare_exchange_strong(&b->word, &w,
+						    MAIL(t, MAIL_TAKEN)))
+			continue;
+		if (b->len == 0 || b->len > sizeof(b->data)) {
+			/* Not a length it could have written: its own to do. */
+			atomic_store(&b->word, MAIL(t, MAIL_RETRY));
+			wake_ticket(p, t);
+			continue;
+		}
+		taken[n++] = (struct bgrun__filelock_taken){
+			.ticket = t, .data = b->data, .len = b->len
+		};
+	}
+	return n;
+}
+
+void bgrun__filelock_settle(struct bgrun__filelock *l,
+			    const struct bgrun__filelock_taken *taken,
+			    const int32_t *results, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct mailbox *b = box_at(l, taken[i].ticket);
+		bool done = results[i] >= 0;
+
+		if (done)
+			b->result = results[i];
+		atomic_store(&b->word, MAIL(taken[i].ticket,
+					    done ? MAIL_DONE : MAIL_RETRY));
+		wake_ticket(l->map, taken[i].ticket);
+	}
 }
 
 void bgrun__filelock_release(struct bgrun__filelock *l)

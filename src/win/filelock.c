@@ -125,3 +125,31 @@ void bgrun__filelock_release(struct bgrun__filelock *l)
 		(void)UnlockFileEx(h, 0, 1, 0, &o);
 	l->held = false;
 }
+
+/* No mailboxes without the queue (above): each writer does its own work. */
+int bgrun__filelock_acquire_mail(struct bgrun__filelock *l, int64_t timeout_ns,
+				 enum bgrun__filelock_bound bound,
+				 struct bgrun__filelock_mail *mail)
+{
+	(void)mail;
+	return bgrun__filelock_acquire(l, timeout_ns, bound);
+}
+
+size_t bgrun__filelock_take(struct bgrun__filelock *l,
+			    struct bgrun__filelock_taken *taken, size_t max)
+{
+	(void)l;
+	(void)taken;
+	(void)max;
+	return 0;
+}
+
+void bgrun__filelock_settle(struct bgrun__filelock *l,
+			    const struct bgrun__filelock_taken *taken,
+			    const int32_t *results, size_t n)
+{
+	(void)l;
+	(void)taken;
+	(void)results;
+	(void)n;
+}
