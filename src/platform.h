@@ -297,6 +297,11 @@ void bgrun__filelock_settle(struct bgrun__filelock *l,
 /* Releases (if held) and unmaps; fd is left open. */
 void bgrun__filelock_destroy(struct bgrun__filelock *l);
 /*
+ * A counter in the lock file, shared by every process that maps it (the
+ * store counts its checkpoints there), or NULL (no map, Windows).
+ */
+_Atomic uint32_t *bgrun__filelock_counter(struct bgrun__filelock *l);
+/*
  * Opens the existing file path for fdatasync (the store's WAL, flushed
  * before a checkpoint): the descriptor, or -1 with errno. Read-only on
  * POSIX; for writing on Windows, where FlushFileBuffers (_commit) fails

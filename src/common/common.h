@@ -56,6 +56,9 @@ static inline int bgrun__hex_value(unsigned char c)
 
 /* Creates a thread with every signal blocked (caller's mask restored). */
 int bgrun__thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg);
+/* The same, for a thread that is joined rather than detached. */
+int bgrun__thread_start_joinable(pthread_t *ret_thread, void *(*fn)(void *),
+				 void *arg);
 
 /* utf8.c */
 /* The length of the valid UTF-8 sequence at s[0..n), 0 if invalid (bgrun_utf8_decode). */

@@ -28,7 +28,8 @@ int64_t bgrun__now_ns(int clock_id)
  * start with every signal blocked. The creating thread's mask is restored
  * before returning.
  */
-int bgrun__thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg)
+static int thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg,
+			int detach)
 {
 	sigset_t all, old;
 	pthread_attr_t attr;
@@ -38,12 +39,23 @@ int bgrun__thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg)
 	r = pthread_attr_init(&attr);
 	if (r != 0)
 		return -r;
-	(void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	(void)pthread_attr_setdetachstate(&attr, detach);
 	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
 	r = pthread_create(ret_thread, &attr, fn, arg);
 	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
 	(void)pthread_attr_destroy(&attr);
 	return -r;
+}
+
+int bgrun__thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg)
+{
+	return thread_start(ret_thread, fn, arg, PTHREAD_CREATE_DETACHED);
+}
+
+int bgrun__thread_start_joinable(pthread_t *ret_thread, void *(*fn)(void *),
+				 void *arg)
+{
+	return thread_start(ret_thread, fn, arg, PTHREAD_CREATE_JOINABLE);
 }
 
 int bgrun__user_path(const char *xdg_var, const char *home_dir,

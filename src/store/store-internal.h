@@ -134,6 +134,10 @@ struct bgrun_store {
 	struct bgrun__filelock_taken taken[BGRUN__STORE_GROUP_MAX];
 	int32_t taken_result[BGRUN__STORE_GROUP_MAX];
 	size_t n_taken;
+	/* The thread that checkpoints for this store (store.c), once needed. */
+	struct bgrun__checkpointer *ckpt;
+	bool ckpt_failed;   /* could not be started: checkpoint in line */
+	bool ckpt_own;      /* this is the checkpointer's own store */
 	int64_t lock_timeout_ns;
 	int wal_frames;        /* in the WAL after our last commit */
 	int checkpoint_frames; /* when to checkpoint (INT_MAX: never) */

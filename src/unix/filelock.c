@@ -87,7 +87,8 @@
 struct page {
 	_Atomic uint32_t next;
 	_Atomic uint32_t serving;
-	uint32_t reserved[14];
+	_Atomic uint32_t counter; /* bgrun__filelock_counter's */
+	uint32_t reserved[13];
 	_Atomic uint32_t slot[SLOTS];
 	/* ticket + 1: that ticket's waiter gave up (exact, never t % SLOTS). */
 	_Atomic uint32_t gone[SLOTS];
@@ -163,6 +164,13 @@ void bgrun__filelock_destroy(struct bgrun__filelock *l)
 		(void)munmap(l->map, l->boxes != NULL ? PAGE + MAIL_AREA : PAGE);
 	l->map = NULL;
 	l->boxes = NULL;
+}
+
+_Atomic uint32_t *bgrun__filelock_counter(struct bgrun__filelock *l)
+{
+	struct page *p = l->map;
+
+	return p != NULL ? &p->counter : NULL;
 }
 
 int bgrun__filelock_open_sync(const char *path)

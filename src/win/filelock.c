@@ -44,6 +44,12 @@ void bgrun__filelock_destroy(struct bgrun__filelock *l)
 		bgrun__filelock_release(l);
 }
 
+_Atomic uint32_t *bgrun__filelock_counter(struct bgrun__filelock *l)
+{
+	(void)l;
+	return NULL;
+}
+
 int bgrun__filelock_open_sync(const char *path)
 {
 	WCHAR *w;
