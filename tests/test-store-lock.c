@@ -383,6 +383,27 @@ static void until_box(void *map, uint32_t t, uint64_t w)
 }
 
 /*
+ * The queue that both group-commit cases start from: h holds the lock,
+ * first's put waits behind it, and w waits behind that put (a waiter of
+ * the test's, which leaves no mail). Returns h's ticket.
+ */
+static uint32_t hold_put_wait(const char *lock, struct counters *c,
+			      struct waiter *h, struct putter *first,
+			      struct waiter *w)
+{
+	uint32_t base = next(c);
+
+	start(h, lock, BGRUN__TEST_LOCK_TOTAL, 60000, 0);
+	join(h);
+	ASSERT_EQ(h->r, 0);
+	go(first);
+	until_next(c, base + 2);
+	start(w, lock, BGRUN__TEST_LOCK_STILL, 60000, 0);
+	until_next(c, base + 3);
+	return base;
+}
+
+/*
  * Group commit: a put waiting behind the holder of the lock leaves its
  * event in its mailbox, and the next writer to hold the lock commits it
  * with its own; the waiting put then returns without the lock. Here it
@@ -405,14 +426,7 @@ void case_lock_group_commit(void)
 	start_put(&first, db, "group-first");
 	start_put(&behind, db, "group-behind");
 	/* The holder, then a put, a waiter that will hold, a put. */
-	base = next(c);
-	start(&h, lock, BGRUN__TEST_LOCK_TOTAL, 60000, 0);
-	join(&h);
-	ASSERT_EQ(h.r, 0);
-	go(&first);
-	until_next(c, base + 2);
-	start(&x, lock, BGRUN__TEST_LOCK_STILL, 60000, 0);
-	until_next(c, base + 3);
+	base = hold_put_wait(lock, c, &h, &first, &x);
 	go(&behind);
 	until_next(c, base + 4);
 	until_box(map, base + 3, MAIL(base + 3, MAIL_READY));
@@ -457,14 +471,7 @@ void case_lock_group_garbage(void)
 	uint32_t base;
 
 	start_put(&first, db, "garbage-first");
-	base = next(c);
-	start(&h, lock, BGRUN__TEST_LOCK_TOTAL, 60000, 0);
-	join(&h);
-	ASSERT_EQ(h.r, 0);
-	go(&first);
-	until_next(c, base + 2);
-	start(&y, lock, BGRUN__TEST_LOCK_STILL, 60000, 0);
-	until_next(c, base + 3);
+	base = hold_put_wait(lock, c, &h, &first, &y);
 	b = box_of(map, base + 2);
 	memcpy(b->data, junk, sizeof(junk));
 	b->len = sizeof(junk);
