@@ -42,8 +42,9 @@ int64_t bgrun__win_filetime_unix_ns(const FILETIME *ft)
 	return (t - INT64_C(116444736000000000)) * 100;
 }
 
-/* No signals to block on Windows: a detached thread, nothing else. */
-int bgrun__thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg)
+/* No signals to block on Windows: a thread, nothing else. */
+static int thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg,
+			int detach)
 {
 	pthread_attr_t attr;
 	int r;
@@ -51,10 +52,21 @@ int bgrun__thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg)
 	r = pthread_attr_init(&attr);
 	if (r != 0)
 		return -r;
-	(void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	(void)pthread_attr_setdetachstate(&attr, detach);
 	r = pthread_create(ret_thread, &attr, fn, arg);
 	(void)pthread_attr_destroy(&attr);
 	return -r;
+}
+
+int bgrun__thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg)
+{
+	return thread_start(ret_thread, fn, arg, PTHREAD_CREATE_DETACHED);
+}
+
+int bgrun__thread_start_joinable(pthread_t *ret_thread, void *(*fn)(void *),
+				 void *arg)
+{
+	return thread_start(ret_thread, fn, arg, PTHREAD_CREATE_JOINABLE);
 }
 
 int bgrun__win_utf16(const char *s, WCHAR **ret)
