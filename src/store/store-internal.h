@@ -25,8 +25,9 @@
 /*
  * WAL pages after which the store of the writer that committed has its
  * thread checkpoint (see bgrun__store_checkpoint and store.c's
- * checkpointer; SQLite's automatic checkpoint, also at 1000, is off). A write dirties about 7 pages (the row and its indexes), so
- * that is every 140 events or so, and the WAL stays near 4 MiB. Every
+ * checkpointer; SQLite's automatic checkpoint, also at 1000, is off). A
+ * write dirties about 7 pages (the row and its indexes), so that is
+ * every 140 events or so, and the WAL stays near 4 MiB. Every
  * writer waits while a checkpoint holds the lock, so a checkpoint must
  * be short rather than rare: measured with bench/sink-bench (8 and 32
  * writer processes), 1000 pages gave a lower p99 than 4000 (the daemon's

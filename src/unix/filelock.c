@@ -62,9 +62,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -298,10 +298,10 @@ static struct mailbox *post(struct bgrun__filelock *l, struct page *p,
 		if (atomic_compare_exchange_strong(&b->word, &mine,
 						   MAIL(my, MAIL_READY)))
 			return b;
-	} else if (atomic_compare_exchange_strong(&b->word, &mine, 0)) {
-		return NULL;
+		return NULL; /* taken from us meanwhile: not ours any more */
 	}
-	return NULL; /* taken from us meanwhile: not ours any more */
+	(void)atomic_compare_exchange_strong(&b->word, &mine, 0);
+	return NULL;
 }
 
 /* Takes a READY box back: false if the holder has it or has answered. */
@@ -497,6 +497,17 @@ int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns,
 	return bgrun__filelock_acquire_mail(l, timeout_ns, bound, NULL);
 }
 
+/* Answers ticket t's box: done with result (>= 0), or given back. */
+static void answer(struct bgrun__filelock *l, uint32_t t, int32_t result)
+{
+	struct mailbox *b = box_at(l, t);
+
+	if (result >= 0)
+		b->result = result;
+	atomic_store(&b->word, MAIL(t, result >= 0 ? MAIL_DONE : MAIL_RETRY));
+	wake_ticket(l->map, t);
+}
+
 /*
  * From the ticket after `serving` (whose waiter, in its turn, takes the
  * lock after us and withdraws its own), at most a lap: every box READY
@@ -523,8 +534,7 @@ size_t bgrun__filelock_take(struct bgrun__filelock *l,
 			continue;
 		if (b->len == 0 || b->len > sizeof(b->data)) {
 			/* Not a length it could have written: its own to do. */
-			atomic_store(&b->word, MAIL(t, MAIL_RETRY));
-			wake_ticket(p, t);
+			answer(l, t, -1);
 			continue;
 		}
 		taken[n++] = (struct bgrun__filelock_taken){
@@ -538,16 +548,8 @@ void bgrun__filelock_settle(struct bgrun__filelock *l,
 			    const struct bgrun__filelock_taken *taken,
 			    const int32_t *results, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		struct mailbox *b = box_at(l, taken[i].ticket);
-		bool done = results[i] >= 0;
-
-		if (done)
-			b->result = results[i];
-		atomic_store(&b->word, MAIL(taken[i].ticket,
-					    done ? MAIL_DONE : MAIL_RETRY));
-		wake_ticket(l->map, taken[i].ticket);
-	}
+	for (size_t i = 0; i < n; i++)
+		answer(l, taken[i].ticket, results[i]);
 }
 
 void bgrun__filelock_release(struct bgrun__filelock *l)
