@@ -270,53 +270,138 @@ static int count_rows(void *data, const struct bgrun_event_row *row)
 	return 0;
 }
 
-/*
- * A reader who may not write the directory (another user's log, a
- * read-only mount) still reads it, and leaves nothing behind. As root,
- * the reading is done by a child that became nobody.
- */
-void case_open_readonly_dir(void)
+static off_t file_size(const char *path)
 {
-	char *dir = t_tmpdir(), *sub = t_path(dir, "d"), *db, *wal, *shm;
-	struct bgrun_query q = BGRUN_QUERY_INIT;
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+/* Puts n events in a store of its own, closed after. */
+static void put_events(const char *db, int n)
+{
 	struct bgrun_event ev;
 	struct bgrun_store *s;
-	int status, rows = 0;
-	pid_t pid;
 
-	db = t_path(sub, "events.db");
-	wal = t_printf("%s-wal", db);
-	shm = t_printf("%s-shm", db);
 	ASSERT_OK(t_open(db, 0, &s));
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < n; i++) {
 		bgrun_event_init(&ev, "commandfinish", "bgrun");
 		ASSERT_EQ(bgrun_store_put(s, &ev), 1);
 	}
 	bgrun_store_close(s);
-	ASSERT(access(wal, F_OK) < 0 && access(shm, F_OK) < 0);
-	ASSERT_SYS(chmod(dir, 0755));
-	ASSERT_SYS(chmod(sub, 0555));
-	ASSERT_SYS(chmod(db, 0644));
+}
+
+/* Checkpoints db's WAL into it, which leaves it empty (a prune, of
+ * nothing, does). */
+static void empty_wal(const char *db)
+{
+	struct bgrun_store *s;
+
+	ASSERT_OK(t_open(db, 0, &s));
+	ASSERT_OK(bgrun_store_prune(s, 1, NULL));
+	bgrun_store_close(s);
+	ASSERT_EQ(file_size(t_printf("%s-wal", db)), 0);
+}
+
+/*
+ * The rows a child reads from db, read-only, as nobody when we are root:
+ * the count, or -1 with the store's message in msg, or -77 when it could
+ * not become nobody.
+ */
+static int rows_as_reader(const char *db, char *msg, size_t size)
+{
+	struct bgrun_query q = BGRUN_QUERY_INIT;
+	struct bgrun_store *s;
+	int status, rows = 0, fds[2];
+	ssize_t n;
+	pid_t pid;
+
+	ASSERT_SYS(pipe(fds));
 	pid = fork();
 	ASSERT_SYS(pid);
 	if (pid == 0) {
+		(void)close(fds[0]);
 		if (getuid() == 0 && (setgroups(0, NULL) < 0 ||
 				      setgid(65534) < 0 || setuid(65534) < 0))
 			_exit(77);
-		if (bgrun_store_new(&s) < 0 ||
-		    bgrun_store_open(s, db, BGRUN_STORE_READONLY) < 0 ||
-		    bgrun_store_query(s, &q, count_rows, &rows) < 0)
+		if (bgrun_store_new(&s) < 0)
 			_exit(1);
+		if (bgrun_store_open(s, db, BGRUN_STORE_READONLY) < 0 ||
+		    bgrun_store_query(s, &q, count_rows, &rows) < 0) {
+			const char *m = bgrun_store_errmsg(s);
+
+			(void)!write(fds[1], m, strlen(m));
+			_exit(1);
+		}
 		bgrun_store_close(s);
-		_exit(rows == 3 ? 0 : 2);
+		_exit(rows < 64 ? rows + 2 : 66);
 	}
+	(void)close(fds[1]);
+	n = read(fds[0], msg, size - 1);
+	msg[n > 0 ? n : 0] = '\0';
+	(void)close(fds[0]);
 	ASSERT_SYS(waitpid(pid, &status, 0));
-	ASSERT_SYS(chmod(sub, 0700));
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
-		SKIP("cannot become nobody to test a read-only directory");
 	ASSERT(WIFEXITED(status));
-	ASSERT_EQ(WEXITSTATUS(status), 0);
-	ASSERT(access(wal, F_OK) < 0 && access(shm, F_OK) < 0);
+	if (WEXITSTATUS(status) == 77)
+		return -77;
+	if (WEXITSTATUS(status) == 1)
+		return -1;
+	return WEXITSTATUS(status) - 2;
+}
+
+/*
+ * A reader who may not write the directory (another user's log, a
+ * read-only mount) still reads it, and leaves nothing behind. The -wal
+ * and -shm files stay between writers and are made with the database's
+ * mode: a log made readable to others after them (chmod) is readable
+ * once its next writer has given them the database's mode. As root, the
+ * reading is done by a child that became nobody.
+ */
+void case_open_readonly_dir(void)
+{
+	char *dir = t_tmpdir(), *sub = t_path(dir, "d"), *db, *wal, *shm;
+	char msg[512];
+	struct stat st;
+	int rows;
+
+	db = t_path(sub, "events.db");
+	wal = t_printf("%s-wal", db);
+	shm = t_printf("%s-shm", db);
+	/* Made, its WAL emptied, then written. */
+	put_events(db, 1);
+	empty_wal(db);
+	put_events(db, 2);
+	/* Kept, and holding the two commits (no checkpoint at close). */
+	ASSERT(file_size(wal) > 0 && access(shm, F_OK) == 0);
+	ASSERT_SYS(stat(wal, &st));
+	ASSERT_EQ(st.st_mode & 0777, 0600);
+	ASSERT_SYS(chmod(dir, 0755));
+	ASSERT_SYS(chmod(sub, 0555));
+	ASSERT_SYS(chmod(db, 0644));
+	if (getuid() == 0) {
+		/* Its companions are still the writer's alone: said. */
+		rows = rows_as_reader(db, msg, sizeof(msg));
+		if (rows == -77) {
+			ASSERT_SYS(chmod(sub, 0700));
+			SKIP("cannot become nobody to test a read-only directory");
+		}
+		ASSERT_EQ(rows, -1);
+		ASSERT(strstr(msg, db) != NULL);
+	}
+	/* The next writer gives them the database's mode. */
+	put_events(db, 1);
+	ASSERT_SYS(stat(wal, &st));
+	ASSERT_EQ(st.st_mode & 0777, 0644);
+	ASSERT_SYS(stat(shm, &st));
+	ASSERT_EQ(st.st_mode & 0777, 0644);
+	rows = rows_as_reader(db, msg, sizeof(msg));
+	ASSERT_SYS(chmod(sub, 0700));
+	if (rows == -77)
+		SKIP("cannot become nobody to test a read-only directory");
+	if (rows < 0)
+		FAIL("%s", msg);
+	ASSERT_EQ(rows, 4);
+	ASSERT(access(t_printf("%s-journal", db), F_OK) < 0);
 	free(db);
 	free(wal);
 	free(shm);
@@ -324,9 +409,75 @@ void case_open_readonly_dir(void)
 }
 
 /*
- * A log on read-only media (a snapshot, a backup, a ro mount): no -wal
- * file, and none can be made. In a mount namespace of a child of ours: a
- * tmpfs, a log written on it, then the tmpfs remounted read-only.
+ * A close that leaves a long WAL checkpoints it and empties it (the file
+ * stays); a short one is left, its commits in it.
+ */
+void case_close_checkpoint(void)
+{
+	char *dir = t_tmpdir(), *db = t_path(dir, "events.db");
+	char *wal = t_printf("%s-wal", db);
+	struct bgrun_query q = BGRUN_QUERY_INIT;
+	struct bgrun_event ev;
+	struct bgrun_store *s;
+	off_t db_size;
+	int n = 0, rows = 0;
+
+	put_events(db, 1);
+	ASSERT(file_size(wal) > 0);
+	db_size = file_size(db);
+	/* Past 32 pages of 4 KiB, with their frame headers. */
+	ASSERT_OK(t_open(db, 0, &s));
+	while (file_size(wal) < 32 + 33 * (4096 + 24)) {
+		bgrun_event_init(&ev, "commandfinish", "bgrun");
+		ASSERT_EQ(bgrun_store_put(s, &ev), 1);
+		n++;
+		ASSERT(n < 1000);
+	}
+	bgrun_store_close(s);
+	ASSERT_EQ(file_size(wal), 0);
+	ASSERT(file_size(db) >= db_size);
+	ASSERT_OK(t_open(db, BGRUN_STORE_READONLY, &s));
+	ASSERT_OK(bgrun_store_query(s, &q, count_rows, &rows));
+	bgrun_store_close(s);
+	ASSERT_EQ(rows, n + 1);
+	free(wal);
+	free(db);
+}
+
+/*
+ * A log removed without its -wal and -shm files (rm events.db), which
+ * stay between writers, then made again: the old rows do not come back
+ * from the old WAL (SQLite deletes a WAL found beside an empty database).
+ */
+void case_stale_companions(void)
+{
+	char *dir = t_tmpdir(), *db = t_path(dir, "events.db");
+	char *wal = t_printf("%s-wal", db);
+	struct bgrun_query q = BGRUN_QUERY_INIT;
+	struct bgrun_store *s;
+	int rows = 0;
+
+	put_events(db, 1);
+	empty_wal(db);
+	put_events(db, 2);
+	ASSERT(file_size(wal) > 0);
+	ASSERT_SYS(unlink(db));
+	put_events(db, 1);
+	ASSERT_OK(t_open(db, BGRUN_STORE_READONLY, &s));
+	ASSERT_OK(bgrun_store_query(s, &q, count_rows, &rows));
+	bgrun_store_close(s);
+	ASSERT_EQ(rows, 1);
+	free(wal);
+	free(db);
+}
+
+/*
+ * A log on read-only media (a snapshot, a backup, a ro mount), where no
+ * file can be made: with its -wal and -shm files, read as SQLite reads a
+ * WAL database it may not write; with neither (a copy of the database
+ * file alone, whose WAL was empty), read as immutable. In a mount
+ * namespace of a child of ours: a tmpfs, a log written on it, then the
+ * tmpfs remounted read-only.
  */
 void case_open_readonly_media(void)
 {
@@ -334,7 +485,7 @@ void case_open_readonly_media(void)
 	struct bgrun_query q = BGRUN_QUERY_INIT;
 	struct bgrun_event ev;
 	struct bgrun_store *s;
-	int status, rows = 0;
+	int status, rows;
 	pid_t pid;
 
 	db = t_path(mnt, "events.db");
@@ -342,10 +493,17 @@ void case_open_readonly_media(void)
 	pid = fork();
 	ASSERT_SYS(pid);
 	if (pid == 0) {
+		char *wal = t_printf("%s-wal", db), *shm = t_printf("%s-shm", db);
+
 		if (unshare(CLONE_NEWNS) < 0 ||
 		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 		    mount("tmpfs", mnt, "tmpfs", 0, "size=4m") < 0)
 			_exit(77);
+		/* Made, its WAL emptied, then written. */
+		if (bgrun_store_new(&s) < 0 || bgrun_store_open(s, db, 0) < 0 ||
+		    bgrun_store_prune(s, 1, NULL) < 0)
+			_exit(1);
+		bgrun_store_close(s);
 		if (bgrun_store_new(&s) < 0 || bgrun_store_open(s, db, 0) < 0)
 			_exit(1);
 		for (int i = 0; i < 3; i++) {
@@ -354,19 +512,37 @@ void case_open_readonly_media(void)
 				_exit(1);
 		}
 		bgrun_store_close(s);
-		if (access(t_printf("%s-wal", db), F_OK) == 0 ||
+		if (file_size(wal) <= 0 ||
 		    mount(NULL, mnt, NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
 			_exit(1);
-		if (bgrun_store_new(&s) < 0)
-			_exit(1);
-		if (bgrun_store_open(s, db, BGRUN_STORE_READONLY) < 0) {
-			fprintf(stderr, "%s\n", bgrun_store_errmsg(s));
-			_exit(3);
+		for (int pass = 0; pass < 2; pass++) {
+			rows = 0;
+			if (bgrun_store_new(&s) < 0)
+				_exit(1);
+			if (bgrun_store_open(s, db, BGRUN_STORE_READONLY) < 0) {
+				fprintf(stderr, "%s\n", bgrun_store_errmsg(s));
+				_exit(3);
+			}
+			if (bgrun_store_query(s, &q, count_rows, &rows) < 0)
+				_exit(4);
+			bgrun_store_close(s);
+			if (rows != 3)
+				_exit(2);
+			if (pass == 1)
+				break;
+			/* The WAL emptied into the database, the -shm gone. */
+			if (mount(NULL, mnt, NULL, MS_REMOUNT, NULL) < 0 ||
+			    bgrun_store_new(&s) < 0 ||
+			    bgrun_store_open(s, db, 0) < 0 ||
+			    bgrun_store_prune(s, 1, NULL) < 0)
+				_exit(5);
+			bgrun_store_close(s);
+			if (file_size(wal) != 0 || unlink(shm) < 0 ||
+			    mount(NULL, mnt, NULL, MS_REMOUNT | MS_RDONLY,
+				  NULL) < 0)
+				_exit(6);
 		}
-		if (bgrun_store_query(s, &q, count_rows, &rows) < 0)
-			_exit(4);
-		bgrun_store_close(s);
-		_exit(rows == 3 ? 0 : 2);
+		_exit(0);
 	}
 	ASSERT_SYS(waitpid(pid, &status, 0));
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)

@@ -97,7 +97,10 @@ eq "no daemon: the next embedded writer stores it" "$(rows "$BGRUN_DB")" 5
 export BGRUN_DB=$TMP/damaged/events.db
 mkdir "$TMP/damaged"
 run --wait -- true
-# Pages 1 and 2 past the 100-byte header, overwritten.
+# Its pages in the file (a close leaves a short WAL: SQLite would read
+# the pages from there), then pages 1 and 2 past the 100-byte header
+# overwritten.
+sqlite3 "$BGRUN_DB" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null
 head -c 4096 /dev/zero | tr '\0' '\377' |
 	dd of="$BGRUN_DB" bs=1 seek=100 conv=notrunc 2>/dev/null
 MALFORMED="$BGRUN_DB: database disk image is malformed"

@@ -32,12 +32,28 @@
  * be short rather than rare: measured with bench/sink-bench (8 and 32
  * writer processes), 1000 pages gave a lower p99 than 4000 (the daemon's
  * writer, whose transactions are large, measured no gain from 4000 over
- * 1000 either; see README). The last connection to close checkpoints and
- * deletes the WAL.
+ * 1000 either; see README).
  */
 #ifndef BGRUN__STORE_CHECKPOINT_PAGES /* -D for a bench's comparison */
 #define BGRUN__STORE_CHECKPOINT_PAGES 1000
 #endif
+/*
+ * The WAL a closing writer leaves for the next opener, in pages: below
+ * it the last connection closes without a checkpoint (the WAL, flushed,
+ * holds its commits), at or above it the close checkpoints and truncates
+ * the WAL. The -wal and -shm files stay (SQLITE_FCNTL_PERSIST_WAL). The
+ * next process to open rebuilds the WAL index by reading what is left,
+ * so this bounds that read (32 pages: 128 KiB, about four events' worth
+ * of a single writer). A short-lived writer (`logsink send`, one event)
+ * used to pay a checkpoint on every close: the WAL's header sync, the
+ * database's sync, and the -wal and -shm files made and unlinked each
+ * time (bench/sink-bench --only hook, README).
+ */
+#ifndef BGRUN__STORE_CLOSE_CHECKPOINT_PAGES /* -D for a bench's comparison */
+#define BGRUN__STORE_CLOSE_CHECKPOINT_PAGES 32
+#endif
+/* The WAL's file is cut back to this after a checkpoint reset it. */
+#define BGRUN__STORE_WAL_LIMIT_BYTES "4194304"
 /* How long that writer waits for the lock to checkpoint. */
 #define BGRUN__STORE_CHECKPOINT_WAIT_MS 200
 /*

@@ -244,7 +244,9 @@ int bgrun__store_setup(struct bgrun_store *store, int64_t version)
 		r = migrate(store, version);
 	if (r >= 0)
 		r = exec_sql(store, "PRAGMA synchronous = NORMAL; "
-			     "PRAGMA cache_size = " BGRUN__STORE_CACHE_KIB,
+			     "PRAGMA cache_size = " BGRUN__STORE_CACHE_KIB "; "
+			     "PRAGMA journal_size_limit = "
+			     BGRUN__STORE_WAL_LIMIT_BYTES,
 			     "configuring");
 	/* No automatic checkpoints: see bgrun__store_checkpoint. */
 	if (r >= 0)

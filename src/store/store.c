@@ -621,24 +621,57 @@ static int open_db(struct bgrun_store *store, const char *name, int flags)
 	return 0;
 }
 
-static bool wal_missing(struct bgrun_store *store)
+/* Whether the -wal file holds nothing: missing, or empty. */
+static bool wal_unused(struct bgrun_store *store)
 {
 	char *wal = NULL;
-	bool missing;
+	struct stat st;
+	bool unused;
 
 	if (asprintf(&wal, "%s-wal", store->path) < 0)
 		return false;
-	missing = access(wal, F_OK) < 0 && errno == ENOENT;
+	if (stat(wal, &st) == 0)
+		unused = st.st_size == 0;
+	else
+		unused = errno == ENOENT;
 	free(wal);
-	return missing;
+	return unused;
+}
+
+/*
+ * The -wal and -shm files are made with the database's mode (SQLite's
+ * rule) and then kept: a database made readable to others (chmod) has
+ * its companions made so too by its next writer, so that a reader who
+ * may not write them can still read the log (SQLite reads a WAL database
+ * read-only when both exist). They take the database's permission bits,
+ * and only where they have its owner.
+ */
+static void companions_follow(struct bgrun_store *store)
+{
+	static const char *const companions[] = { "-wal", "-shm" };
+	struct stat db, st;
+	char *name = NULL;
+
+	if (stat(store->path, &db) < 0)
+		return;
+	for (size_t i = 0; i < sizeof(companions) / sizeof(companions[0]); i++) {
+		if (asprintf(&name, "%s%s", store->path, companions[i]) < 0)
+			return;
+		if (lstat(name, &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_uid == db.st_uid &&
+		    (st.st_mode & 07777) != (db.st_mode & 0777))
+			(void)chmod(name, db.st_mode & 0777);
+		free(name);
+	}
 }
 
 /*
  * Even a reader of a WAL database makes SQLite create the -wal and -shm
- * files; where it cannot (a directory the caller may not write: another
- * user's log, a read-only mount) opening fails. Without a -wal file no
- * writer is at work, so the file can then be read as immutable (no
- * locks, no companion files) instead.
+ * files, or open them read-write; where it can do neither (a directory
+ * the caller may not write: another user's log, a read-only mount)
+ * opening fails. Without a -wal file, or with an empty one, every commit
+ * is in the database file and no writer is at work, so the file can
+ * then be read as immutable (no locks, no companion files) instead.
  */
 static int reopen_immutable(struct bgrun_store *store, int64_t *ret_version)
 {
@@ -700,11 +733,11 @@ static int open_readonly(struct bgrun_store *store)
 	 * is that of its last try: EROFS (making it), or ENOENT or EACCES
 	 * (opening it read-only), and a file with pages in it may even look
 	 * empty. Read-only media (snapshots, backups, ro mounts) are read
-	 * as immutable then.
+	 * as immutable then, when their -wal file holds nothing.
 	 */
 	if ((r == -EROFS || r == -ENOENT || r == -EACCES ||
 	     (r >= 0 && version == 0 && st.st_size > 0)) &&
-	    wal_missing(store))
+	    wal_unused(store))
 		r = reopen_immutable(store, &version);
 	if (r < 0)
 		return r;
@@ -770,8 +803,18 @@ static int open_readwrite(struct bgrun_store *store)
 		(void)unlink(lock_path);
 	free(lock_path);
 	if (r >= 0) {
+		int persist = 1;
+
 		store->checkpoint_frames = BGRUN__STORE_CHECKPOINT_PAGES;
 		(void)sqlite3_wal_hook(store->db, wal_hook, store);
+		/*
+		 * The -wal and -shm files are made once and kept: making and
+		 * unlinking them cost every short-lived writer two file
+		 * creations, a sync of the directory and two unlinks.
+		 */
+		(void)sqlite3_file_control(store->db, "main",
+					   SQLITE_FCNTL_PERSIST_WAL, &persist);
+		companions_follow(store);
 	}
 	return r;
 }
@@ -837,13 +880,19 @@ static void release(struct bgrun_store *store)
 	}
 	if (store->db != NULL) {
 		/*
-		 * The last connection to close checkpoints the WAL and deletes
-		 * it: a write, so under the lock like every other. (Skipping
-		 * that, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, was measured: the
-		 * next process to open alone must then rebuild the WAL index
-		 * by reading the whole WAL, up to 16 MiB, which costs more CPU
-		 * than the checkpoint's fdatasyncs cost waiting.)
+		 * Our commits are in the WAL (synchronous = NORMAL syncs it
+		 * only at checkpoints): flushed before we go. The last
+		 * connection to close would checkpoint the WAL; only a long
+		 * one is (BGRUN__STORE_CLOSE_CHECKPOINT_PAGES says why), under
+		 * the lock like every other write, and the close then cuts
+		 * the WAL to nothing. (Leaving every WAL was measured too:
+		 * the next process to open alone rebuilds the WAL index by
+		 * reading the whole of it, up to 16 MiB.)
 		 */
+		bool checkpoint = store->lock_fd >= 0 &&
+				  store->wal_frames >=
+					  BGRUN__STORE_CLOSE_CHECKPOINT_PAGES;
+
 		if (store->lock_fd >= 0)
 			flush_wal(store);
 		/*
@@ -851,11 +900,13 @@ static void release(struct bgrun_store *store)
 		 * already waited it, and without the lock the WAL is only
 		 * left for the next writer to checkpoint.
 		 */
-		if (store->lock_fd >= 0 &&
+		if (checkpoint &&
 		    bgrun__filelock_acquire(&store->lock,
 					    BGRUN__STORE_CHECKPOINT_WAIT_MS *
 						    INT64_C(1000000),
 					    BGRUN__FILELOCK_TOTAL) < 0)
+			checkpoint = false;
+		if (!checkpoint)
 			(void)sqlite3_db_config(store->db,
 						SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
 						1, NULL);
