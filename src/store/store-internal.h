@@ -95,8 +95,9 @@
 #define BGRUN__ROW_PLAIN 5
 #define BGRUN__ROW_JSON (BGRUN__ROW_PLAIN + BGRUN__N_COLUMNS)
 /*
- * The upsert's parameters: :id, :recorded_ns, :argv, :options, then the
- * plain columns from BGRUN__UPSERT_PLAIN, then :changed_seq.
+ * The parameters of the insert and the upsert: :id, :recorded_ns, :argv,
+ * :options, then the plain columns from BGRUN__UPSERT_PLAIN, then
+ * :changed_seq.
  */
 #define BGRUN__UPSERT_PLAIN 5
 #define BGRUN__UPSERT_SEQ (BGRUN__UPSERT_PLAIN + BGRUN__N_COLUMNS)
@@ -117,6 +118,7 @@ enum bgrun__stmt_id {
 	BGRUN__STMT_ARGV_DECODE,
 	BGRUN__STMT_OPTIONS_CHECK,
 	BGRUN__STMT_OPTIONS_ADD,
+	BGRUN__STMT_INSERT,
 	BGRUN__STMT_UPSERT,
 	BGRUN__STMT_JSON_LOST,
 	BGRUN__STMT_GET_EXACT,

@@ -365,17 +365,17 @@ static int seq_save(struct bgrun_store *store, int64_t seq)
 }
 
 /*
- * The upsert of one prepared event, its change numbered seq: 1 if a row
- * changed, else 0.
+ * One prepared event, its change numbered seq, through the statement id
+ * (the insert or the upsert): 1 if a row changed, else 0.
  */
-static int write_event(struct bgrun_store *store,
-		       const struct bgrun_store_prepared *p, int64_t seq)
+static int write_row(struct bgrun_store *store, enum bgrun__stmt_id id,
+		     const struct bgrun_store_prepared *p, int64_t seq)
 {
 	const struct bgrun_event *ev = p->ev;
 	sqlite3_stmt *stmt;
 	int r, rc;
 
-	r = bgrun__store_stmt(store, BGRUN__STMT_UPSERT, &stmt);
+	r = bgrun__store_stmt(store, id, &stmt);
 	if (r < 0)
 		return r;
 	rc = sqlite3_bind_text(stmt, 1, ev->id, -1, SQLITE_STATIC);
@@ -432,6 +432,19 @@ static int write_event(struct bgrun_store *store,
 				       sqlite3_errmsg(store->db));
 	bgrun__release_stmt(stmt);
 	return r;
+}
+
+/*
+ * The upsert of one prepared event, its change numbered seq: 1 if a row
+ * changed, else 0. A new id is inserted; only an id the store has (a
+ * running row finished, a replay) takes the upsert.
+ */
+static int write_event(struct bgrun_store *store,
+		       const struct bgrun_store_prepared *p, int64_t seq)
+{
+	int r = write_row(store, BGRUN__STMT_INSERT, p, seq);
+
+	return r != 0 ? r : write_row(store, BGRUN__STMT_UPSERT, p, seq);
 }
 
 /*
