@@ -291,6 +291,19 @@ static void put_events(const char *db, int n)
 	bgrun_store_close(s);
 }
 
+/* The rows db holds, read by a store of its own. */
+static int rows_in(const char *db)
+{
+	struct bgrun_query q = BGRUN_QUERY_INIT;
+	struct bgrun_store *s;
+	int rows = 0;
+
+	ASSERT_OK(t_open(db, BGRUN_STORE_READONLY, &s));
+	ASSERT_OK(bgrun_store_query(s, &q, count_rows, &rows));
+	bgrun_store_close(s);
+	return rows;
+}
+
 /* Checkpoints db's WAL into it, which leaves it empty (a prune, of
  * nothing, does). */
 static void empty_wal(const char *db)
@@ -416,11 +429,10 @@ void case_close_checkpoint(void)
 {
 	char *dir = t_tmpdir(), *db = t_path(dir, "events.db");
 	char *wal = t_printf("%s-wal", db);
-	struct bgrun_query q = BGRUN_QUERY_INIT;
 	struct bgrun_event ev;
 	struct bgrun_store *s;
 	off_t db_size;
-	int n = 0, rows = 0;
+	int n = 0;
 
 	put_events(db, 1);
 	ASSERT(file_size(wal) > 0);
@@ -436,10 +448,7 @@ void case_close_checkpoint(void)
 	bgrun_store_close(s);
 	ASSERT_EQ(file_size(wal), 0);
 	ASSERT(file_size(db) >= db_size);
-	ASSERT_OK(t_open(db, BGRUN_STORE_READONLY, &s));
-	ASSERT_OK(bgrun_store_query(s, &q, count_rows, &rows));
-	bgrun_store_close(s);
-	ASSERT_EQ(rows, n + 1);
+	ASSERT_EQ(rows_in(db), n + 1);
 	free(wal);
 	free(db);
 }
@@ -453,9 +462,6 @@ void case_stale_companions(void)
 {
 	char *dir = t_tmpdir(), *db = t_path(dir, "events.db");
 	char *wal = t_printf("%s-wal", db);
-	struct bgrun_query q = BGRUN_QUERY_INIT;
-	struct bgrun_store *s;
-	int rows = 0;
 
 	put_events(db, 1);
 	empty_wal(db);
@@ -463,10 +469,7 @@ void case_stale_companions(void)
 	ASSERT(file_size(wal) > 0);
 	ASSERT_SYS(unlink(db));
 	put_events(db, 1);
-	ASSERT_OK(t_open(db, BGRUN_STORE_READONLY, &s));
-	ASSERT_OK(bgrun_store_query(s, &q, count_rows, &rows));
-	bgrun_store_close(s);
-	ASSERT_EQ(rows, 1);
+	ASSERT_EQ(rows_in(db), 1);
 	free(wal);
 	free(db);
 }
