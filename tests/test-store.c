@@ -309,11 +309,13 @@ static int rows_in(const char *db)
 static void empty_wal(const char *db)
 {
 	struct bgrun_store *s;
+	char *wal = t_printf("%s-wal", db);
 
 	ASSERT_OK(t_open(db, 0, &s));
 	ASSERT_OK(bgrun_store_prune(s, 1, NULL));
 	bgrun_store_close(s);
-	ASSERT_EQ(file_size(t_printf("%s-wal", db)), 0);
+	ASSERT_EQ(file_size(wal), 0);
+	free(wal);
 }
 
 /*
@@ -414,7 +416,6 @@ void case_open_readonly_dir(void)
 	if (rows < 0)
 		FAIL("%s", msg);
 	ASSERT_EQ(rows, 4);
-	ASSERT(access(t_printf("%s-journal", db), F_OK) < 0);
 	free(db);
 	free(wal);
 	free(shm);
