@@ -46,6 +46,13 @@ probe extension's timings inside hg (each extension's load, set-up hooks,
 ui.log, other threads' CPU); -X importtime of the pieces; the CPU of
 fresh python3 -S importing the module.
 
+With --paired, only the ensurestart=True target, resolved: for each heap,
+--pairs (300) pairs of one bgrun.runbgcommand and one os.posix_spawn call
+in random order, each child exited and reaped before the next call (so
+bgrun's reaper and the floor's waitpid both stay outside the timed calls),
+the cyclic collector off; p50 and p90 of each, the difference of p50s and
+the median of the paired differences with a bootstrap 95% interval.
+
 Run with Debian's /usr/bin/python3 (the one hg runs on) and PYTHONPATH
 giving the module: PYTHONPATH=build/python bench/hg-runbgcommand.py
 """
@@ -57,6 +64,7 @@ import gc
 import os
 import random
 import resource
+import select
 import shutil
 import statistics
 import subprocess
@@ -196,6 +204,98 @@ def run_cell(rounds, per_round, rng):
             reap_pending()
     return times, flush_ns
 
+
+
+# --- ensurestart=True, bgrun and os.posix_spawn call by call (--paired) ---
+
+def _children():
+    with open('/proc/self/task/%d/children' % threading.get_native_id()) as f:
+        return [int(x) for x in f.read().split()]
+
+
+def _gone(pid):
+    """Waits, outside the timed call, until bgrun's reaper has reaped pid."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        select.select([fd], [], [])
+    finally:
+        os.close(fd)
+    while pid in _children():
+        os.sched_yield()
+
+
+def paired_cell(pairs, rng):
+    """[(bgrun ns, posix_spawn ns)...], each pair in random order, each
+    child exited and reaped before the next call."""
+    out = []
+    for _ in range(pairs):
+        first_bgrun = rng.random() < 0.5
+        got = {}
+        for name in (('bgrun', 'posix_spawn') if first_bgrun else ('posix_spawn', 'bgrun')):
+            if name == 'bgrun':
+                t0 = time.perf_counter_ns()
+                bgrun.runbgcommand(TRUE, ENV, ensurestart=True)
+                got[name] = time.perf_counter_ns() - t0
+                for pid in _children():
+                    _gone(pid)
+            else:
+                t0 = time.perf_counter_ns()
+                pid = os.posix_spawn(TRUE[0], TRUE, ENV, setsid=True,
+                                     file_actions=DEVNULL_ACTIONS)
+                got[name] = time.perf_counter_ns() - t0
+                os.waitpid(pid, 0)
+        out.append((got['bgrun'], got['posix_spawn']))
+    return out
+
+
+def paired(args, rng):
+    sizes = [s for s in (4.0, 1.0, 0.5, 0.2, 0.0) if s <= args.max_gb]
+    print('# Python %s; %s; load average before: %.2f %.2f %.2f' % (
+        sys.version.split()[0], ' '.join(sys.argv), *os.getloadavg()))
+    print('# ensurestart=True, %d pairs per cell: bgrun.runbgcommand and os.posix_spawn '
+          '(setsid, /dev/null stdio) call by call in random order, each child exited '
+          'and reaped outside the timed calls, the collector off' % args.pairs)
+    print('%-22s %15s %15s %9s %9s %24s' % ('ms', 'bgrun p50/p90', 'spawn p50/p90',
+                                           'p50 diff', 'p90 x', 'paired diff [95% CI]'))
+    rows = []
+    met = True
+    for gb in sizes:
+        for kind in (('bytes', 'objects') if gb > 0 else ('bytes',)):
+            heap = make_heap(kind, int(gb * 1e9))
+            gc.collect()
+            gc.disable()
+            try:
+                got = paired_cell(args.pairs, rng)
+            finally:
+                gc.enable()
+            b = [x / 1e6 for x, _ in got]
+            p = [y / 1e6 for _, y in got]
+            d = [x - y for x, y in zip(b, p)]
+            b50, b90, p50, p90 = pct(b, 0.5), pct(b, 0.9), pct(p, 0.5), pct(p, 0.9)
+            dmed = statistics.median(d)
+            lo, hi = _boot_ci_median(d, rng)
+            met = met and b50 - p50 <= 0.05
+            label = 'mem=%.1fGB %s' % (gb, kind if gb else '')
+            print('%-22s %15s %15s %+9.3f %9.2f %24s' % (
+                label, '%.3f/%.3f' % (b50, b90), '%.3f/%.3f' % (p50, p90), b50 - p50,
+                b90 / p90, '%+.3f [%+.3f, %+.3f]' % (dmed, lo, hi)), flush=True)
+            rows.append(dict(section='paired', heap=kind, gb=gb, n=len(got),
+                             bgrun_p50_ms='%.4f' % b50, bgrun_p90_ms='%.4f' % b90,
+                             spawn_p50_ms='%.4f' % p50, spawn_p90_ms='%.4f' % p90,
+                             diff_p50_ms='%.4f' % (b50 - p50), pair_median_ms='%.4f' % dmed,
+                             pair_ci_lo_ms='%.4f' % lo, pair_ci_hi_ms='%.4f' % hi))
+            del heap
+    print('# target (bgrun p50 within 0.05 ms of os.posix_spawn p50 in every cell): %s' %
+          ('met' if met else 'not met'))
+    return rows
+
+
+PAIRED_FIELDS = ['section', 'heap', 'gb', 'n', 'bgrun_p50_ms', 'bgrun_p90_ms', 'spawn_p50_ms',
+                 'spawn_p90_ms', 'diff_p50_ms', 'pair_median_ms', 'pair_ci_lo_ms',
+                 'pair_ci_hi_ms']
 
 # --- the cost of logging one hg command ---
 
@@ -824,7 +924,18 @@ def main():
                     help='only the handler\'s cost per hg command, resolved (paired runs)')
     ap.add_argument('--handler-runs', type=int, default=200)
     ap.add_argument('--importtime-runs', type=int, default=30)
+    ap.add_argument('--paired', action='store_true',
+                    help='only ensurestart=True, bgrun and os.posix_spawn call by call')
+    ap.add_argument('--pairs', type=int, default=300)
     args = ap.parse_args()
+    if args.paired:
+        rows = paired(args, random.Random(args.seed))
+        with open(args.csv, 'w', newline='') as f:
+            w = csv.DictWriter(f, fieldnames=PAIRED_FIELDS)
+            w.writeheader()
+            w.writerows(rows)
+        print('# csv: %s' % args.csv)
+        return
     if args.handler_cost:
         rng = random.Random(args.seed)
         print('# Python %s; %s; load average before: %.2f %.2f %.2f' % (
