@@ -922,6 +922,14 @@ def plot(args, rows):
     print('# plot: %s' % args.png)
 
 
+def write_csv(path, fields, rows):
+    with open(path, 'w', newline='') as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    print('# csv: %s' % path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--max-gb', type=float, default=1.0)
@@ -940,27 +948,17 @@ def main():
     ap.add_argument('--handler-runs', type=int, default=200)
     ap.add_argument('--importtime-runs', type=int, default=30)
     ap.add_argument('--paired', action='store_true',
-                    help='only ensurestart=True, bgrun and os.posix_spawn call by call')
+                    help='only ensurestart=True: bgrun, os.posix_spawn and hg 6.3 call by call')
     ap.add_argument('--pairs', type=int, default=300)
     args = ap.parse_args()
     if args.paired:
-        rows = paired(args, random.Random(args.seed))
-        with open(args.csv, 'w', newline='') as f:
-            w = csv.DictWriter(f, fieldnames=PAIRED_FIELDS)
-            w.writeheader()
-            w.writerows(rows)
-        print('# csv: %s' % args.csv)
+        write_csv(args.csv, PAIRED_FIELDS, paired(args, random.Random(args.seed)))
         return
     if args.handler_cost:
         rng = random.Random(args.seed)
         print('# Python %s; %s; load average before: %.2f %.2f %.2f' % (
             sys.version.split()[0], ' '.join(sys.argv), *os.getloadavg()))
-        rows = handler_cost(args, rng)
-        with open(args.csv, 'w', newline='') as f:
-            w = csv.DictWriter(f, fieldnames=HANDLER_FIELDS)
-            w.writeheader()
-            w.writerows(rows)
-        print('# csv: %s' % args.csv)
+        write_csv(args.csv, HANDLER_FIELDS, handler_cost(args, rng))
         return
     if args.quick:
         args.max_gb, args.rounds, args.per_round, args.hg_runs = 0.2, 2, 10, 5
@@ -1007,11 +1005,7 @@ def main():
     fields = ['section', 'heap', 'gb', 'method', 'ensurestart', 'n', 'p50_ms', 'p90_ms',
               'logging', 'uilog_p50_ms', 'uilog_p90_ms', 'wall_p50_ms', 'cpu_p50_ms',
               'wall_pair_ms', 'cpu_pair_ms']
-    with open(args.csv, 'w', newline='') as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        w.writerows(rows)
-    print('# csv: %s' % args.csv)
+    write_csv(args.csv, fields, rows)
     if args.png:
         plot(args, rows)
 
