@@ -71,7 +71,7 @@ static int step_int(struct bgrun_store *store, sqlite3_stmt *stmt,
 int bgrun_store_last_change(struct bgrun_store *store, int64_t *ret_seq)
 {
 	sqlite3_stmt *stmt;
-	int64_t seq;
+	int64_t seq = 0;
 	int r;
 
 	if (store == NULL || ret_seq == NULL)
@@ -90,7 +90,7 @@ int bgrun_store_cursor_get(struct bgrun_store *store, const char *name,
 			   int64_t *ret_seq)
 {
 	sqlite3_stmt *stmt;
-	int64_t seq;
+	int64_t seq = 0;
 	int r, rc;
 
 	if (store == NULL || name == NULL || name[0] == '\0' || ret_seq == NULL)
