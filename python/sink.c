@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 
 /*
  * A put tries the daemon with libbgrun alone (bgrun_sink_put_daemon), and
@@ -108,9 +109,38 @@ static void bg_atfork_child(void)
 	bg.posted = NULL;
 }
 
+/*
+ * A fork waits for our threads first (at most FORK_WAIT_S): one may be
+ * inside SQLite with the log's locks taken, and the child would inherit
+ * SQLite's record of them (its unix VFS keeps the locks of each file per
+ * process): a connection the child opens to the same log then waits on
+ * locks no process holds, with the log's write lock taken, while the
+ * parent's thread waits behind it. Our threads never take the GIL, so a
+ * thread that forks holding it does not stop them. The bound is the
+ * store's own lock bound: past it, the fork goes on as before.
+ */
+#define FORK_WAIT_S 10
+
+static void bg_atfork_prepare(void)
+{
+	struct timespec until;
+
+	(void)clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += FORK_WAIT_S;
+	pthread_mutex_lock(&bg.lock);
+	while (bg.running > 0)
+		if (pthread_cond_timedwait(&bg.cond, &bg.lock, &until) == ETIMEDOUT)
+			break;
+}
+
+static void bg_atfork_parent(void)
+{
+	pthread_mutex_unlock(&bg.lock);
+}
+
 static void bg_atfork_once(void)
 {
-	(void)pthread_atfork(NULL, NULL, bg_atfork_child);
+	(void)pthread_atfork(bg_atfork_prepare, bg_atfork_parent, bg_atfork_child);
 }
 
 static struct sinkcore *core_new(void)

@@ -318,23 +318,32 @@ class SinkCase(TmpCase):
         s.close()
 
     def test_forked_child_refused_the_parents_sink(self):
-        with bgrun.Sink(self.db, mode='embedded') as s:
-            s.send('parent')
-            pid = os.fork()
-            if pid == 0:
-                code = 1
-                try:
+        # The fork comes while the parent's send may be inside SQLite
+        # (here: making the log): it waits for the send, else the child
+        # inherits SQLite's record of the parent's locks and its own
+        # put waits on them, holding the log's lock, until both give up
+        # (10 s) and spool. Each round a new log, so each makes one.
+        for n in range(4):
+            db = self.path('events%d.db' % n)
+            with bgrun.Sink(db, mode='embedded') as s:
+                s.send('parent')
+                pid = os.fork()
+                if pid == 0:
+                    code = 1
                     try:
-                        s.put('child')
-                    except ValueError:
-                        code = 0
-                    bgrun.Sink(self.db, mode='embedded').put('child-own')
-                finally:
-                    os._exit(code)
-            _, status = os.waitpid(pid, 0)
-            self.assertEqual(os.waitstatus_to_exitcode(status), 0)
-            self.assertEqual(s.flush(), [])
-        self.assertEqual(sorted(r['event'] for r in rows(self.db)), ['child-own', 'parent'])
+                        try:
+                            s.put('child')
+                        except ValueError:
+                            own = bgrun.Sink(db, mode='embedded')
+                            own.put('child-own')
+                            if own.via == 'store':
+                                code = 0
+                    finally:
+                        os._exit(code)
+                _, status = os.waitpid(pid, 0)
+                self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+                self.assertEqual(s.flush(), [])
+            self.assertEqual(sorted(r['event'] for r in rows(db)), ['child-own', 'parent'])
 
     def test_send_whose_ack_never_comes(self):
         # The daemon takes the connection, then stops: the event is sent
