@@ -48,9 +48,9 @@ fresh python3 -S importing the module.
 
 With --paired, only the ensurestart=True target, resolved: for each heap,
 --pairs (300) times one call each of bgrun.runbgcommand, os.posix_spawn
-and hg 6.3's runbgcommand in random order, each child exited and reaped before the next call (so
-bgrun's reaper and the floor's waitpid both stay outside the timed calls),
-the cyclic collector off; p50 and p90 of each, the difference of p50s and
+and hg 6.3's runbgcommand in random order, each child exited and reaped
+before the next call (so bgrun's reaper and the floor's waitpid both stay
+outside the timed calls), the cyclic collector off; p50 and p90 of each, the difference of p50s and
 the median of the paired differences with a bootstrap 95% interval.
 
 Run with Debian's /usr/bin/python3 (the one hg runs on) and PYTHONPATH
@@ -205,8 +205,7 @@ def run_cell(rounds, per_round, rng):
     return times, flush_ns
 
 
-
-# --- ensurestart=True, bgrun and os.posix_spawn call by call (--paired) ---
+# --- ensurestart=True, bgrun, os.posix_spawn and hg 6.3 call by call (--paired) ---
 
 def _children():
     with open('/proc/self/task/%d/children' % threading.get_native_id()) as f:
@@ -263,8 +262,7 @@ def paired_cell(pairs, rng):
 
 def paired(args, rng):
     sizes = [s for s in (4.0, 1.0, 0.5, 0.2, 0.0) if s <= args.max_gb]
-    print('# Python %s; %s; load average before: %.2f %.2f %.2f' % (
-        sys.version.split()[0], ' '.join(sys.argv), *os.getloadavg()))
+    print_header()
     print('# ensurestart=True, %d triples per cell: bgrun.runbgcommand, os.posix_spawn '
           '(setsid, /dev/null stdio) and hg 6.3\'s runbgcommand call by call in random '
           'order, each child exited and reaped outside the timed calls, the collector off'
@@ -922,6 +920,11 @@ def plot(args, rows):
     print('# plot: %s' % args.png)
 
 
+def print_header():
+    print('# Python %s; %s; load average before: %.2f %.2f %.2f' % (
+        sys.version.split()[0], ' '.join(sys.argv), *os.getloadavg()))
+
+
 def write_csv(path, fields, rows):
     with open(path, 'w', newline='') as f:
         w = csv.DictWriter(f, fieldnames=fields)
@@ -956,8 +959,7 @@ def main():
         return
     if args.handler_cost:
         rng = random.Random(args.seed)
-        print('# Python %s; %s; load average before: %.2f %.2f %.2f' % (
-            sys.version.split()[0], ' '.join(sys.argv), *os.getloadavg()))
+        print_header()
         write_csv(args.csv, HANDLER_FIELDS, handler_cost(args, rng))
         return
     if args.quick:

@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <time.h>
+#include <unistd.h>
 
 /*
  * A put tries the daemon with libbgrun alone (bgrun_sink_put_daemon), and
