@@ -205,13 +205,20 @@ eq "-w --timeout: exit 124" "$RC" 124
 eq "-w --timeout: recorded as timeout" "$(sql "SELECT result FROM events WHERE id = '$OUT'")" timeout
 
 # --- signals to bgrun -w reach the command ---
+# Each run writes a file of its own, made before bgrun starts: a reused
+# one shows the last run's lines until the shell's child truncates it,
+# and the signal went to a bgrun that had not yet set up its forwarding;
+# one the caller ignores (a background job's SIGINT, SIGHUP under nohup)
+# was then lost, and bgrun waited for ever.
 for sig in TERM INT HUP; do
-	"$BGRUN" -w --print-id --print-pid -- "$RT" helper pause >"$TMP/sig.out" 2>&1 &
+	out=$TMP/sig-$sig.out
+	: >"$out"
+	"$BGRUN" -w --print-id --print-pid -- "$RT" helper pause >"$out" 2>&1 &
 	BPID=$!
 	KILL_PIDS+=("$BPID")
-	until_true eval '[ "$(wc -l <"$TMP/sig.out")" -ge 2 ]'
-	ID=$(sed -n 1p "$TMP/sig.out")
-	CPID=$(sed -n 2p "$TMP/sig.out")
+	until_true eval '[ "$(wc -l <"$out")" -ge 2 ]'
+	ID=$(sed -n 1p "$out")
+	CPID=$(sed -n 2p "$out")
 	KILL_PIDS+=("$CPID")
 	kill -s "$sig" "$BPID"
 	wait "$BPID"
