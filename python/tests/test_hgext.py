@@ -149,6 +149,19 @@ class HgExt(TmpCase):
         self.assertIn('commandfinish', events)
         self.assertIn('command', events)
 
+    def test_log_list_as_configlist_reads_it(self):
+        # Words split on commas and white space; quoted text goes to hg's
+        # own parser.
+        for log, want in (('commandfinish,commandexception', {'commandfinish'}),
+                          ('  commandfinish \t commandexception ,', {'commandfinish'}),
+                          ('"commandfinish", "command"', {'commandfinish', 'command'}),
+                          ('command', {'command'})):
+            with self.subTest(log=log):
+                self.hgrc(log=log)
+                pid, rc, out, err, wall = self.hg('version', '-q', cwd=self.tmp)
+                self.assertEqual(rc, 0, err)
+                self.assertEqual({r['event'] for r in self.rows(pid)}, want)
+
     def test_broken_sink_never_breaks_hg(self):
         os.mkdir(self.repo)
         # The reference: the same commands with a working sink.
