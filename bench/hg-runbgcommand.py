@@ -50,8 +50,9 @@ With --paired, only the ensurestart=True target, resolved: for each heap,
 --pairs (300) times one call each of bgrun.runbgcommand, os.posix_spawn
 and hg 6.3's runbgcommand in random order, each child exited and reaped
 before the next call (so bgrun's reaper and the floor's waitpid both stay
-outside the timed calls), the cyclic collector off; p50 and p90 of each, the difference of p50s and
-the median of the paired differences with a bootstrap 95% interval.
+outside the timed calls), the cyclic collector off; p50 and p90 of each,
+the difference of p50s and the median of the paired differences with a
+bootstrap 95% interval.
 
 Run with Debian's /usr/bin/python3 (the one hg runs on) and PYTHONPATH
 giving the module: PYTHONPATH=build/python bench/hg-runbgcommand.py
