@@ -114,6 +114,14 @@ class Sink:
         written in this thread, the answer read by the next send, flush(),
         close() or exit() (not os._exit()); else in a library thread,
         waited for by those."""
+    def hglog(self, event: bytes, msg: bytes, opts: Mapping[bytes, Any], *,
+              put: bool = False) -> str:
+        """One Mercurial ui.log event, as send() (put=True: put()), with the
+        fields hgext3rd/bgrun.py records: source 'hg', our pid, msg less
+        its last newline (cut at 100000 bytes + ' (truncated)'), every opt
+        as logtoprocess gives it to its hook (None/False '0', True '1');
+        for commandfinish end_ns, exit_code and result, duration_ns and
+        start_ns, display 'hg ' + canonical_command."""
     def flush(self, *, wait: bool = True) -> list[SinkError]:
         """Waits for this sink's sends; the SinkError of each not stored.
 

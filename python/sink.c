@@ -594,28 +594,30 @@ static struct sinkcore *core_of(SinkObject *self)
 }
 
 /* The event of put() or send(), its strings kept in p; NULL: an error set. */
-static struct put *make_event(PyObject *args, PyObject *kw, const char *format,
-			      bool named)
+/*
+ * A struct put for an event called ev_name (kept alive by its keep list,
+ * which the caller made), initialised as put() (named: the user and the
+ * boot filled in) or send() leaves it, in the caller's working directory.
+ */
+static struct put *new_put(PyObject *keep, PyObject *event, bool named)
 {
-	PyObject *event, *key, *value;
 	const char *ev_name;
-	Py_ssize_t pos = 0;
 	struct put *p;
 
-	if (!PyArg_ParseTuple(args, format, &event))
-		return NULL;
 	/* PATH_MAX of cwd: not on the stack of a thread that may be small. */
 	p = PyMem_Calloc(1, sizeof(*p));
 	if (p == NULL) {
+		Py_DECREF(keep);
 		PyErr_NoMemory();
 		return NULL;
 	}
-	p->keep = PyList_New(0);
-	if (p->keep == NULL)
-		goto fail;
+	p->keep = keep;
 	ev_name = text_field(p->keep, event, "event");
-	if (ev_name == NULL)
-		goto fail;
+	if (ev_name == NULL) {
+		Py_DECREF(keep);
+		PyMem_Free(p);
+		return NULL;
+	}
 	/*
 	 * send() leaves the user and the boot id to the daemon (it knows
 	 * them better); the other paths fill them in when they take the
@@ -628,6 +630,20 @@ static struct put *make_event(PyObject *args, PyObject *kw, const char *format,
 	/* As `logsink send`: the writer's working directory. */
 	if (getcwd(p->cwd, sizeof(p->cwd)) != NULL)
 		p->ev.cwd = p->cwd;
+	return p;
+}
+
+static struct put *make_event(PyObject *args, PyObject *kw, const char *format,
+			      bool named)
+{
+	PyObject *event, *key, *value, *keep;
+	Py_ssize_t pos = 0;
+	struct put *p;
+
+	if (!PyArg_ParseTuple(args, format, &event))
+		return NULL;
+	if ((keep = PyList_New(0)) == NULL || (p = new_put(keep, event, named)) == NULL)
+		return NULL;
 	while (kw != NULL && PyDict_Next(kw, &pos, &key, &value))
 		if (put_field(p, key, value) < 0)
 			goto fail;
@@ -925,16 +941,13 @@ static int post_event(struct sinkcore *c, const struct bgrun_event *ev)
 	return 0;
 }
 
-static PyObject *sink_send(SinkObject *self, PyObject *args, PyObject *kw)
+/* send() of an event made (which it frees): its id, or NULL with an exception set. */
+static PyObject *send_event(SinkObject *self, struct sinkcore *c, struct put *p)
 {
-	struct sinkcore *c = core_of(self);
 	struct send_job *job = NULL;
 	PyObject *result;
-	struct put *p;
 	int r;
 
-	if (c == NULL || (p = make_event(args, kw, "U:send", false)) == NULL)
-		return NULL;
 	if (c->sink == NULL) {
 		PyErr_SetString(PyExc_ValueError, "the sink is closed");
 		free_event(p);
@@ -982,6 +995,248 @@ static PyObject *sink_send(SinkObject *self, PyObject *args, PyObject *kw)
 	}
 	free_event(p);
 	return result;
+}
+
+static PyObject *sink_send(SinkObject *self, PyObject *args, PyObject *kw)
+{
+	struct sinkcore *c = core_of(self);
+	struct put *p;
+
+	if (c == NULL || (p = make_event(args, kw, "U:send", false)) == NULL)
+		return NULL;
+	return send_event(self, c, p);
+}
+
+/* --- hglog(): Mercurial's ui.log event, as the extension records it --- */
+
+/* logtoprocess truncates MSG1 to this (an environment variable's limit). */
+#define HG_MSG_MAX 100000
+
+/* opts[name] (a bytes key, as ui.log's byteskwargs makes), or NULL: borrowed. */
+static PyObject *hg_opt(PyObject *keep, PyObject *opts, const char *name)
+{
+	PyObject *key = PyBytes_FromString(name), *v;
+
+	if (key == NULL)
+		return NULL;
+	if (PyDict_Check(opts)) {
+		v = PyDict_GetItemWithError(opts, key);
+		Py_DECREF(key);
+		return v;
+	}
+	v = PyObject_GetItem(opts, key);
+	Py_DECREF(key);
+	if (v == NULL) {
+		if (PyErr_ExceptionMatches(PyExc_KeyError))
+			PyErr_Clear();
+		return NULL;
+	}
+	/* A mapping's own value: kept alive with the event's texts. */
+	if (PyList_Append(keep, v) < 0) {
+		Py_DECREF(v);
+		return NULL;
+	}
+	Py_DECREF(v);
+	return v;
+}
+
+/*
+ * An option's value as logtoprocess puts it in the hook's environment
+ * (procutil.shellenviron): None and False '0', True '1', bytes as they
+ * are, anything else as pycompat.bytestr makes it (str(), in ASCII).
+ */
+static const char *hg_optvalue(PyObject *keep, PyObject *v)
+{
+	PyObject *b, *s;
+
+	if (v == Py_None || v == Py_False)
+		return "0";
+	if (v == Py_True)
+		return "1";
+	if (PyBytes_Check(v))
+		return text_field(keep, v, "options");
+	if (PyByteArray_Check(v) || PyObject_HasAttrString(v, "__bytes__")) {
+		b = PyObject_Bytes(v);
+	} else {
+		s = PyObject_Str(v);
+		if (s == NULL)
+			return NULL;
+		b = PyUnicode_AsASCIIString(s);
+		Py_DECREF(s);
+	}
+	if (b == NULL)
+		return NULL;
+	if (strlen(PyBytes_AS_STRING(b)) != (size_t)PyBytes_GET_SIZE(b)) {
+		PyErr_SetString(PyExc_ValueError, "options: embedded NUL byte");
+		Py_DECREF(b);
+		return NULL;
+	}
+	return pyb_keep_bytes(keep, b);
+}
+
+/* Every option, its name as pycompat.sysstr makes it (bytes read as Latin-1). */
+static int hg_options(struct put *p, PyObject *opts)
+{
+	PyObject *items = PyMapping_Items(opts);
+	int r = -1;
+
+	if (items == NULL)
+		return -1;
+	for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+		PyObject *k = PyTuple_GET_ITEM(PyList_GET_ITEM(items, i), 0);
+		PyObject *v = PyTuple_GET_ITEM(PyList_GET_ITEM(items, i), 1), *name = NULL;
+		const char *ks, *vs;
+
+		if (PyBytes_Check(k)) {
+			name = PyUnicode_DecodeLatin1(PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), NULL);
+			if (name == NULL)
+				goto out;
+			k = name;
+		}
+		ks = text_field(p->keep, k, "options");
+		Py_XDECREF(name);
+		if (ks == NULL || (vs = hg_optvalue(p->keep, v)) == NULL)
+			goto out;
+		if (pyb_strv_add(&p->kv, ks) < 0 || pyb_strv_add(&p->kv, vs) < 0)
+			goto out;
+	}
+	p->ev.options_kv = p->kv.v;
+	r = 0;
+out:
+	Py_DECREF(items);
+	return r;
+}
+
+/* Seconds >= 0 to ns as Python's round() makes them (ties to even). */
+static int hg_round_ns(double secs, int64_t *ret)
+{
+	double x = secs * 1e9, frac;
+	int64_t n;
+
+	if (!(x < 9.2e18)) {
+		PyErr_SetString(PyExc_ValueError, "duration: out of range");
+		return -1;
+	}
+	n = (int64_t)x;
+	frac = x - (double)n;
+	if (frac > 0.5 || (frac == 0.5 && (n & 1) != 0))
+		n++;
+	*ret = n;
+	return 0;
+}
+
+/* commandfinish's fields: the return code, the duration, the command's name. */
+static int hg_finish(struct put *p, PyObject *opts)
+{
+	PyObject *code, *duration, *canonical, *display;
+	struct timespec now;
+	int64_t end;
+	int t;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	end = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	p->ev.end_ns = end;
+	if ((code = hg_opt(p->keep, opts, "return_code")) == NULL && PyErr_Occurred())
+		return -1;
+	if (code != NULL && PyLong_Check(code)) {
+		if (int_field(code, &p->ev.exit_code, "exit_code") < 0)
+			return -1;
+		p->ev.result = p->ev.exit_code == 0 ? BGRUN_RESULT_SUCCESS : BGRUN_RESULT_FAILED;
+	}
+	if ((duration = hg_opt(p->keep, opts, "duration")) == NULL && PyErr_Occurred())
+		return -1;
+	if (duration != NULL && PyFloat_Check(duration) && PyFloat_AS_DOUBLE(duration) >= 0) {
+		if (hg_round_ns(PyFloat_AS_DOUBLE(duration), &p->ev.duration_ns) < 0)
+			return -1;
+		p->ev.start_ns = end - p->ev.duration_ns;
+	}
+	if ((canonical = hg_opt(p->keep, opts, "canonical_command")) == NULL && PyErr_Occurred())
+		return -1;
+	if (canonical == NULL || (t = PyObject_IsTrue(canonical)) == 0)
+		return 0;
+	if (t < 0)
+		return -1;
+	if (!PyBytes_Check(canonical)) {
+		PyErr_Format(PyExc_TypeError, "canonical_command: bytes expected, not %.100s",
+			     Py_TYPE(canonical)->tp_name);
+		return -1;
+	}
+	display = PyBytes_FromFormat("hg %s", PyBytes_AS_STRING(canonical));
+	if (display == NULL)
+		return -1;
+	if (PyBytes_GET_SIZE(display) != 3 + PyBytes_GET_SIZE(canonical)) {
+		PyErr_SetString(PyExc_ValueError, "canonical_command: embedded NUL byte");
+		Py_DECREF(display);
+		return -1;
+	}
+	p->ev.display = pyb_keep_bytes(p->keep, display);
+	return p->ev.display == NULL ? -1 : 0;
+}
+
+static PyObject *sink_hglog(SinkObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "event", "msg", "opts", "put", NULL };
+	struct sinkcore *c = core_of(self);
+	PyObject *event, *msg, *opts, *keep, *name = NULL, *result;
+	const char *text;
+	struct put *p;
+	Py_ssize_t n;
+	int put = 0;
+
+	if (c == NULL || !PyArg_ParseTupleAndKeywords(args, kw, "OSO|$p:hglog", kwlist,
+						      &event, &msg, &opts, &put))
+		return NULL;
+	if (PyBytes_Check(event)) {
+		name = PyUnicode_DecodeLatin1(PyBytes_AS_STRING(event), PyBytes_GET_SIZE(event), NULL);
+		if (name == NULL)
+			return NULL;
+		event = name;
+	}
+	keep = PyList_New(0);
+	p = keep == NULL ? NULL : new_put(keep, event, put);
+	Py_XDECREF(name);
+	if (p == NULL)
+		return NULL;
+	p->ev.source = "hg";
+	p->ev.pid = getpid();
+	/* As logtoprocess's MSG1, without the message's last newline. */
+	n = PyBytes_GET_SIZE(msg);
+	if (n > HG_MSG_MAX) {
+		static const char mark[] = " (truncated)";
+		PyObject *cut = PyBytes_FromStringAndSize(NULL, HG_MSG_MAX + sizeof(mark) - 1);
+
+		if (cut != NULL) {
+			memcpy(PyBytes_AS_STRING(cut), PyBytes_AS_STRING(msg), HG_MSG_MAX);
+			memcpy(PyBytes_AS_STRING(cut) + HG_MSG_MAX, mark, sizeof(mark) - 1);
+		}
+		msg = cut;
+	} else if (n > 0 && PyBytes_AS_STRING(msg)[n - 1] == '\n') {
+		msg = PyBytes_FromStringAndSize(PyBytes_AS_STRING(msg), n - 1);
+	} else {
+		msg = Py_NewRef(msg);
+	}
+	if (msg == NULL)
+		goto fail;
+	text = pyb_keep_bytes(p->keep, msg);
+	if (text == NULL)
+		goto fail;
+	if (strlen(text) != (size_t)PyBytes_GET_SIZE(msg)) {
+		PyErr_SetString(PyExc_ValueError, "message: embedded NUL byte");
+		goto fail;
+	}
+	p->ev.message = text;
+	if (hg_options(p, opts) < 0)
+		goto fail;
+	if (strcmp(p->ev.event, "commandfinish") == 0 && hg_finish(p, opts) < 0)
+		goto fail;
+	if (!put)
+		return send_event(self, c, p);
+	result = put_event(self, c, p);
+	free_event(p);
+	return result;
+fail:
+	free_event(p);
+	return NULL;
 }
 
 static PyObject *sink_flush(SinkObject *self, PyObject *args, PyObject *kw)
@@ -1190,6 +1445,19 @@ static PyMethodDef sink_methods[] = {
 	  "under way are waited for, and one not stored nor spooled is\n"
 	  "reported on stderr. A process that ends with os._exit() (a forked\n"
 	  "child, a chg worker) must flush() first, or use put()." },
+	{ "hglog", (PyCFunction)(void (*)(void))sink_hglog, METH_VARARGS | METH_KEYWORDS,
+	  "hglog(event, msg, opts, *, put=False) -> str\n\n"
+	  "Records one Mercurial ui.log event as send() (put=True: put()) would\n"
+	  "with the fields hgext3rd/bgrun.py gives it, built here rather than in\n"
+	  "Python (the handler runs once per hg command, all of it cold): event\n"
+	  "and msg as a logger gets them (bytes), opts the logger's dict of\n"
+	  "bytes keys. source 'hg', pid ours, message msg without its last\n"
+	  "newline (cut at 100000 bytes and marked ' (truncated)', as\n"
+	  "logtoprocess cuts it), options every opt as logtoprocess gives it to\n"
+	  "its hook (None and False '0', True '1', others as bytes). For\n"
+	  "commandfinish also end_ns (now), exit_code and result from\n"
+	  "return_code, duration_ns and start_ns from duration (seconds),\n"
+	  "display 'hg ' + canonical_command." },
 	{ "flush", (PyCFunction)(void (*)(void))sink_flush, METH_VARARGS | METH_KEYWORDS,
 	  "flush(*, wait=True) -> list[SinkError]\n\n"
 	  "Waits (GIL released) until every send() of this sink is done, and\n"

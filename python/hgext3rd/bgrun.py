@@ -73,11 +73,6 @@ configitem(b'bgrun', b'db', default=None)
 configitem(b'bgrun', b'socket', default=None)
 configitem(b'bgrun', b'mode', default=None)
 
-# logtoprocess truncates MSG1 to this (an environment variable's limit):
-# the same here, so that both paths record the same event.
-_MAXMSG = 100000
-
-
 class _state:
     """The process's sink and counts (a chg server serves many commands)."""
 
@@ -109,15 +104,6 @@ def _forget_sink():
 os.register_at_fork(after_in_child=_forget_sink)
 
 
-def _optvalue(val):
-    """An option's value as logtoprocess gives it (procutil.shellenviron)."""
-    if val is None or val is False:
-        return b'0'
-    if val is True:
-        return b'1'
-    return pycompat.bytestr(val)
-
-
 def _sink(ui):
     # One configitems() where three config() calls cost 3 times as much
     # (the three items have no default and no alias).
@@ -135,41 +121,19 @@ def _sink(ui):
 
 
 def _record(ui, event, msg, opts):
-    if len(msg) > _MAXMSG:
-        msg = msg[:_MAXMSG] + b' (truncated)'
-    if msg.endswith(b'\n'):
-        msg = msg[:-1]
-    fields = {
-        'source': 'hg',
-        'pid': os.getpid(),
-        'message': msg,
-        'options': {
-            pycompat.sysstr(k): _optvalue(v) for k, v in opts.items()
-        },
-    }
-    if event == b'commandfinish':
-        end = time.time_ns()
-        code = opts.get(b'return_code')
-        duration = opts.get(b'duration')
-        canonical = opts.get(b'canonical_command')
-        fields['end_ns'] = end
-        if isinstance(code, int):
-            fields['exit_code'] = code
-            fields['result'] = 'success' if code == 0 else 'failed'
-        if isinstance(duration, float) and duration >= 0:
-            fields['duration_ns'] = round(duration * 1e9)
-            fields['start_ns'] = end - fields['duration_ns']
-        if canonical:
-            fields['display'] = b'hg ' + canonical
+    # The fields (logtoprocess's message and options; for commandfinish
+    # the return code, duration and command) are built by the module:
+    # the same Python, run once per command and all of it cold, cost
+    # 0.07 to 0.1 ms of hg's CPU.
     sink = _sink(ui)
     if os.getpid() == _state.mainpid:
         # A long-lived process (hg serve) hears of its earlier sends here
         # (an hg command's only event has none before it).
         if _state.recorded:
             _flush(ui, wait=False)
-        sink.send(pycompat.sysstr(event), **fields)
+        sink.hglog(event, msg, opts)
     else:
-        sink.put(pycompat.sysstr(event), **fields)
+        sink.hglog(event, msg, opts, put=True)
     _state.recorded += 1
 
 

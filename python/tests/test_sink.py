@@ -7,6 +7,7 @@ import signal
 import sqlite3
 import subprocess
 import threading
+import time
 
 import testlib
 from testlib import LOGSINK, TmpCase
@@ -80,6 +81,72 @@ class SinkCase(TmpCase):
         s.close()
         with self.assertRaises(ValueError):
             s.put('x')
+
+    def test_hglog_fields(self):
+        # What hgext3rd/bgrun.py recorded in Python before hglog() built it:
+        # each rule of that code, checked on a stored row.
+        opts = {b'canonical_command': b'status', b'return_code': 1, b'duration': 0.25,
+                b'flag': True, b'off': False, b'none': None, b'num': 3,
+                b'\xe9t\xe9': b'x', b'text': 'ascii str'}
+        before = time.time_ns()
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            fin = s.hglog(b'commandfinish', b'status exited 1 after 0.25 seconds\n', opts,
+                          put=True)
+            exc = s.hglog(b'commandexception', b'Traceback\nboom\n', {b'k': b'v'}, put=True)
+            long = s.hglog(b'longmsg', b'a' * 100001 + b'\n', {}, put=True)
+            edge = s.hglog(b'edgemsg', b'b' * 99999 + b'\n', {}, put=True)
+            sent = s.hglog(b'commandfinish', b'sent\n', {b'return_code': 0,
+                                                          b'duration': -1.0,
+                                                          b'canonical_command': b''})
+            self.assertEqual(s.flush(), [])
+        after = time.time_ns()
+        by_id = {r['id']: r for r in rows(self.db)}
+        r = by_id[fin]
+        self.assertEqual((r['event'], r['source'], r['pid'], r['message'], r['exit_code'],
+                          r['result'], r['duration_ns'], r['display'], r['cwd']),
+                         ('commandfinish', 'hg', os.getpid(),
+                          'status exited 1 after 0.25 seconds', 1, 'failed', 250000000,
+                          'hg status', os.getcwd()))
+        self.assertTrue(before <= r['end_ns'] <= after)
+        self.assertEqual(r['end_ns'] - r['start_ns'], r['duration_ns'])
+        self.assertEqual(json.loads(r['options']), {
+            'canonical_command': 'status', 'return_code': '1', 'duration': '0.25',
+            'flag': '1', 'off': '0', 'none': '0', 'num': '3', '\xe9t\xe9': 'x',
+            'text': 'ascii str'})
+        r = by_id[exc]
+        self.assertEqual((r['message'], r['exit_code'], r['result'], r['display'],
+                          r['end_ns'], json.loads(r['options'])),
+                         ('Traceback\nboom', None, None, None, None, {'k': 'v'}))
+        self.assertEqual(by_id[long]['message'], 'a' * 100000 + ' (truncated)')
+        self.assertEqual(by_id[edge]['message'], 'b' * 99999)
+        r = by_id[sent]
+        self.assertEqual((r['message'], r['exit_code'], r['result'], r['duration_ns'],
+                          r['start_ns'], r['display']),
+                         ('sent', 0, 'success', None, None, None))
+
+    def test_hglog_duration_rounds_as_python(self):
+        durations = [0.0, 1e-9, 2.5e-9, 3.5e-9, 0.1234567895, 12.3456789125, 4.0000000005,
+                     86400.123456789]
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            ids = [s.hglog(b'commandfinish', b'', {b'duration': d}, put=True)
+                   for d in durations]
+        got = {r['id']: r['duration_ns'] for r in rows(self.db)}
+        self.assertEqual([got[i] for i in ids], [round(d * 1e9) for d in durations])
+
+    def test_hglog_bad_arguments(self):
+        with bgrun.Sink(self.db, mode='embedded') as s:
+            with self.assertRaises(TypeError):
+                s.hglog(b'commandfinish', 'a str message', {})
+            with self.assertRaises(TypeError):
+                s.hglog(b'commandfinish', b'm', {b'canonical_command': 'a str'}, put=True)
+            with self.assertRaises(ValueError):
+                s.hglog(b'commandfinish', b'nul\0inside', {}, put=True)
+            with self.assertRaises(UnicodeEncodeError):
+                s.hglog(b'x', b'm', {b'k': 'caf\xe9'}, put=True)
+            with self.assertRaises(ValueError):
+                s.hglog(b'commandfinish', b'm', {b'duration': 1e300}, put=True)
+            ok = s.hglog(b'commandfinish', b'm', {b'duration': 1.0}, put=True)
+        self.assertEqual([r['id'] for r in rows(self.db)], [ok])
 
     def test_query_and_stats(self):
         with self.assertRaises(FileNotFoundError):
