@@ -113,4 +113,27 @@ eq "other database: recorded here, that id" \
 	"$(sqlite3 "$BGRUN_DB" "SELECT id FROM events WHERE event = 'e4'")" "$OUT"
 kill -TERM "$DPID"
 
+# --- a daemon that runs on: its WAL is checkpointed as it goes ---
+# (Its checkpointer's connection once never opened the WAL: the
+# database file stayed at its first page and the WAL grew by about
+# 30 KiB an event, until the daemon stopped.)
+export BGRUN_DB=$TMP/long.db
+DPID=$("$LS" serve --detach --log "$TMP/daemon3.log")
+[[ $DPID =~ ^[0-9]+$ ]] && KILL_PIDS+=("$DPID")
+"$LS" send --event long0
+SIZE0=$(stat -c %s "$BGRUN_DB")
+n=1
+while [ "$(stat -c %s "$BGRUN_DB")" -le "$SIZE0" ] && [ "$n" -lt 1500 ]; do
+	"$LS" send --event long || break
+	n=$((n + 1))
+done
+check "running daemon: a checkpoint fills the database (after $n events)" \
+	test "$(stat -c %s "$BGRUN_DB")" -gt "$SIZE0"
+check "running daemon: the WAL stays under 16 MiB" \
+	test "$(stat -c %s "$BGRUN_DB-wal")" -lt $((16 << 20))
+kill -TERM "$DPID"
+until ! kill -0 "$DPID" 2>/dev/null; do sleep 0.02; done
+eq "running daemon: every event stored" \
+	"$(sqlite3 "$BGRUN_DB" "SELECT count(*) FROM events")" "$n"
+
 finish

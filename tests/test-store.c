@@ -455,6 +455,49 @@ void case_close_checkpoint(void)
 }
 
 /*
+ * A writer that stays open (the daemon, a Python Sink) has its WAL
+ * checkpointed by the store's thread as it goes: the database file takes
+ * the pages and the WAL stays bounded. The thread's connection had read
+ * nothing, so SQLite had not opened its WAL and each checkpoint did
+ * nothing: the daemon's WAL grew by about 30 KiB an event, for ever,
+ * and each put fdatasync'd it.
+ */
+#define LONG_PUTS_MAX 4000
+#define LONG_WAL_MAX (16 << 20) /* 4 times the threshold's 1000 pages */
+void case_long_writer_checkpoints(void)
+{
+	char *dir = t_tmpdir(), *db = t_path(dir, "events.db");
+	char *wal = t_printf("%s-wal", db);
+	struct bgrun_event ev;
+	struct bgrun_store *s;
+	off_t db_size;
+	int n = 0;
+
+	ASSERT_OK(t_open(db, 0, &s));
+	db_size = file_size(db);
+	/* Until a checkpoint has copied pages into the database. */
+	while (file_size(db) <= db_size) {
+		bgrun_event_init(&ev, "commandfinish", "bgrun");
+		ASSERT_EQ(bgrun_store_put(s, &ev), 1);
+		if (++n == LONG_PUTS_MAX)
+			FAIL("%d puts and no checkpoint: the WAL is %lld bytes", n,
+			     (long long)file_size(wal));
+	}
+	/* And again and again, the WAL never past a few checkpoints' worth. */
+	for (int i = 0; i < 3000; i++) {
+		bgrun_event_init(&ev, "commandfinish", "bgrun");
+		ASSERT_EQ(bgrun_store_put(s, &ev), 1);
+		n++;
+		if (file_size(wal) > LONG_WAL_MAX)
+			FAIL("the WAL is %lld bytes after %d puts", (long long)file_size(wal), n);
+	}
+	bgrun_store_close(s);
+	ASSERT_EQ(rows_in(db), n);
+	free(wal);
+	free(db);
+}
+
+/*
  * A log removed without its -wal and -shm files (rm events.db), which
  * stay between writers, then made again: the old rows do not come back
  * from the old WAL (SQLite deletes a WAL found beside an empty database).

@@ -389,7 +389,7 @@ void bgrun__store_checkpoint(struct bgrun_store *store)
 {
 	_Atomic uint32_t *count = bgrun__filelock_counter(&store->lock);
 	uint32_t seen = count != NULL ? atomic_load(count) : 0;
-	int log = 0, done = 0;
+	int log = 0, done = 0, rc;
 
 	flush_wal(store);
 	/*
@@ -411,9 +411,20 @@ void bgrun__store_checkpoint(struct bgrun_store *store)
 		unlock_file(store);
 		return;
 	}
-	if (sqlite3_wal_checkpoint_v2(store->db, NULL,
-				      SQLITE_CHECKPOINT_PASSIVE, &log,
-				      &done) == SQLITE_OK) {
+	rc = sqlite3_wal_checkpoint_v2(store->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+				       &log, &done);
+	if (rc == SQLITE_OK && log < 0) {
+		/*
+		 * A connection that has read nothing yet (the checkpointer's
+		 * own) has not opened the WAL: SQLite then checkpoints nothing
+		 * and says -1, and the WAL of a long-lived writer (the daemon)
+		 * grew without end. One read opens it.
+		 */
+		(void)sqlite3_exec(store->db, "PRAGMA schema_version", NULL, NULL, NULL);
+		rc = sqlite3_wal_checkpoint_v2(store->db, NULL,
+					       SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+	}
+	if (rc == SQLITE_OK && log >= 0) {
 		store->wal_frames = log > done ? log - done : 0;
 		if (count != NULL)
 			atomic_fetch_add(count, 1);
