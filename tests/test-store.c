@@ -463,7 +463,7 @@ void case_close_checkpoint(void)
  * and each put fdatasync'd it.
  */
 #define LONG_PUTS_MAX 4000
-#define LONG_WAL_MAX (16 << 20) /* 4 times the threshold's 1000 pages */
+#define LONG_WAL_MAX (16 << 20) /* 8 times the threshold's 500 pages */
 void case_long_writer_checkpoints(void)
 {
 	char *dir = t_tmpdir(), *db = t_path(dir, "events.db");

@@ -25,17 +25,19 @@
 /*
  * WAL pages after which the store of the writer that committed has its
  * thread checkpoint (see bgrun__store_checkpoint and store.c's
- * checkpointer; SQLite's automatic checkpoint, also at 1000, is off). A
- * write dirties about 7 pages (the row and its indexes), so that is
- * every 140 events or so, and the WAL stays near 4 MiB. Every
- * writer waits while a checkpoint holds the lock, so a checkpoint must
- * be short rather than rare: measured with bench/sink-bench (8 and 32
- * writer processes), 1000 pages gave a lower p99 than 4000 (the daemon's
- * writer, whose transactions are large, measured no gain from 4000 over
- * 1000 either; see README).
+ * checkpointer; SQLite's automatic checkpoint is off). A write dirties
+ * about 7 pages (the row and its indexes), so that is every 70 events or
+ * so, and the WAL stays near 2 MiB. Every writer waits while a
+ * checkpoint holds the lock, so a checkpoint must be short rather than
+ * rare: measured with bench/sink-bench (8 and 32 writer processes, and
+ * the daemon), 500 pages against 1000, once the thread's checkpoints
+ * worked (README, "The checkpointer that never checkpointed"): p99 at 32
+ * writers 3.4 to 4.3 ms against 4.3 to 5.8, the events per second the
+ * same or more; one writer alone pays more (p99 1.0 to 1.7 ms against
+ * 0.5 to 0.7). Earlier, 4000 had given a higher p99 than 1000.
  */
 #ifndef BGRUN__STORE_CHECKPOINT_PAGES /* -D for a bench's comparison */
-#define BGRUN__STORE_CHECKPOINT_PAGES 1000
+#define BGRUN__STORE_CHECKPOINT_PAGES 500
 #endif
 /*
  * The WAL a closing writer leaves for the next opener, in pages: below
