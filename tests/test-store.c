@@ -422,6 +422,14 @@ void case_open_readonly_dir(void)
 	free(sub);
 }
 
+static void put_commandfinish(struct bgrun_store *s)
+{
+	struct bgrun_event ev;
+
+	bgrun_event_init(&ev, "commandfinish", "bgrun");
+	ASSERT_EQ(bgrun_store_put(s, &ev), 1);
+}
+
 /*
  * A close that leaves a long WAL checkpoints it and empties it (the file
  * stays); a short one is left, its commits in it.
@@ -430,7 +438,6 @@ void case_close_checkpoint(void)
 {
 	char *dir = t_tmpdir(), *db = t_path(dir, "events.db");
 	char *wal = t_printf("%s-wal", db);
-	struct bgrun_event ev;
 	struct bgrun_store *s;
 	off_t db_size;
 	int n = 0;
@@ -441,8 +448,7 @@ void case_close_checkpoint(void)
 	/* Past 32 pages of 4 KiB, with their frame headers. */
 	ASSERT_OK(t_open(db, 0, &s));
 	while (file_size(wal) < 32 + 33 * (4096 + 24)) {
-		bgrun_event_init(&ev, "commandfinish", "bgrun");
-		ASSERT_EQ(bgrun_store_put(s, &ev), 1);
+		put_commandfinish(s);
 		n++;
 		ASSERT(n < 1000);
 	}
@@ -466,33 +472,29 @@ void case_close_checkpoint(void)
 #define LONG_WAL_MAX (16 << 20) /* 8 times the threshold's 500 pages */
 void case_long_writer_checkpoints(void)
 {
-	char *dir = t_tmpdir(), *db = t_path(dir, "events.db");
-	char *wal = t_printf("%s-wal", db);
-	struct bgrun_event ev;
+	char *db = t_path(t_tmpdir(), "events.db"), *wal = t_printf("%s-wal", db);
 	struct bgrun_store *s;
-	off_t db_size;
-	int n = 0;
+	int puts = 0;
+	off_t first;
 
 	ASSERT_OK(t_open(db, 0, &s));
-	db_size = file_size(db);
+	first = file_size(db);
 	/* Until a checkpoint has copied pages into the database. */
-	while (file_size(db) <= db_size) {
-		bgrun_event_init(&ev, "commandfinish", "bgrun");
-		ASSERT_EQ(bgrun_store_put(s, &ev), 1);
-		if (++n == LONG_PUTS_MAX)
-			FAIL("%d puts and no checkpoint: the WAL is %lld bytes", n,
+	while (file_size(db) <= first) {
+		put_commandfinish(s);
+		if (++puts == LONG_PUTS_MAX)
+			FAIL("%d puts and no checkpoint: the WAL is %lld bytes", puts,
 			     (long long)file_size(wal));
 	}
 	/* And again and again, the WAL never past a few checkpoints' worth. */
-	for (int i = 0; i < 3000; i++) {
-		bgrun_event_init(&ev, "commandfinish", "bgrun");
-		ASSERT_EQ(bgrun_store_put(s, &ev), 1);
-		n++;
+	for (int i = 0; i < 3000; i++, puts++) {
+		put_commandfinish(s);
 		if (file_size(wal) > LONG_WAL_MAX)
-			FAIL("the WAL is %lld bytes after %d puts", (long long)file_size(wal), n);
+			FAIL("the WAL is %lld bytes after %d puts", (long long)file_size(wal),
+			     puts + 1);
 	}
 	bgrun_store_close(s);
-	ASSERT_EQ(rows_in(db), n);
+	ASSERT_EQ(rows_in(db), puts);
 	free(wal);
 	free(db);
 }
