@@ -353,8 +353,46 @@ static const char *text_field(PyObject *keep, PyObject *v, const char *name)
 	return pyb_keep_bytes(keep, b);
 }
 
-/* options={...}: NAME, VALUE pairs for the store's json_object(), values as text. */
-static int options_field(PyObject *keep, struct pyb_strv *kv, PyObject *map)
+/*
+ * An option's value as logtoprocess puts it in the hook's environment
+ * (procutil.shellenviron): None and False '0', True '1', bytes as they
+ * are, anything else as pycompat.bytestr makes it (str(), in ASCII).
+ */
+static const char *hg_optvalue(PyObject *keep, PyObject *v)
+{
+	PyObject *b, *s;
+
+	if (v == Py_None || v == Py_False)
+		return "0";
+	if (v == Py_True)
+		return "1";
+	if (PyBytes_Check(v))
+		return text_field(keep, v, "options");
+	if (PyByteArray_Check(v) || PyObject_HasAttrString(v, "__bytes__")) {
+		b = PyObject_Bytes(v);
+	} else {
+		s = PyObject_Str(v);
+		if (s == NULL)
+			return NULL;
+		b = PyUnicode_AsASCIIString(s);
+		Py_DECREF(s);
+	}
+	if (b == NULL)
+		return NULL;
+	if (strlen(PyBytes_AS_STRING(b)) != (size_t)PyBytes_GET_SIZE(b)) {
+		PyErr_SetString(PyExc_ValueError, "options: embedded NUL byte");
+		Py_DECREF(b);
+		return NULL;
+	}
+	return pyb_keep_bytes(keep, b);
+}
+
+/*
+ * options={...}: NAME, VALUE pairs for the store's json_object(), values
+ * as text. hg: a ui.log logger's opts, named as pycompat.sysstr names
+ * them (bytes read as Latin-1), valued as hg_optvalue says.
+ */
+static int options_field(PyObject *keep, struct pyb_strv *kv, PyObject *map, bool hg)
 {
 	PyObject *items = PyMapping_Items(map);
 	int r = -1;
@@ -366,17 +404,28 @@ static int options_field(PyObject *keep, struct pyb_strv *kv, PyObject *map)
 		PyObject *v = PyTuple_GET_ITEM(PyList_GET_ITEM(items, i), 1), *s = NULL;
 		const char *ks, *vs;
 
-		ks = text_field(keep, k, "options");
-		if (ks == NULL)
-			goto out;
-		if (!PyUnicode_Check(v) && !PyBytes_Check(v)) {
-			s = PyObject_Str(v);
+		if (hg && PyBytes_Check(k)) {
+			s = PyUnicode_DecodeLatin1(PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), NULL);
 			if (s == NULL)
 				goto out;
-			v = s;
+			k = s;
 		}
-		vs = text_field(keep, v, "options");
-		Py_XDECREF(s);
+		ks = text_field(keep, k, "options");
+		Py_CLEAR(s);
+		if (ks == NULL)
+			goto out;
+		if (hg) {
+			vs = hg_optvalue(keep, v);
+		} else {
+			if (!PyUnicode_Check(v) && !PyBytes_Check(v)) {
+				s = PyObject_Str(v);
+				if (s == NULL)
+					goto out;
+				v = s;
+			}
+			vs = text_field(keep, v, "options");
+			Py_XDECREF(s);
+		}
 		if (vs == NULL)
 			goto out;
 		if (pyb_strv_add(kv, ks) < 0 || pyb_strv_add(kv, vs) < 0)
@@ -454,7 +503,7 @@ static int put_field(struct put *p, PyObject *key, PyObject *v)
 		}
 		if (v == Py_None)
 			return 0;
-		if (options_field(p->keep, &p->kv, v) < 0)
+		if (options_field(p->keep, &p->kv, v, false) < 0)
 			return -1;
 		p->ev.options_kv = p->kv.v;
 		return 0;
@@ -1040,73 +1089,6 @@ static PyObject *hg_opt(PyObject *keep, PyObject *opts, const char *name)
 	return v;
 }
 
-/*
- * An option's value as logtoprocess puts it in the hook's environment
- * (procutil.shellenviron): None and False '0', True '1', bytes as they
- * are, anything else as pycompat.bytestr makes it (str(), in ASCII).
- */
-static const char *hg_optvalue(PyObject *keep, PyObject *v)
-{
-	PyObject *b, *s;
-
-	if (v == Py_None || v == Py_False)
-		return "0";
-	if (v == Py_True)
-		return "1";
-	if (PyBytes_Check(v))
-		return text_field(keep, v, "options");
-	if (PyByteArray_Check(v) || PyObject_HasAttrString(v, "__bytes__")) {
-		b = PyObject_Bytes(v);
-	} else {
-		s = PyObject_Str(v);
-		if (s == NULL)
-			return NULL;
-		b = PyUnicode_AsASCIIString(s);
-		Py_DECREF(s);
-	}
-	if (b == NULL)
-		return NULL;
-	if (strlen(PyBytes_AS_STRING(b)) != (size_t)PyBytes_GET_SIZE(b)) {
-		PyErr_SetString(PyExc_ValueError, "options: embedded NUL byte");
-		Py_DECREF(b);
-		return NULL;
-	}
-	return pyb_keep_bytes(keep, b);
-}
-
-/* Every option, its name as pycompat.sysstr makes it (bytes read as Latin-1). */
-static int hg_options(struct put *p, PyObject *opts)
-{
-	PyObject *items = PyMapping_Items(opts);
-	int r = -1;
-
-	if (items == NULL)
-		return -1;
-	for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
-		PyObject *k = PyTuple_GET_ITEM(PyList_GET_ITEM(items, i), 0);
-		PyObject *v = PyTuple_GET_ITEM(PyList_GET_ITEM(items, i), 1), *name = NULL;
-		const char *ks, *vs;
-
-		if (PyBytes_Check(k)) {
-			name = PyUnicode_DecodeLatin1(PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), NULL);
-			if (name == NULL)
-				goto out;
-			k = name;
-		}
-		ks = text_field(p->keep, k, "options");
-		Py_XDECREF(name);
-		if (ks == NULL || (vs = hg_optvalue(p->keep, v)) == NULL)
-			goto out;
-		if (pyb_strv_add(&p->kv, ks) < 0 || pyb_strv_add(&p->kv, vs) < 0)
-			goto out;
-	}
-	p->ev.options_kv = p->kv.v;
-	r = 0;
-out:
-	Py_DECREF(items);
-	return r;
-}
-
 /* Seconds >= 0 to ns as Python's round() makes them (ties to even). */
 static int hg_round_ns(double secs, int64_t *ret)
 {
@@ -1225,8 +1207,9 @@ static PyObject *sink_hglog(SinkObject *self, PyObject *args, PyObject *kw)
 		goto fail;
 	}
 	p->ev.message = text;
-	if (hg_options(p, opts) < 0)
+	if (options_field(p->keep, &p->kv, opts, true) < 0)
 		goto fail;
+	p->ev.options_kv = p->kv.v;
 	if (strcmp(p->ev.event, "commandfinish") == 0 && hg_finish(p, opts) < 0)
 		goto fail;
 	if (!put)
