@@ -117,7 +117,10 @@ static void bg_atfork_child(void)
  * locks no process holds, with the log's write lock taken, while the
  * parent's thread waits behind it. Our threads never take the GIL, so a
  * thread that forks holding it does not stop them. The bound is the
- * store's own lock bound: past it, the fork goes on as before.
+ * store's own lock bound: past it, the fork goes on as before. (The
+ * store's checkpoint thread, which runs after a send has returned, is
+ * waited for by libbgrun-store itself: src/store/store.c, "Fork
+ * safety".)
  */
 #define FORK_WAIT_S 10
 

@@ -11,6 +11,7 @@
 #include "event-fields.h"
 #include "sink/sink-internal.h"
 #include "spawn/spawn-internal.h"
+#include "store/store-test.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -151,6 +152,10 @@ int bgrun__test_control(int op, ...)
 		r = filelock_op(how, lockp, fd, timeout_ns);
 		break;
 	}
+	case BGRUN__TEST_STORE_CHECKPOINT_HOOK:
+		bgrun__store_set_checkpoint_hook(va_arg(ap, void (*)(void)));
+		r = 0;
+		break;
 	case BGRUN__TEST_CLONE_CLOSE_FN:
 		bgrun__clone_close_fn = va_arg(ap, int (*)(int));
 		r = 0;

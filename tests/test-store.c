@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <poll.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -496,6 +498,99 @@ void case_long_writer_checkpoints(void)
 	bgrun_store_close(s);
 	ASSERT_EQ(rows_in(db), puts);
 	free(wal);
+	free(db);
+}
+
+/*
+ * A fork while the store's checkpointer thread is inside a checkpoint
+ * (its lock taken, SQLite's state of it half-made) waits until the
+ * thread is out: the child would otherwise inherit SQLite's record of
+ * the thread's locks. The thread is held inside by the test-control
+ * hook; a thread of ours forks; the fork must not return while the
+ * thread is held (watched for FORK_WINDOW_MS), and the child's image of
+ * memory must show the thread out. Without the guard the fork returned
+ * at once, its child seeing the thread inside.
+ */
+#define FORK_WINDOW_MS 500
+
+static int ckpt_in[2] = { -1, -1 }, ckpt_out[2] = { -1, -1 };
+static _Atomic int ckpt_calls, ckpt_inside;
+
+static void held_checkpoint(void)
+{
+	char c = 1;
+
+	/* The first checkpoint only: later ones pass. */
+	if (atomic_fetch_add(&ckpt_calls, 1) != 0)
+		return;
+	atomic_store(&ckpt_inside, 1);
+	(void)!write(ckpt_in[1], &c, 1);
+	while (read(ckpt_out[0], &c, 1) < 0 && errno == EINTR)
+		;
+	atomic_store(&ckpt_inside, 0);
+}
+
+struct forker {
+	int done;    /* written once fork() returned in the parent */
+	pid_t child;
+};
+
+static void *fork_now(void *arg)
+{
+	struct forker *f = arg;
+	char c = 1;
+
+	f->child = fork();
+	if (f->child == 0)
+		_exit(atomic_load(&ckpt_inside) ? 1 : 0);
+	(void)!write(f->done, &c, 1);
+	return NULL;
+}
+
+void case_fork_waits_for_checkpointer(void)
+{
+	char *db = t_path(t_tmpdir(), "events.db");
+	struct pollfd in = { .events = POLLIN }, done = { .events = POLLIN };
+	struct forker f;
+	struct bgrun_store *s;
+	int pipe_done[2], status, puts = 0, forked;
+	pthread_t t;
+	char c = 1;
+
+	ASSERT_SYS(pipe(ckpt_in));
+	ASSERT_SYS(pipe(ckpt_out));
+	ASSERT_SYS(pipe(pipe_done));
+	ASSERT_OK(bgrun__test_control(BGRUN__TEST_STORE_CHECKPOINT_HOOK,
+				      held_checkpoint));
+	ASSERT_OK(t_open(db, 0, &s));
+	/* Until the thread's first checkpoint is held inside. */
+	in.fd = ckpt_in[0];
+	while (poll(&in, 1, 0) == 0) {
+		put_commandfinish(s);
+		if (++puts == LONG_PUTS_MAX)
+			FAIL("%d puts and no checkpoint on the thread", puts);
+	}
+	f.done = pipe_done[1];
+	ASSERT_EQ(pthread_create(&t, NULL, fork_now, &f), 0);
+	done.fd = pipe_done[0];
+	forked = poll(&done, 1, FORK_WINDOW_MS);
+	ASSERT_SYS(write(ckpt_out[1], &c, 1));
+	ASSERT_EQ(pthread_join(t, NULL), 0);
+	ASSERT_SYS(f.child);
+	ASSERT_EQ(waitpid(f.child, &status, 0), f.child);
+	ASSERT_OK(bgrun__test_control(BGRUN__TEST_STORE_CHECKPOINT_HOOK, NULL));
+	if (forked != 0)
+		FAIL("fork() returned while the checkpointer was held inside");
+	ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* The log goes on: the held checkpoint ended, the next ones pass. */
+	put_commandfinish(s);
+	bgrun_store_close(s);
+	ASSERT_EQ(rows_in(db), puts + 1);
+	for (int i = 0; i < 2; i++) {
+		(void)close(ckpt_in[i]);
+		(void)close(ckpt_out[i]);
+		(void)close(pipe_done[i]);
+	}
 	free(db);
 }
 

@@ -41,7 +41,11 @@ extern "C" {
  *
  * THREAD SAFETY: a store is used by one thread at a time (open one per
  * thread, or lock around it). A store must not be used by a process
- * fork()ed after it was opened: the child opens its own.
+ * fork()ed after it was opened: the child opens its own. A writer that
+ * stays open has its WAL checkpointed by a thread of the library's; a
+ * fork() waits for a checkpoint of that thread under way (its wait for
+ * the lock is at most 200 ms), so that the child's own store does not
+ * inherit SQLite's half-made state of it.
  */
 struct bgrun_store;
 

@@ -64,6 +64,10 @@ enum bgrun__test_op {
 	 * lock file fd; _TOTAL and _STILL acquire it with that bound and
 	 * return what acquire returned; _RELEASE; _FREE destroys it. */
 	BGRUN__TEST_FILELOCK_OP,
+	/* (void (*fn)(void)): POSIX: fn, or NULL for none, is called by
+	 * every store's checkpointer thread inside the part of its
+	 * checkpoint that a fork() waits for, process-wide. */
+	BGRUN__TEST_STORE_CHECKPOINT_HOOK,
 };
 
 enum {

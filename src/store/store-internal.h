@@ -11,6 +11,7 @@
 #include "common/common.h"
 #include "event-fields.h"
 #include "platform.h"
+#include "store-test.h"
 
 #include <sqlite3.h>
 

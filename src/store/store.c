@@ -375,6 +375,45 @@ static void flush_wal(struct bgrun_store *store)
 }
 
 /*
+ * Fork safety. The checkpointer's thread (below) is one the caller does
+ * not know of: a program that forks and has the child open the log, as a
+ * single-threaded program may, could fork while that thread is inside
+ * SQLite, and the child would inherit SQLite's record of the thread's
+ * locks (its unix VFS keeps each file's locks per process) and its
+ * mutexes: its own connection to the log would then wait on locks no
+ * process holds, with our write lock taken (python/sink.c met it with
+ * its own threads). So a fork waits until no checkpointer is between its
+ * lock and its release, which is bounded: the wait for the lock by
+ * BGRUN__STORE_CHECKPOINT_WAIT_MS, the checkpoint by its copy of at most
+ * a few thousand pages. A checkpointer never waits for the lock holding
+ * SQLite's state, so no lock is taken in the other order.
+ */
+static pthread_mutex_t fork_lock = PTHREAD_MUTEX_INITIALIZER;
+static void (*_Atomic checkpoint_hook)(void);
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&fork_lock);
+}
+
+static void fork_release(void)
+{
+	pthread_mutex_unlock(&fork_lock);
+}
+
+static void fork_guard_install(void)
+{
+	(void)bgrun__atfork(fork_prepare, fork_release, fork_release);
+}
+
+void bgrun__store_set_checkpoint_hook(void (*fn)(void))
+{
+	atomic_store(&checkpoint_hook, fn);
+}
+
+static void checkpoint_locked(struct bgrun_store *store, uint32_t seen);
+
+/*
  * Our checkpoints, not SQLite's automatic one (which runs inside the
  * COMMIT of whichever writer crosses the threshold, under the lock, with
  * its two fdatasyncs of up to 16 MiB: every other writer waited for it,
@@ -389,9 +428,28 @@ void bgrun__store_checkpoint(struct bgrun_store *store)
 {
 	_Atomic uint32_t *count = bgrun__filelock_counter(&store->lock);
 	uint32_t seen = count != NULL ? atomic_load(count) : 0;
-	int log = 0, done = 0, rc;
+	void (*hook)(void);
 
 	flush_wal(store);
+	if (!store->ckpt_own) {
+		checkpoint_locked(store, seen);
+		return;
+	}
+	/* The thread's checkpoint: a fork waits for it ("Fork safety"). */
+	pthread_mutex_lock(&fork_lock);
+	checkpoint_locked(store, seen);
+	hook = atomic_load(&checkpoint_hook);
+	if (hook != NULL)
+		hook();
+	pthread_mutex_unlock(&fork_lock);
+}
+
+/* The lock, the checkpoint and the release (seen: the count at our commit). */
+static void checkpoint_locked(struct bgrun_store *store, uint32_t seen)
+{
+	_Atomic uint32_t *count = bgrun__filelock_counter(&store->lock);
+	int log = 0, done = 0, rc;
+
 	/*
 	 * Not worth a long wait: the write is done, and the next writer
 	 * will try again.
@@ -477,12 +535,14 @@ static int open_db(struct bgrun_store *store, const char *name, int flags);
 
 static struct bgrun__checkpointer *checkpointer_start(struct bgrun_store *store)
 {
+	static pthread_once_t fork_guard_once = PTHREAD_ONCE_INIT;
 	struct bgrun__checkpointer *c = calloc(1, sizeof(*c));
 	struct bgrun_store *s;
 	char *lock_path = NULL;
 
 	if (c == NULL)
 		return NULL;
+	(void)pthread_once(&fork_guard_once, fork_guard_install);
 	s = &c->store;
 	*s = (struct bgrun_store){ .lock_fd = -1, .lock = { .fd = -1 },
 				   .checkpoint_frames = INT_MAX,

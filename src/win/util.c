@@ -69,6 +69,15 @@ int bgrun__thread_start_joinable(pthread_t *ret_thread, void *(*fn)(void *),
 	return thread_start(ret_thread, fn, arg, PTHREAD_CREATE_JOINABLE);
 }
 
+int bgrun__atfork(void (*prepare)(void), void (*parent)(void),
+		  void (*child)(void))
+{
+	(void)prepare;
+	(void)parent;
+	(void)child;
+	return 0;
+}
+
 int bgrun__win_utf16(const char *s, WCHAR **ret)
 {
 	int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, NULL, 0);
