@@ -59,13 +59,6 @@ int bgrun__thread_start(pthread_t *ret_thread, void *(*fn)(void *), void *arg);
 /* The same, for a thread that is joined rather than detached. */
 int bgrun__thread_start_joinable(pthread_t *ret_thread, void *(*fn)(void *),
 				 void *arg);
-/*
- * pthread_atfork for a module of the store's library, whose threads a
- * caller does not know of (src/platform.h says how libbgrun's do it);
- * 0, or -errno. Where there is no fork (Windows), nothing to do.
- */
-int bgrun__atfork(void (*prepare)(void), void (*parent)(void),
-		  void (*child)(void));
 
 /* utf8.c */
 /* The length of the valid UTF-8 sequence at s[0..n), 0 if invalid (bgrun_utf8_decode). */

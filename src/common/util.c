@@ -58,12 +58,6 @@ int bgrun__thread_start_joinable(pthread_t *ret_thread, void *(*fn)(void *),
 	return thread_start(ret_thread, fn, arg, PTHREAD_CREATE_JOINABLE);
 }
 
-int bgrun__atfork(void (*prepare)(void), void (*parent)(void),
-		  void (*child)(void))
-{
-	return -pthread_atfork(prepare, parent, child);
-}
-
 int bgrun__user_path(const char *xdg_var, const char *home_dir,
 		     const char *leaf, char **ret_path)
 {

@@ -403,7 +403,7 @@ static void fork_release(void)
 
 static void fork_guard_install(void)
 {
-	(void)bgrun__atfork(fork_prepare, fork_release, fork_release);
+	(void)bgrun__fork_hooks(fork_prepare, fork_release, fork_release);
 }
 
 void bgrun__store_set_checkpoint_hook(void (*fn)(void))

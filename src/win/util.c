@@ -69,8 +69,8 @@ int bgrun__thread_start_joinable(pthread_t *ret_thread, void *(*fn)(void *),
 	return thread_start(ret_thread, fn, arg, PTHREAD_CREATE_JOINABLE);
 }
 
-int bgrun__atfork(void (*prepare)(void), void (*parent)(void),
-		  void (*child)(void))
+int bgrun__fork_hooks(void (*prepare)(void), void (*parent)(void),
+		      void (*child)(void))
 {
 	(void)prepare;
 	(void)parent;
