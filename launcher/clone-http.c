@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* clone-http.c: `bgrun clone http://...`: a stream clone from a Mercurial server over its HTTP wire protocol (libcurl), fed to bgrun_clone through a pipe while it downloads. */
+/* clone-http.c (the module bgrun-clone-http.so): `bgrun clone http://...`: a stream clone from a Mercurial server over its HTTP wire protocol (libcurl), fed to bgrun_clone through a pipe while it downloads. */
 
 /*
  * What `hg clone --stream` asks of a server, through wireprotov1 over
@@ -623,11 +623,6 @@ out:
 	return NULL;
 }
 
-bool clone_http_is_url(const char *s)
-{
-	return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
-}
-
 static void set_opts(struct clone_http *h, const struct clone_http_opts *o)
 {
 	h->timeout = o->timeout;
@@ -824,3 +819,15 @@ int clone_http_write_hgrc(const char *dest, const char *url)
 		r = -errno;
 	return r;
 }
+
+__attribute__((visibility("default")))
+extern const struct clone_http_api bgrun_clone_http_api;
+
+const struct clone_http_api bgrun_clone_http_api = {
+	.start = clone_http_start,
+	.finish = clone_http_finish,
+	.bundle_url = clone_http_bundle_url,
+	.legacy = clone_http_legacy,
+	.bookmarks = clone_http_bookmarks,
+	.write_hgrc = clone_http_write_hgrc,
+};

@@ -16,8 +16,6 @@ struct clone_http_opts {
 	bool no_clonebundles;  /* --no-clonebundles: ignore the manifest */
 };
 
-/* Whether s is an http:// or https:// URL (then BUNDLE is a server). */
-bool clone_http_is_url(const char *s);
 /*
  * Asks the server at url (borrowed) for its capabilities, then starts the
  * stream clone's transfer on a thread (either gives up after o->timeout
@@ -47,5 +45,32 @@ int clone_http_bookmarks(const char *url, const struct clone_http_opts *o,
 			 const char *dest, bool in_store, char **ret_err);
 /* Writes dest/.hg/hgrc with [paths] default = url, as `hg clone` does. */
 int clone_http_write_hgrc(const char *dest, const char *url);
+
+/*
+ * WHY A MODULE: libcurl brings some thirty libraries (TLS, Kerberos,
+ * LDAP, SSH, IDN...). Linked into bgrun-full they were loaded by every
+ * run of it, used or not: by the recorder of every logged launch and by
+ * every job verb (bgrun ps, logs, wait...), 535 page faults and 19.5 ms
+ * of CPU per start on a virtual machine where a page fault costs about
+ * 30 us, against 93 and 3.6 ms without them (perf stat -r 50
+ * bgrun-full --version). So the functions above live in
+ * bgrun-clone-http.so (clone-http.c), beside bgrun-full, loaded by the
+ * first call that needs it (clone-http-load.c holds the functions
+ * clone.c calls). The module exports this table only.
+ */
+struct clone_http_api {
+	int (*start)(const char *url, const struct clone_http_opts *o,
+		     int *ret_fd, struct clone_http **ret_h, char **ret_err);
+	int (*finish)(struct clone_http *h, int fd, char **ret_err);
+	const char *(*bundle_url)(const struct clone_http *h);
+	bool (*legacy)(const struct clone_http *h);
+	int (*bookmarks)(const char *url, const struct clone_http_opts *o,
+			 const char *dest, bool in_store, char **ret_err);
+	int (*write_hgrc)(const char *dest, const char *url);
+};
+
+/* The table's symbol in the module, and the module's file name. */
+#define CLONE_HTTP_API_SYMBOL "bgrun_clone_http_api"
+#define CLONE_HTTP_MODULE "bgrun-clone-http.so"
 
 #endif /* BGRUN_CLONE_HTTP_H */

@@ -76,6 +76,10 @@ if command -v hg >/dev/null; then
 	run hg -R "$tmp/repo" bundle -q -a -t 'none-v2;stream=v2' "$tmp/s.hg"
 	check "bgrun clone of a stream bundle" run bgrun clone -q "$tmp/s.hg" "$tmp/clone"
 	check "hg verify of the clone" run hg -q -R "$tmp/clone" verify
+	# From a server: the package's bgrun-clone-http.so is found and
+	# loaded (no one listens on port 9: the connection is what fails).
+	check "bgrun clone from a URL loads its HTTP module" \
+		sh -c "$(declare -f run); home='$home'; run bgrun clone http://127.0.0.1:9/ '$tmp/hclone' 2>&1 | grep -q \"Couldn't connect to server\""
 else
 	fail "hg is installed (the clone and extension checks need it)"
 fi

@@ -93,6 +93,22 @@ done
 if [ -e "$BUILD/logsink/logsink-pg.so" ]; then
 	check "libexec/bgrun/logsink-pg.so installed" test -f "$helpers/logsink-pg.so"
 fi
+# Built with libcurl: the HTTP clone module, beside bgrun-full, which
+# loads it from there (launcher/clone-http.h says why) and itself links
+# no libcurl: a clone from a port nobody listens on fails on connecting.
+if [ -e "$BUILD/launcher/bgrun-clone-http.so" ]; then
+	check "libexec/bgrun/bgrun-clone-http.so installed" \
+		test -f "$helpers/bgrun-clone-http.so"
+	capture env LD_LIBRARY_PATH="$LIBDIR" BGRUN_DB="$TMP/clone-events.db" \
+		"$helpers/bgrun-full" clone http://127.0.0.1:9/ "$TMP/http-clone"
+	eq "bgrun-full loads the installed module: exit 1" "$RC" 1
+	check "bgrun-full loads the installed module: the connection fails" \
+		grep -q "Couldn't connect to server" "$TMP/.stderr"
+	# Its NEEDED list (a dynamic program's: libc is in it) has no libcurl.
+	capture readelf -d "$helpers/bgrun-full"
+	check "bgrun-full is linked dynamically" grep -q 'NEEDED.*libc\.so' "$TMP/.stdout"
+	check "bgrun-full links no libcurl" sh -c '! grep -q "NEEDED.*libcurl" "$1"' _ "$TMP/.stdout"
+fi
 capture "$D$PREFIX/bin/bgrun" --version
 eq "the installed bgrun runs: exit 0" "$RC" 0
 
