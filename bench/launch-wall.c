@@ -13,6 +13,9 @@
  * baseline a user would otherwise type; `bgrun --version` is the floor,
  * bgrun's own process start and exit. The mechanisms take turns, one run
  * each per round, so that the machine's load falls on all of them alike.
+ * Beside the wall time, the CPU (user + system) of the run and of every
+ * process it left behind (COMMAND, the supervisor, its recorder): what a
+ * launch costs the machine, off the user's clock included.
  */
 
 #include "bgrun.h"
@@ -25,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,16 +85,27 @@ static int wait_logged(const char *db, int64_t want)
  * ended: `setsid -f`'s child, a supervisor and its recorder. We are their
  * subreaper, so they are ours to wait for; without this, the run after
  * `setsid -f true` would share the CPUs with its `true`, and a mechanism's
- * place in the round would show in its times.
+ * place in the round would show in its times. Returns their CPU in ms
+ * (each one's own and that of the children it reaped itself).
  */
-static void settle(void)
+static double settle(void)
 {
-	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
-		;
+	struct rusage ru;
+	double cpu = 0;
+	pid_t pid;
+
+	while ((pid = wait4(-1, NULL, 0, &ru)) > 0 || errno == EINTR)
+		if (pid > 0)
+			cpu += (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+			       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+	return cpu;
 }
 
-/* One run: spawn, wait for exit; returns the wall time in ms or < 0. */
-static double run_once(const struct mech *m)
+/*
+ * One run: spawn, wait for exit; returns the wall time in ms or < 0, and
+ * the CPU of the process in *ret_cpu.
+ */
+static double run_once(const struct mech *m, double *ret_cpu)
 {
 	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
 	struct bgrun_child *child;
@@ -109,6 +124,7 @@ static double run_once(const struct mech *m)
 	bgrun_child_free(child);
 	if (r < 0 || !st.exited || st.exit_code != 0)
 		return -1;
+	*ret_cpu = (double)(st.rusage.user_cpu_ns + st.rusage.sys_cpu_ns) / 1e6;
 	return t1 - t0;
 }
 
@@ -212,16 +228,18 @@ int main(int argc, char **argv)
 	const int nmech = (int)(sizeof(mechs) / sizeof(mechs[0])) -
 			  (against == NULL ? 3 : 0);
 	double *t = calloc((size_t)(runs * nmech), sizeof(*t));
+	double *cpu = calloc((size_t)(runs * nmech), sizeof(*cpu));
 	int64_t logged = 0;
 
-	if (t == NULL)
+	if (t == NULL || cpu == NULL)
 		return 1;
 	if (csv != NULL && (out = fopen(csv, "w")) == NULL) {
 		(void)fprintf(stderr, "launch-wall: %s: %s\n", csv, strerror(errno));
 		return 1;
 	}
 	if (out != NULL)
-		(void)fprintf(out, "mechanism,runs,p50_ms,p90_ms,min_ms,ratio_vs_setsid\n");
+		(void)fprintf(out, "mechanism,runs,p50_ms,p90_ms,min_ms,ratio_vs_setsid,"
+				   "cpu_p50_ms\n");
 	/*
 	 * Interleaved, one run of each mechanism per round, so that the
 	 * machine's drifting load falls on all of them alike. Three
@@ -229,47 +247,55 @@ int main(int argc, char **argv)
 	 */
 	for (int i = 0; i < 3 + runs; i++) {
 		for (int m = 0; m < nmech; m++) {
-			double ms = run_once(&mechs[m]);
+			double c = 0, ms = run_once(&mechs[m], &c);
 
 			if (ms < 0) {
 				(void)fprintf(stderr, "launch-wall: %s failed\n",
 					      mechs[m].name);
 				return 1;
 			}
-			if (i >= 3)
-				t[m * runs + i - 3] = ms;
 			if (mechs[m].logged && wait_logged(db, ++logged) < 0) {
 				(void)fprintf(stderr,
 					      "launch-wall: %s: no log row\n",
 					      mechs[m].name);
 				return 1;
 			}
-			settle();
+			c += settle();
+			if (i >= 3) {
+				t[m * runs + i - 3] = ms;
+				cpu[m * runs + i - 3] = c;
+			}
 		}
 	}
-	(void)printf("%-41s %6s %9s %9s %9s %8s %8s\n", "mechanism", "runs",
-		     "p50 ms", "p90 ms", "min ms", "x setsid", "p90 x");
+	(void)printf("%-41s %6s %9s %9s %9s %8s %8s %9s\n", "mechanism", "runs",
+		     "p50 ms", "p90 ms", "min ms", "x setsid", "p90 x", "cpu ms");
 	for (int m = 0; m < nmech; m++) {
-		double *v = &t[m * runs];
+		double *v = &t[m * runs], *c = &cpu[m * runs];
 
 		qsort(v, (size_t)runs, sizeof(*v), cmp_double);
+		qsort(c, (size_t)runs, sizeof(*c), cmp_double);
 		p50[m] = v[runs / 2];
 		if (m == 0)
 			p90_setsid = v[runs * 9 / 10];
-		(void)printf("%-41s %6d %9.3f %9.3f %9.3f %8.2f %8.2f\n",
+		(void)printf("%-41s %6d %9.3f %9.3f %9.3f %8.2f %8.2f %9.3f\n",
 			     mechs[m].name, runs, p50[m], v[runs * 9 / 10], v[0],
-			     p50[m] / p50[0], v[runs * 9 / 10] / p90_setsid);
+			     p50[m] / p50[0], v[runs * 9 / 10] / p90_setsid,
+			     c[runs / 2]);
 		if (out != NULL)
-			(void)fprintf(out, "%s,%d,%.4f,%.4f,%.4f,%.3f\n",
+			(void)fprintf(out, "%s,%d,%.4f,%.4f,%.4f,%.3f,%.4f\n",
 				      mechs[m].name, runs, p50[m],
-				      v[runs * 9 / 10], v[0], p50[m] / p50[0]);
+				      v[runs * 9 / 10], v[0], p50[m] / p50[0],
+				      c[runs / 2]);
 	}
 	(void)printf("\nlogging adds %.3f ms to bgrun's wall time (p50, ensurestart), "
 		     "%.3f ms without ensurestart\n",
 		     p50[2] - p50[1], p50[3] - p50[1]);
+	(void)printf("(cpu ms: p50 of the user + system CPU of the run and of every "
+		     "process it left behind)\n");
 	if (out != NULL)
 		(void)fclose(out);
 	free(t);
+	free(cpu);
 	/* The log and its -wal, -shm and -lock companions, then the dir. */
 	for (int i = 0; i < 4; i++) {
 		static const char *const suffix[] = { "", "-wal", "-shm", "-lock" };
