@@ -254,6 +254,7 @@ struct bgrun__filelock {
 	void *boxes;      /* the mailboxes after it, or NULL */
 	uint32_t ticket;  /* ours, while waiting or holding */
 	bool held;
+	int64_t stall_ns; /* 0: the queue's default (tests set their own) */
 };
 void bgrun__filelock_init(struct bgrun__filelock *l, int fd);
 int bgrun__filelock_acquire(struct bgrun__filelock *l, int64_t timeout_ns,

@@ -51,6 +51,9 @@ static int filelock_op(int how, void **lockp, int fd, int64_t timeout_ns)
 	case BGRUN__TEST_LOCK_STILL:
 		return bgrun__filelock_acquire(l, timeout_ns,
 					       BGRUN__FILELOCK_STILL);
+	case BGRUN__TEST_LOCK_STALL:
+		l->stall_ns = timeout_ns;
+		return 0;
 	case BGRUN__TEST_LOCK_RELEASE:
 		bgrun__filelock_release(l);
 		return 0;

@@ -62,7 +62,9 @@ enum bgrun__test_op {
 	 * store's write lock (bgrun__filelock, src/platform.h) by hand, one
 	 * object per waiter: BGRUN__TEST_LOCK_NEW makes *lock on the open
 	 * lock file fd; _TOTAL and _STILL acquire it with that bound and
-	 * return what acquire returned; _RELEASE; _FREE destroys it. */
+	 * return what acquire returned; _STALL sets how long the queue must
+	 * stand still before this waiter takes the lock over (timeout_ns;
+	 * 0: the default); _RELEASE; _FREE destroys it. */
 	BGRUN__TEST_FILELOCK_OP,
 	/* (void (*fn)(void)): POSIX: fn, or NULL for none, is called by
 	 * every store's checkpointer thread inside the part of its
@@ -76,6 +78,7 @@ enum {
 	BGRUN__TEST_LOCK_STILL,
 	BGRUN__TEST_LOCK_RELEASE,
 	BGRUN__TEST_LOCK_FREE,
+	BGRUN__TEST_LOCK_STALL,
 };
 
 enum {

@@ -72,6 +72,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <stdlib.h>
 
 #define SLOTS 64
 #define PAGE 4096
@@ -336,6 +337,7 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
 {
 	uint32_t seen = atomic_load(&p->serving);
 	int64_t moved = start, progress = start, now, until, spun = 0, deadline;
+	int64_t stall = l->stall_ns > 0 ? l->stall_ns : STALL_NS;
 	struct mailbox *box = NULL;
 	bool posted = mail == NULL || l->boxes == NULL;
 	int r;
@@ -386,7 +388,7 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
 			give_up(p, my);
 			return -ETIMEDOUT;
 		}
-		if (now - moved >= STALL_NS) {
+		if (now - moved >= stall) {
 			r = try_flock(l);
 			if (r < 0) {
 				if (box != NULL && !busy && !withdraw(box, my))
@@ -429,7 +431,7 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
 				cpu_relax();
 			continue;
 		}
-		until = moved + STALL_NS < deadline ? moved + STALL_NS : deadline;
+		until = moved + stall < deadline ? moved + stall : deadline;
 		futex_wait(word, v, until - now);
 		spun = 0;
 	}
@@ -561,6 +563,7 @@ void bgrun__filelock_release(struct bgrun__filelock *l)
 		return;
 	(void)flock(l->fd, LOCK_UN);
 	l->held = false;
+	if (getenv("XX_RELEASE_DELAY")) usleep(60000);
 	/* Passed over, or no queue: nobody waits for us to move it. */
 	if (p == NULL || !atomic_compare_exchange_strong(&p->serving, &my,
 							 l->ticket + 1))
