@@ -79,10 +79,17 @@ static void *wait_for_lock(void *arg)
 
 /*
  * How long the queue must stand still before a waiter of start() takes
- * the lock over (0: the library's 25 ms). A takeover passes over the
- * waiters before the one taking over, and they queue again at the end.
+ * the lock over (the library's default is 25 ms). A takeover passes over
+ * the waiters before the one taking over, and they queue again at the
+ * end. The cases here test the queue's order, so no waiter of theirs
+ * takes over: on a loaded machine one behind could find the flock free
+ * in the moment between a holder's unlock and its hand-over, or while
+ * the next in turn waits for a CPU, and reorder the queue under the
+ * case (lock_queue_moving timed out so in a CI run: a holder passed
+ * over queued again behind `still`, which keeps the lock, and waited out
+ * its whole bound).
  */
-static int64_t waiter_stall_ms;
+static const int64_t waiter_stall_ms = 600000;
 
 static void start(struct waiter *w, const char *path, int how,
 		  int64_t timeout_ms, int64_t held_ms)
@@ -238,14 +245,6 @@ void case_lock_given_up(void)
  * than its bound, the lock changing hands all along), where the whole
  * wait bounded gives up. A holder that does not move still ends the wait.
  * (The holds are long against the bound's slack, for a loaded machine.)
- *
- * The queue's order is what is tested, so no waiter here takes the lock
- * over: on a loaded machine a waiter behind could find the flock free in
- * the moment between a holder's unlock and its hand-over, or while the
- * next in turn waits for a CPU, and pass the next in turn over; that one
- * would then queue again behind `still`, which keeps the lock, and wait
- * out its whole bound (a CI run timed out so). Takeovers are
- * lock_given_up's concern and the store's, not this case's.
  */
 void case_lock_queue_moving(void)
 {
@@ -254,8 +253,6 @@ void case_lock_queue_moving(void)
 	int fd, hold;
 	char *path = lock_file(&fd, &c);
 	pid_t holder;
-
-	waiter_stall_ms = 600000;
 
 	for (int i = 0; i < 8; i++) {
 		start(&h[i], path, BGRUN__TEST_LOCK_STILL, 60000, 300);
