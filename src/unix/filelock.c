@@ -72,7 +72,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include <stdlib.h>
 
 #define SLOTS 64
 #define PAGE 4096
@@ -563,7 +562,6 @@ void bgrun__filelock_release(struct bgrun__filelock *l)
 		return;
 	(void)flock(l->fd, LOCK_UN);
 	l->held = false;
-	if (getenv("XX_RELEASE_DELAY")) usleep(60000);
 	/* Passed over, or no queue: nobody waits for us to move it. */
 	if (p == NULL || !atomic_compare_exchange_strong(&p->serving, &my,
 							 l->ticket + 1))
