@@ -890,6 +890,8 @@ until [ "$(count --result success)" -eq 1600 ] || [ "$SECONDS" -ge "$end" ]; do
 	sleep 0.05
 done
 echo "# all recorded $((SECONDS - T0)) s after the first launch"
+# What waits in the spool, and why (logsink status), if not all are stored.
+[ "$(count)" -eq 1600 ] || "$LS" --db "$CDB" status 2>&1 | sed 's/^/# /'
 eq "concurrent: 1600 successes recorded" "$(count --result success)" 1600
 eq "concurrent: 1600 events in all" "$(count)" 1600
 eq "concurrent: none left running" "$(count --result running)" 0

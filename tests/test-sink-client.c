@@ -464,6 +464,49 @@ void case_client_spool_replay(void)
 }
 
 /*
+ * One replay at a time: while another holds the spool (its directory's
+ * flock), a replay returns at once and leaves the files to it; then the
+ * next one stores them. Every writer of a burst used to replay the same
+ * files again, under the store's lock, until more of them timed out.
+ */
+void case_client_spool_one_replay(void)
+{
+	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
+	const char *sock = t_path(dir, "s/sink.sock");
+	const char *spool = t_path(dir, "ev.db.spool");
+	struct bgrun_event ev[2];
+	struct bgrun_sink *sink;
+	struct bgrun_store *store;
+	int64_t count = -1;
+	int fd, dfd;
+
+	fd = open(db, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	ASSERT(fd >= 0 && write(fd, "not a database, not at all", 26) == 26);
+	(void)close(fd);
+	sink = sink_open(BGRUN_SINK_EMBEDDED, db, sock);
+	ASSERT(put(sink, &ev[0], 0) < 0 && bgrun_sink_spooled(sink));
+	ASSERT(put(sink, &ev[1], 1) < 0 && bgrun_sink_spooled(sink));
+	bgrun_sink_close(sink);
+	ASSERT(unlink(db) == 0);
+	ASSERT_OK(bgrun_store_new(&store));
+	ASSERT_OK(bgrun_store_open(store, db, 0));
+
+	dfd = open(spool, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_SYS(dfd);
+	ASSERT_SYS(flock(dfd, LOCK_EX | LOCK_NB));
+	ASSERT_EQ(bgrun_sink_replay(store, db, &count), 0);
+	ASSERT_EQ(count, 0);
+	ASSERT_EQ(t_count_files(spool, ".ev"), 2);
+	(void)close(dfd);
+
+	ASSERT_EQ(bgrun_sink_replay(store, db, &count), 0);
+	ASSERT_EQ(count, 2);
+	ASSERT_EQ(t_count_files(spool, ".ev"), 0);
+	bgrun_store_close(store);
+	ASSERT(t_db_has(db, ev[0].id) && t_db_has(db, ev[1].id));
+}
+
+/*
  * A spool that is a symbolic link is refused when writing, as a replay
  * refuses it (O_NOFOLLOW): what went through it would never be stored.
  */

@@ -182,37 +182,21 @@ static int replay_chunk(struct bgrun_store *store, int dfd, struct spooled *s,
 	return r < 0 ? r : 0;
 }
 
-int bgrun_sink_replay(struct bgrun_store *store, const char *db,
-		      int64_t *ret_count)
+/* One pass over what the spool holds now: 0, or -errno of the first failure. */
+static int replay_pass(struct bgrun_store *store, const char *dir, int dfd,
+		       int64_t *count)
 {
 	struct dirent **list = NULL;
 	struct spooled *s = NULL;
-	char *dir = NULL;
-	int64_t count = 0;
-	int dfd = -1, n = 0, r;
+	int n, r = 0;
 
-	if (store == NULL || db == NULL)
-		return -EINVAL;
-	r = bgrun_sink_spool_dir(db, &dir);
-	if (r < 0)
-		return r;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0) {
-		r = errno == ENOENT ? 0 : -errno;
-		goto cleanup;
-	}
-	remove_stale(dfd);
 	n = scandir(dir, &list, wanted, alphasort);
-	if (n < 0) {
-		r = -errno;
-		n = 0;
-		goto cleanup;
-	}
-	s = calloc(REPLAY_BATCH, sizeof(*s));
-	if (s == NULL) {
+	if (n < 0)
+		return -errno;
+	if (n > 0)
+		s = calloc(REPLAY_BATCH, sizeof(*s));
+	if (n > 0 && s == NULL)
 		r = -ENOMEM;
-		goto cleanup;
-	}
 	for (int done = 0; done < n && r >= 0;) {
 		size_t k = 0;
 
@@ -232,22 +216,71 @@ int bgrun_sink_replay(struct bgrun_store *store, const char *db,
 			s[k++].ok = true;
 		}
 		if (r >= 0 && k > 0)
-			r = replay_chunk(store, dfd, s, k, &count);
+			r = replay_chunk(store, dfd, s, k, count);
 		for (size_t i = 0; i < k; i++) {
 			bgrun_wire_msg_release(&s[i].msg);
 			s[i].ok = false;
 		}
 	}
-	if (r >= 0 && ret_count != NULL)
-		*ret_count = count;
-	/* Emptied (or found empty): the reason why it was kept is past. */
-	if (r >= 0 && spool_empty(dfd))
-		(void)unlinkat(dfd, BGRUN__SPOOL_REASON, 0);
-cleanup:
 	for (int i = 0; i < n; i++)
 		free(list[i]);
 	free(list);
 	free(s);
+	return r;
+}
+
+/*
+ * One replay at a time: it holds a flock on the spool's directory, and
+ * the others return at once, since it stores what they would. Without
+ * it, every writer that opens the store while something waits in the
+ * spool reads every file and stores the same events again, under the
+ * store's lock: a burst of writers on a loaded machine then queues long
+ * enough for more of them to time out and spool, which makes the next
+ * replays longer still. What is spooled while the replay runs is seen
+ * by its next pass; a few passes at most, so that writers spooling
+ * without end do not keep one replay going for ever.
+ */
+#define REPLAY_PASSES 4
+
+int bgrun_sink_replay(struct bgrun_store *store, const char *db,
+		      int64_t *ret_count)
+{
+	char *dir = NULL;
+	int64_t count = 0;
+	int dfd = -1, r;
+
+	if (store == NULL || db == NULL)
+		return -EINVAL;
+	r = bgrun_sink_spool_dir(db, &dir);
+	if (r < 0)
+		return r;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		r = errno == ENOENT ? 0 : -errno;
+		goto cleanup;
+	}
+	r = bgrun__file_trylock(dfd);
+	if (r == -EWOULDBLOCK) {
+		/* Another replay is at work: it stores them. */
+		if (ret_count != NULL)
+			*ret_count = 0;
+		r = 0;
+		goto cleanup;
+	}
+	/* No locks on this file system: each replay does it all, as before. */
+	r = 0;
+	remove_stale(dfd);
+	for (int pass = 0; pass < REPLAY_PASSES && r >= 0; pass++) {
+		r = replay_pass(store, dir, dfd, &count);
+		if (r < 0 || spool_empty(dfd))
+			break;
+	}
+	/* Emptied (or found empty): the reason why it was kept is past. */
+	if (r >= 0 && spool_empty(dfd))
+		(void)unlinkat(dfd, BGRUN__SPOOL_REASON, 0);
+	if (r >= 0 && ret_count != NULL)
+		*ret_count = count;
+cleanup:
 	if (dfd >= 0)
 		(void)close(dfd);
 	free(dir);

@@ -26,6 +26,23 @@
  * REQUEUE_MAX times go for the flock directly). Garbage in the page
  * (another program, a torn file) does the same.
  *
+ * Who waits for a takeover: the waiter right behind the head of the
+ * queue looks after STALL_NS, the one d places behind after d times
+ * that, so that a standing queue costs one look per STALL_NS, not one
+ * per waiter. The page names the process that took each ticket (`owner`):
+ * a head whose process is alive and not stopped is waited for up to
+ * LIVE_NS, since on a loaded machine the next in turn can wait that long
+ * for a CPU (or a holder be between its unlock and its hand-over), and a
+ * takeover then passed it and everyone between over.
+ *
+ * At most QUEUE_MAX tickets are out, one per slot: every word of a
+ * ticket is its own. More writers wait for a place (take_ticket), asleep
+ * on the page's `room` word, which every move of `serving` bumps when
+ * somebody waits there. With 1,600 recorders at once the queue used to
+ * be laps deep: slots were shared, the `gone` marks of given-up tickets
+ * overwritten, hand-overs stood until a takeover, and recorders timed
+ * out into the spool.
+ *
  * A waiter that gives up (its bound passed) says so in its ticket's
  * `gone` word, and whoever moves `serving` onto a ticket given up moves
  * it on past it: a deep queue of waiters with short bounds (the close's
@@ -66,6 +83,8 @@
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -77,6 +96,12 @@
 #define PAGE 4096
 /* How long the queue may stand still before a waiter takes over. */
 #define STALL_NS (25 * INT64_C(1000000))
+/* How long a head of the queue that is alive and not stopped is waited for. */
+#define LIVE_NS (2 * INT64_C(1000000000))
+/* How many tickets may be out at once: one per slot, so none shares one. */
+#define QUEUE_MAX (SLOTS - 1)
+/* How often a writer waiting for a place looks again unwoken. */
+#define ROOM_LOOK_NS (250 * INT64_C(1000000))
 /* How long the next in turn watches for the hand-over before sleeping. */
 #define SPIN_NS (200 * INT64_C(1000))
 /* The flock itself, when taken out of turn: polled, backing off to this. */
@@ -88,10 +113,14 @@ struct page {
 	_Atomic uint32_t next;
 	_Atomic uint32_t serving;
 	_Atomic uint32_t counter; /* bgrun__filelock_counter's */
-	uint32_t reserved[13];
+	_Atomic uint32_t room;  /* moves when a place in the queue frees */
+	_Atomic uint32_t gated; /* how many wait for a place */
+	uint32_t reserved[11];
 	_Atomic uint32_t slot[SLOTS];
 	/* ticket + 1: that ticket's waiter gave up (exact, never t % SLOTS). */
 	_Atomic uint32_t gone[SLOTS];
+	/* (ticket + 1) << 32 | the pid that took it; 0 in older pages. */
+	_Atomic uint64_t owner[SLOTS];
 };
 _Static_assert(sizeof(struct page) <= PAGE, "the queue fits a page");
 
@@ -201,6 +230,20 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/*
+ * serving moved on by n: as many writers waiting for a place in the
+ * queue are woken, if any wait (they count themselves in `gated` before
+ * they look at the queue, so one of us sees the other).
+ */
+static void open_room(struct page *p, uint32_t n)
+{
+	if (atomic_load(&p->gated) == 0)
+		return;
+	atomic_fetch_add(&p->room, 1);
+	(void)syscall(SYS_futex, &p->room, FUTEX_WAKE,
+		      n < INT_MAX ? (int)n : INT_MAX, NULL, NULL, 0);
+}
+
 /* Wakes whoever waits with ticket t (its word changes first). */
 static void wake_ticket(struct page *p, uint32_t t)
 {
@@ -215,27 +258,76 @@ static void wake_ticket(struct page *p, uint32_t t)
  */
 static void hand_over(struct page *p, uint32_t t)
 {
+	uint32_t steps = 1;
+
 	for (;;) {
 		uint32_t expect = t;
 
 		if (atomic_load(&p->gone[t % SLOTS]) != t + 1) {
 			wake_ticket(p, t);
-			return;
+			break;
 		}
 		if (!atomic_compare_exchange_strong(&p->serving, &expect, t + 1))
-			return;
+			break;
 		t++;
+		steps++;
 	}
+	open_room(p, steps);
 }
 
 /* Our ticket given up: off the queue, serving moved on if it is at us. */
 static void give_up(struct page *p, uint32_t my)
 {
 	uint32_t expect = my;
+	uint64_t o = atomic_load(&p->owner[my % SLOTS]);
 
+	/* Not a head to wait for any more (its process may live on). */
+	if ((uint32_t)(o >> 32) == my + 1)
+		(void)atomic_compare_exchange_strong(&p->owner[my % SLOTS], &o,
+						     0);
 	atomic_store(&p->gone[my % SLOTS], my + 1);
 	if (atomic_compare_exchange_strong(&p->serving, &expect, my + 1))
 		hand_over(p, my + 1);
+}
+
+/* LIVE_NS, or the stall when a test made that longer. */
+static int64_t live_ns(const struct bgrun__filelock *l)
+{
+	return l->stall_ns > LIVE_NS ? l->stall_ns : LIVE_NS;
+}
+
+/*
+ * Whether ticket t's waiter is a process that runs: alive, and neither
+ * stopped nor traced to a stop. false when the page does not say who
+ * took t (an older bgrun's ticket, or the moment between taking it and
+ * saying so), when the process is gone, or stopped.
+ */
+static bool head_runs(struct page *p, uint32_t t)
+{
+	uint64_t o = atomic_load(&p->owner[t % SLOTS]);
+	pid_t pid = (pid_t)(uint32_t)o;
+	char path[64], buf[512], *paren;
+	ssize_t n;
+	int fd;
+
+	if ((uint32_t)(o >> 32) != t + 1 || pid <= 0)
+		return false;
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return false;
+	(void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return true; /* no /proc: alive is all we know */
+	n = read(fd, buf, sizeof(buf) - 1);
+	(void)close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	/* "PID (COMM) S ...": COMM may hold parentheses; the last one ends it. */
+	paren = strrchr(buf, ')');
+	if (paren == NULL || paren[1] != ' ')
+		return true;
+	return paren[2] == '\0' || strchr("TtZX", paren[2]) == NULL;
 }
 
 static int try_flock(struct bgrun__filelock *l)
@@ -337,6 +429,7 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
 	uint32_t seen = atomic_load(&p->serving);
 	int64_t moved = start, progress = start, now, until, spun = 0, deadline;
 	int64_t stall = l->stall_ns > 0 ? l->stall_ns : STALL_NS;
+	int64_t live = live_ns(l), look = 0, at; /* the next look at the head, after moved */
 	struct mailbox *box = NULL;
 	bool posted = mail == NULL || l->boxes == NULL;
 	int r;
@@ -387,7 +480,21 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
 			give_up(p, my);
 			return -ETIMEDOUT;
 		}
-		if (now - moved >= stall) {
+		/*
+		 * The queue stands still: the one right behind its head looks
+		 * first, the ones further back later (one look per waiter and
+		 * stall, not hundreds). A head that runs is waited for up to
+		 * LIVE_NS: on a loaded machine the next in turn can wait that
+		 * long for a CPU, and taking over from it would pass it and
+		 * everyone between over. A head gone or stopped is taken over.
+		 */
+		at = moved + stall * (int64_t)((my - s) < SLOTS ? my - s : SLOTS);
+		if (at < look)
+			at = look;
+		if (now >= at && now - moved < live && head_runs(p, s)) {
+			look = now + stall;
+		} else if (now >= at) {
+			look = now + stall;
 			r = try_flock(l);
 			if (r < 0) {
 				if (box != NULL && !busy && !withdraw(box, my))
@@ -405,13 +512,14 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
 				       !atomic_compare_exchange_weak(&p->serving,
 								     &s, my))
 					;
+				open_room(p, my - from);
 				/* The ones passed over queue again. */
 				for (uint32_t t = from; (int32_t)(my - t) > 0 &&
 						       t - from < SLOTS; t++)
 					wake_ticket(p, t);
 				return 1;
 			}
-			moved = now; /* held: by the head, stopped or busy */
+			/* held: by the head, stopped or busy */
 		}
 		if (!posted) {
 			posted = true;
@@ -430,10 +538,76 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
 				cpu_relax();
 			continue;
 		}
-		until = moved + stall < deadline ? moved + stall : deadline;
+		at = moved + stall * (int64_t)((my - s) < SLOTS ? my - s : SLOTS);
+		if (at < look)
+			at = look;
+		until = at < deadline ? at : deadline;
 		futex_wait(word, v, until - now);
 		spun = 0;
 	}
+}
+
+/*
+ * A ticket, once the queue has a place for it: at most QUEUE_MAX are
+ * out, so that each has its own slot (its wait word, its `gone` and
+ * `owner` words, its mailbox, all exact), and a burst of a thousand
+ * writers waits here, asleep, instead of sharing slots: with the queue
+ * many laps deep, marks of given-up tickets were overwritten and every
+ * hand-over onto one stood until a takeover. When the queue has not
+ * moved for LIVE_NS (a stopped holder, a page of garbage), the ticket is
+ * taken anyway, as before there was a limit. *ret_ticket, or -ETIMEDOUT
+ * with the bound of the caller's wait.
+ */
+static int take_ticket(struct page *p, int64_t timeout_ns, bool still,
+		       int64_t start, int64_t live, uint32_t *ret_ticket)
+{
+	uint32_t s = atomic_load(&p->serving), seen = s, n, v;
+	int64_t moved = bgrun__now_ns(CLOCK_MONOTONIC), now, until;
+	bool gated = false;
+	int r = 0;
+
+	for (;;) {
+		n = atomic_load(&p->next);
+		s = atomic_load(&p->serving);
+		if ((int32_t)(n - s) < QUEUE_MAX) {
+			if (atomic_compare_exchange_weak(&p->next, &n, n + 1)) {
+				*ret_ticket = n;
+				break;
+			}
+			continue;
+		}
+		now = bgrun__now_ns(CLOCK_MONOTONIC);
+		if (s != seen) {
+			seen = s;
+			moved = now;
+		}
+		if (now - moved >= live) {
+			*ret_ticket = atomic_fetch_add(&p->next, 1);
+			break;
+		}
+		until = (still ? moved : start) + timeout_ns;
+		if (now >= until) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		if (!gated) {
+			gated = true;
+			atomic_fetch_add(&p->gated, 1);
+			continue; /* counted: look again before sleeping */
+		}
+		v = atomic_load(&p->room);
+		if ((int32_t)(atomic_load(&p->next) - atomic_load(&p->serving)) <
+		    QUEUE_MAX)
+			continue;
+		if (until > moved + live)
+			until = moved + live;
+		if (until > now + ROOM_LOOK_NS)
+			until = now + ROOM_LOOK_NS;
+		futex_wait(&p->room, v, until - now);
+	}
+	if (gated)
+		atomic_fetch_sub(&p->gated, 1);
+	return r;
 }
 
 int bgrun__filelock_acquire_mail(struct bgrun__filelock *l, int64_t timeout_ns,
@@ -451,8 +625,18 @@ int bgrun__filelock_acquire_mail(struct bgrun__filelock *l, int64_t timeout_ns,
 		/* No queue to watch: the whole wait is what is bounded. */
 		r = poll_flock(l, start + timeout_ns);
 	} else {
+		uint32_t pid = (uint32_t)getpid();
+
 		for (int queued = 1;; queued++) {
-			l->ticket = atomic_fetch_add(&p->next, 1);
+			r = take_ticket(p, timeout_ns, still, start,
+					live_ns(l), &l->ticket);
+			if (r < 0)
+				return r;
+			/* In the queue: the lock moved lately (STILL's bound). */
+			if (still)
+				start = bgrun__now_ns(CLOCK_MONOTONIC);
+			atomic_store(&p->owner[l->ticket % SLOTS],
+				     (uint64_t)(l->ticket + 1) << 32 | pid);
 			r = wait_turn(l, p, l->ticket, timeout_ns, still, start,
 				      mail);
 			if (r == 3)
