@@ -404,6 +404,15 @@ void case_client_fallback(void)
 	(void)unsetenv("BGRUN_SINK");
 }
 
+/* db made a file that is not a database: no store can take an event. */
+static void not_a_database(const char *db)
+{
+	int fd = open(db, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+
+	ASSERT(fd >= 0 && write(fd, "not a database, not at all", 26) == 26);
+	(void)close(fd);
+}
+
 void case_client_spool_replay(void)
 {
 	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
@@ -415,9 +424,7 @@ void case_client_spool_replay(void)
 	int fd;
 
 	/* The database is not one: nothing works, so the spool. */
-	fd = open(db, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-	ASSERT(fd >= 0 && write(fd, "not a database, not at all", 26) == 26);
-	(void)close(fd);
+	not_a_database(db);
 	sink = sink_open(BGRUN_SINK_TRY, db, sock);
 	ASSERT(put(sink, &ev[0], 0) < 0);
 	ASSERT(bgrun_sink_spooled(sink));
@@ -471,19 +478,16 @@ void case_client_spool_replay(void)
  */
 void case_client_spool_one_replay(void)
 {
-	const char *dir = t_tmpdir(), *db = t_path(dir, "ev.db");
-	const char *sock = t_path(dir, "s/sink.sock");
-	const char *spool = t_path(dir, "ev.db.spool");
-	struct bgrun_event ev[2];
-	struct bgrun_sink *sink;
+	const char *dir = t_tmpdir();
+	const char *db = t_path(dir, "ev.db"), *spool = t_path(dir, "ev.db.spool");
 	struct bgrun_store *store;
+	struct bgrun_event ev[2];
 	int64_t count = -1;
-	int fd, dfd;
+	struct bgrun_sink *sink;
+	int dfd;
 
-	fd = open(db, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-	ASSERT(fd >= 0 && write(fd, "not a database, not at all", 26) == 26);
-	(void)close(fd);
-	sink = sink_open(BGRUN_SINK_EMBEDDED, db, sock);
+	not_a_database(db);
+	sink = sink_open(BGRUN_SINK_EMBEDDED, db, t_path(dir, "s/sink.sock"));
 	ASSERT(put(sink, &ev[0], 0) < 0 && bgrun_sink_spooled(sink));
 	ASSERT(put(sink, &ev[1], 1) < 0 && bgrun_sink_spooled(sink));
 	bgrun_sink_close(sink);
@@ -516,12 +520,9 @@ void case_client_spool_symlink(void)
 	const char *elsewhere = t_path(dir, "elsewhere");
 	struct bgrun_event ev;
 	struct bgrun_sink *sink;
-	int fd;
 
 	/* No store can take it (not a database): the spool is the last resort. */
-	fd = open(db, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-	ASSERT(fd >= 0 && write(fd, "not a database, not at all", 26) == 26);
-	(void)close(fd);
+	not_a_database(db);
 	ASSERT_SYS(mkdir(elsewhere, 0700));
 	ASSERT_SYS(symlink(elsewhere, t_path(dir, "ev.db.spool")));
 	sink = sink_open(BGRUN_SINK_EMBEDDED, db, NULL);
