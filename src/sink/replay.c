@@ -247,6 +247,7 @@ int bgrun_sink_replay(struct bgrun_store *store, const char *db,
 {
 	char *dir = NULL;
 	int64_t count = 0;
+	bool empty = false;
 	int dfd = -1, r;
 
 	if (store == NULL || db == NULL)
@@ -270,13 +271,12 @@ int bgrun_sink_replay(struct bgrun_store *store, const char *db,
 	/* No locks on this file system: each replay does it all, as before. */
 	r = 0;
 	remove_stale(dfd);
-	for (int pass = 0; pass < REPLAY_PASSES && r >= 0; pass++) {
+	for (int pass = 0; pass < REPLAY_PASSES && r >= 0 && !empty; pass++) {
 		r = replay_pass(store, dir, dfd, &count);
-		if (r < 0 || spool_empty(dfd))
-			break;
+		empty = r >= 0 && spool_empty(dfd);
 	}
 	/* Emptied (or found empty): the reason why it was kept is past. */
-	if (r >= 0 && spool_empty(dfd))
+	if (empty)
 		(void)unlinkat(dfd, BGRUN__SPOOL_REASON, 0);
 	if (r >= 0 && ret_count != NULL)
 		*ret_count = count;

@@ -330,6 +330,19 @@ static bool head_runs(struct page *p, uint32_t t)
 	return paren[2] == '\0' || strchr("TtZX", paren[2]) == NULL;
 }
 
+/*
+ * When the waiter of ticket my looks at a head s that stands still since
+ * moved: d places back, after d stalls (at most SLOTS), and not before
+ * look, its next look once it has looked.
+ */
+static int64_t look_at(int64_t moved, int64_t stall, uint32_t my, uint32_t s,
+		       int64_t look)
+{
+	int64_t at = moved + stall * (int64_t)(my - s < SLOTS ? my - s : SLOTS);
+
+	return at > look ? at : look;
+}
+
 static int try_flock(struct bgrun__filelock *l)
 {
 	while (flock(l->fd, LOCK_EX | LOCK_NB) < 0) {
@@ -488,9 +501,7 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
 		 * long for a CPU, and taking over from it would pass it and
 		 * everyone between over. A head gone or stopped is taken over.
 		 */
-		at = moved + stall * (int64_t)((my - s) < SLOTS ? my - s : SLOTS);
-		if (at < look)
-			at = look;
+		at = look_at(moved, stall, my, s, look);
 		if (now >= at && now - moved < live && head_runs(p, s)) {
 			look = now + stall;
 		} else if (now >= at) {
@@ -538,9 +549,7 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
 				cpu_relax();
 			continue;
 		}
-		at = moved + stall * (int64_t)((my - s) < SLOTS ? my - s : SLOTS);
-		if (at < look)
-			at = look;
+		at = look_at(moved, stall, my, s, look);
 		until = at < deadline ? at : deadline;
 		futex_wait(word, v, until - now);
 		spun = 0;
@@ -555,11 +564,13 @@ static int wait_turn(struct bgrun__filelock *l, struct page *p, uint32_t my,
  * many laps deep, marks of given-up tickets were overwritten and every
  * hand-over onto one stood until a takeover. When the queue has not
  * moved for LIVE_NS (a stopped holder, a page of garbage), the ticket is
- * taken anyway, as before there was a limit. *ret_ticket, or -ETIMEDOUT
- * with the bound of the caller's wait.
+ * taken anyway, as before there was a limit. *ret_ticket, and in
+ * *ret_moved when the queue last moved as far as we saw (or our wait
+ * began), or -ETIMEDOUT with the bound of the caller's wait.
  */
 static int take_ticket(struct page *p, int64_t timeout_ns, bool still,
-		       int64_t start, int64_t live, uint32_t *ret_ticket)
+		       int64_t start, int64_t live, uint32_t *ret_ticket,
+		       int64_t *ret_moved)
 {
 	uint32_t s = atomic_load(&p->serving), seen = s, n, v;
 	int64_t moved = bgrun__now_ns(CLOCK_MONOTONIC), now, until;
@@ -607,6 +618,7 @@ static int take_ticket(struct page *p, int64_t timeout_ns, bool still,
 	}
 	if (gated)
 		atomic_fetch_sub(&p->gated, 1);
+	*ret_moved = moved;
 	return r;
 }
 
@@ -628,13 +640,15 @@ int bgrun__filelock_acquire_mail(struct bgrun__filelock *l, int64_t timeout_ns,
 		uint32_t pid = (uint32_t)getpid();
 
 		for (int queued = 1;; queued++) {
+			int64_t moved;
+
 			r = take_ticket(p, timeout_ns, still, start,
-					live_ns(l), &l->ticket);
+					live_ns(l), &l->ticket, &moved);
 			if (r < 0)
 				return r;
-			/* In the queue: the lock moved lately (STILL's bound). */
+			/* STILL's bound: from when the lock last moved. */
 			if (still)
-				start = bgrun__now_ns(CLOCK_MONOTONIC);
+				start = moved;
 			atomic_store(&p->owner[l->ticket % SLOTS],
 				     (uint64_t)(l->ticket + 1) << 32 | pid);
 			r = wait_turn(l, p, l->ticket, timeout_ns, still, start,
