@@ -159,6 +159,10 @@ int bgrun__test_control(int op, ...)
 		bgrun__store_set_checkpoint_hook(va_arg(ap, void (*)(void)));
 		r = 0;
 		break;
+	case BGRUN__TEST_REPLAY_HOOK:
+		bgrun__replay_set_hook(va_arg(ap, void (*)(int)));
+		r = 0;
+		break;
 	case BGRUN__TEST_CLONE_CLOSE_FN:
 		bgrun__clone_close_fn = va_arg(ap, int (*)(int));
 		r = 0;

@@ -3,6 +3,7 @@
 
 #include "test-sink.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -508,6 +509,142 @@ void case_client_spool_one_replay(void)
 	ASSERT_EQ(t_count_files(spool, ".ev"), 0);
 	bgrun_store_close(store);
 	ASSERT(t_db_has(db, ev[0].id) && t_db_has(db, ev[1].id));
+}
+
+/* The spool's reason file, its first line, or "" when there is none. */
+static const char *spool_reason_of(const char *spool)
+{
+	static char line[1024];
+	FILE *f = fopen(t_path(spool, ".reason"), "re");
+
+	line[0] = '\0';
+	if (f != NULL) {
+		if (fgets(line, sizeof(line), f) == NULL)
+			line[0] = '\0';
+		(void)fclose(f);
+	}
+	return line;
+}
+
+static const char *hook_db, *hook_spool;
+static struct bgrun_event hook_ev[3];
+static int hook_calls;
+
+/* A writer spools while a replay runs: its event... */
+static void spool_meanwhile(void)
+{
+	lean_event(&hook_ev[hook_calls], 10 + hook_calls);
+	ASSERT_OK(bgrun__test_control(BGRUN__TEST_SPOOL_WRITE, hook_db,
+				      &hook_ev[hook_calls]));
+	hook_calls++;
+}
+
+/* ...once the replay found the spool empty... */
+static void spool_when_emptied(int where)
+{
+	if (where == 1)
+		spool_meanwhile();
+}
+
+/* ...and then its own reason, before the replay removes the old one. */
+static void spool_and_note_when_emptied(int where)
+{
+	FILE *f;
+
+	if (where != 1)
+		return;
+	spool_meanwhile();
+	f = fopen(t_path(hook_spool, ".reason"), "we");
+	ASSERT(f != NULL);
+	ASSERT(fputs("5\t0\t0\t0\tthe newer reason\n", f) >= 0);
+	ASSERT(fclose(f) == 0);
+}
+
+/* ...or after the replay's first pass, which the next pass stores. */
+static void spool_after_first_pass(int where)
+{
+	static bool once;
+
+	if (where == 0 && !once) {
+		once = true;
+		spool_meanwhile();
+	}
+}
+
+/*
+ * Writers spool while a replay runs. What came during a pass, the next
+ * pass stores. A replay that empties the spool removes its reason, but
+ * an event spooled meanwhile keeps one: the old reason when its writer
+ * has not noted its own yet, its own when it has. The replay used to
+ * unlink the reason after it found the spool empty, so an event that
+ * came in between waited with no word of why.
+ */
+void case_client_spool_replay_meanwhile(void)
+{
+	const char *dir = t_tmpdir();
+	const char *db = t_path(dir, "ev.db"), *spool = t_path(dir, "ev.db.spool");
+	struct bgrun_store *store;
+	struct bgrun_event ev;
+	int64_t count = -1;
+	struct bgrun_sink *sink;
+	struct dirent *e;
+	char *old;
+	DIR *dir_p;
+
+	not_a_database(db);
+	sink = sink_open(BGRUN_SINK_EMBEDDED, db, t_path(dir, "s/sink.sock"));
+	ASSERT(put(sink, &ev, 0) < 0 && bgrun_sink_spooled(sink));
+	bgrun_sink_close(sink);
+	old = strdup(spool_reason_of(spool));
+	ASSERT(old != NULL && old[0] != '\0');
+	ASSERT(unlink(db) == 0);
+	ASSERT_OK(bgrun_store_new(&store));
+	ASSERT_OK(bgrun_store_open(store, db, 0));
+	hook_db = db;
+	hook_spool = spool;
+
+	/* An event came, its reason not yet: the old one is kept. */
+	ASSERT_OK(bgrun__test_control(BGRUN__TEST_REPLAY_HOOK,
+				      spool_when_emptied));
+	ASSERT_EQ(bgrun_sink_replay(store, db, &count), 0);
+	ASSERT_EQ(count, 1);
+	ASSERT_EQ(t_count_files(spool, ".ev"), 1);
+	ASSERT(strcmp(spool_reason_of(spool), old) == 0);
+
+	/* An event and its writer's reason came: that reason stays. */
+	ASSERT_OK(bgrun__test_control(BGRUN__TEST_REPLAY_HOOK,
+				      spool_and_note_when_emptied));
+	ASSERT_EQ(bgrun_sink_replay(store, db, &count), 0);
+	ASSERT_EQ(count, 1);
+	ASSERT_EQ(t_count_files(spool, ".ev"), 1);
+	ASSERT(strcmp(spool_reason_of(spool),
+		      "5\t0\t0\t0\tthe newer reason\n") == 0);
+
+	/*
+	 * One came during the first pass: the next pass stores it, and
+	 * then nothing came: emptied, the reason gone with the events.
+	 * (Each pass used to find the spool empty whatever it held: the
+	 * directory was read from where the last reading had ended.)
+	 */
+	ASSERT_OK(bgrun__test_control(BGRUN__TEST_REPLAY_HOOK,
+				      spool_after_first_pass));
+	ASSERT_EQ(bgrun_sink_replay(store, db, &count), 0);
+	ASSERT_OK(bgrun__test_control(BGRUN__TEST_REPLAY_HOOK,
+				      (void (*)(int))NULL));
+	ASSERT_EQ(count, 2);
+	ASSERT_EQ(t_count_files(spool, ".ev"), 0);
+	ASSERT(strcmp(spool_reason_of(spool), "") == 0);
+	/* Nothing left aside either: the spool holds no file at all. */
+	dir_p = opendir(spool);
+	ASSERT(dir_p != NULL);
+	while ((e = readdir(dir_p)) != NULL)
+		ASSERT(strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0);
+	(void)closedir(dir_p);
+	bgrun_store_close(store);
+	for (int i = 0; i < 3; i++)
+		ASSERT(t_db_has(db, hook_ev[i].id));
+	ASSERT(t_db_has(db, ev.id));
+	free(old);
 }
 
 /*

@@ -70,6 +70,11 @@ enum bgrun__test_op {
 	 * every store's checkpointer thread inside the part of its
 	 * checkpoint that a fork() waits for, process-wide. */
 	BGRUN__TEST_STORE_CHECKPOINT_HOOK,
+	/* (void (*fn)(int where)): POSIX: fn, or NULL for none, is called
+	 * by bgrun_sink_replay after each pass over the spool (where 0)
+	 * and, once it found the spool empty, before it removes the
+	 * spool's reason (where 1); process-wide. */
+	BGRUN__TEST_REPLAY_HOOK,
 };
 
 enum {

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,21 +95,35 @@ static int wanted(const struct dirent *d)
 	       strcmp(d->d_name + n - 3, ".ev") == 0;
 }
 
+/*
+ * A DIR of its own on dfd, read from the start: a dup shares dfd's
+ * position, which the last reading left at the end.
+ */
+static DIR *open_dir_at(int dfd)
+{
+	int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+	DIR *dir;
+
+	if (fd < 0)
+		return NULL;
+	dir = fdopendir(fd);
+	if (dir == NULL) {
+		(void)close(fd);
+		return NULL;
+	}
+	rewinddir(dir);
+	return dir;
+}
+
 /* Whether the spool holds no event to replay. */
 static bool spool_empty(int dfd)
 {
 	struct dirent *d;
 	bool empty = true;
-	DIR *dir;
-	int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+	DIR *dir = open_dir_at(dfd);
 
-	if (fd < 0)
+	if (dir == NULL)
 		return false;
-	dir = fdopendir(fd);
-	if (dir == NULL) {
-		(void)close(fd);
-		return false;
-	}
 	while (empty && (d = readdir(dir)) != NULL)
 		empty = !wanted(d);
 	(void)closedir(dir);
@@ -121,16 +136,10 @@ static void remove_stale(int dfd)
 	int64_t now = bgrun__now_ns(CLOCK_REALTIME);
 	struct dirent *d;
 	struct stat st;
-	DIR *dir;
-	int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+	DIR *dir = open_dir_at(dfd);
 
-	if (fd < 0)
+	if (dir == NULL)
 		return;
-	dir = fdopendir(fd);
-	if (dir == NULL) {
-		(void)close(fd);
-		return;
-	}
 	while ((d = readdir(dir)) != NULL) {
 		if (strncmp(d->d_name, ".tmp-", 5) != 0 ||
 		    fstatat(dfd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -229,6 +238,49 @@ static int replay_pass(struct bgrun_store *store, const char *dir, int dfd,
 	return r;
 }
 
+static void (*_Atomic replay_hook)(int where);
+
+void bgrun__replay_set_hook(void (*fn)(int where))
+{
+	atomic_store(&replay_hook, fn);
+}
+
+static void call_hook(int where)
+{
+	void (*hook)(int) = atomic_load(&replay_hook);
+
+	if (hook != NULL)
+		hook(where);
+}
+
+/*
+ * The spool is empty: the reason why events were kept is past. But a
+ * writer may be spooling now, its event first, then its reason, and a
+ * reason unlinked after its event came would leave that event waiting
+ * with no word of why. So the reason is set aside, the spool looked at
+ * again, and the reason put back if an event came meanwhile; link(2)
+ * puts it back only where no newer reason was written since. A reason
+ * left aside by a replay that died is removed as the spool's other
+ * temporary files are (remove_stale).
+ */
+static void drop_reason(int dfd)
+{
+	static _Atomic unsigned counter;
+	char aside[64];
+
+	call_hook(BGRUN__REPLAY_EMPTIED);
+	(void)snprintf(aside, sizeof(aside), ".tmp-reason-gone-%d-%u",
+		       (int)getpid(), counter++);
+	if (renameat(dfd, BGRUN__SPOOL_REASON, dfd, aside) < 0)
+		return;
+	if (!spool_empty(dfd) &&
+	    linkat(dfd, aside, dfd, BGRUN__SPOOL_REASON, 0) < 0 &&
+	    errno != EEXIST)
+		/* No hard links here: back, over a newer one if any. */
+		(void)renameat(dfd, aside, dfd, BGRUN__SPOOL_REASON);
+	(void)unlinkat(dfd, aside, 0);
+}
+
 /*
  * One replay at a time: it holds a flock on the spool's directory, and
  * the others return at once, since it stores what they would. Without
@@ -273,11 +325,11 @@ int bgrun_sink_replay(struct bgrun_store *store, const char *db,
 	remove_stale(dfd);
 	for (int pass = 0; pass < REPLAY_PASSES && r >= 0 && !empty; pass++) {
 		r = replay_pass(store, dir, dfd, &count);
+		call_hook(BGRUN__REPLAY_PASSED);
 		empty = r >= 0 && spool_empty(dfd);
 	}
-	/* Emptied (or found empty): the reason why it was kept is past. */
 	if (empty)
-		(void)unlinkat(dfd, BGRUN__SPOOL_REASON, 0);
+		drop_reason(dfd);
 	if (r >= 0 && ret_count != NULL)
 		*ret_count = count;
 cleanup:

@@ -137,10 +137,16 @@ int bgrun__sink_settle(struct bgrun_sink *sink, bgrun_sink_unsettled_fn fn,
  * error the last writer that spooled met and the database file it met it
  * on (stat(2) of db then: a reason holds only for that same file). Made
  * by bgrun__spool_note_reason when an event was spooled; removed by the
- * replay that empties the spool; read by bgrun_sink_spool_reason and
+ * replay that empties the spool, unless an event came meanwhile
+ * (replay.c: drop_reason); read by bgrun_sink_spool_reason and
  * bgrun_sink_check_log.
  */
 #define BGRUN__SPOOL_REASON ".reason"
+/* Tests (test-control.c): fn, or NULL, is called by every replay after
+ * each pass and, when it found the spool empty, before it removes the
+ * reason; process-wide. */
+enum { BGRUN__REPLAY_PASSED, BGRUN__REPLAY_EMPTIED };
+void bgrun__replay_set_hook(void (*fn)(int where));
 /* The file counting dropped events: the directory of socket, "dropped". */
 int bgrun__dropped_path(const char *socket, char **ret_path);
 
