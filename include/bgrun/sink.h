@@ -348,11 +348,12 @@ BGRUN_EXTERN int bgrun_sink_dropped_count(const char *socket, const char *db,
  * in batches, deleting each file once its event is committed. A file that
  * is not a valid event, or an event the store refuses, is renamed to
  * NAME.bad and left for people to look at. One replay of a spool runs at
- * a time (POSIX: a flock on its directory): while another runs, this
- * returns 0 at once, *ret_count 0, and that one stores what waits
- * (where the file system has no locks, replays overlap, and an event
- * stored twice is one row). *ret_count (optional) gets how many events
- * were stored. A missing spool is 0.
+ * a time (POSIX: a flock on its directory; Windows: a lock on the file
+ * .replay-lock in it): while another runs, this returns 0 at once,
+ * *ret_count 0, and that one stores what waits (where the file system
+ * has no locks, or on Windows that file cannot be made, replays overlap,
+ * and an event stored twice is one row). *ret_count (optional) gets how
+ * many events were stored. A missing spool is 0.
  */
 BGRUN_EXTERN int bgrun_sink_replay(struct bgrun_store *store, const char *db,
 		      int64_t *ret_count);

@@ -524,28 +524,6 @@ ssize_t bgrun__file_copy_range(bgrun_os_fd_t in, uint64_t *in_off,
 	return -ENOSYS;
 }
 
-/*
- * One byte far past any data the file will hold: Windows' byte-range
- * locks are mandatory, and one on the data would stop anyone but the
- * holder from reading the owner file while its clone runs. Released
- * when the handle is closed (or its process ends).
- */
-int bgrun__file_trylock(bgrun_os_fd_t fd)
-{
-	OVERLAPPED ov = { .Offset = 0, .OffsetHigh = 0x40000000 };
-
-	if (LockFileEx(fd, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY,
-		       0, 1, 0, &ov))
-		return 0;
-	if (GetLastError() == ERROR_LOCK_VIOLATION ||
-	    GetLastError() == ERROR_IO_PENDING)
-		return -EWOULDBLOCK;
-	if (GetLastError() == ERROR_NOT_SUPPORTED ||
-	    GetLastError() == ERROR_INVALID_FUNCTION)
-		return -ENOLCK;
-	return win_error();
-}
-
 bool bgrun__file_removed(bgrun_os_fd_t fd)
 {
 	FILE_STANDARD_INFO si;

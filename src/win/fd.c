@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fd.c: handles: duplicates for queued launches, whole writes (Windows). */
+/* fd.c: handles: duplicates for queued launches, whole writes, a lock on a file (Windows). */
 
 #include "win.h"
 
@@ -54,4 +54,28 @@ int bgrun__fd_write_all(bgrun_os_fd_t fd, const void *buf, size_t len)
 		len -= n;
 	}
 	return 0;
+}
+
+/*
+ * One byte far past any data the file will hold: Windows' byte-range
+ * locks are mandatory, and one on the data would stop anyone but the
+ * holder from reading the file (a clone's owner file while its clone
+ * runs, src/clone/stale.c). Released when the handle is closed (or its
+ * process ends). Here rather than in dir.c, which only the clone's
+ * archive has: the spool's replay (sink.c) locks too.
+ */
+int bgrun__file_trylock(bgrun_os_fd_t fd)
+{
+	OVERLAPPED ov = { .Offset = 0, .OffsetHigh = 0x40000000 };
+
+	if (LockFileEx(fd, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY,
+		       0, 1, 0, &ov))
+		return 0;
+	if (GetLastError() == ERROR_LOCK_VIOLATION ||
+	    GetLastError() == ERROR_IO_PENDING)
+		return -EWOULDBLOCK;
+	if (GetLastError() == ERROR_NOT_SUPPORTED ||
+	    GetLastError() == ERROR_INVALID_FUNCTION)
+		return -ENOLCK;
+	return bgrun__win_errno(GetLastError());
 }

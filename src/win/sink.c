@@ -10,7 +10,10 @@
  * store, else the spool) calls bgrun__spool_write and bgrun__dropped_note
  * (platform.h) here; the store's first open replays the spool
  * (bgrun_sink_replay), so the next writer that succeeds drains what the
- * failed ones left.
+ * failed ones left. One replay runs at a time, in a few passes, as on
+ * POSIX; the lock it holds is on the file .replay-lock in the spool
+ * (bgrun__file_trylock: a byte-range lock, which a directory cannot
+ * take, where POSIX flocks the directory).
  *
  * Written on Win32 calls rather than src/sink/'s openat/renameat/
  * scandir, which the C runtime lacks: CreateFileW with CREATE_NEW for
@@ -38,6 +41,10 @@
 
 /* Events stored per transaction when replaying, as src/sink/replay.c. */
 #define REPLAY_BATCH 256
+/* Passes of one replay at most, as src/sink/replay.c. */
+#define REPLAY_PASSES 4
+/* The replays' lock in the spool (replay_lock). */
+#define REPLAY_LOCK ".replay-lock"
 
 /* dir\name (or dir\*name), in UTF-16, malloc'd. */
 static int join_w(const char *dir, const char *name, WCHAR **ret)
@@ -475,34 +482,29 @@ static int replay_chunk(struct bgrun_store *store, struct spooled *s, size_t n,
 	return r < 0 ? r : 0;
 }
 
-int bgrun_sink_replay(struct bgrun_store *store, const char *db,
-		      int64_t *ret_count)
+/* Whether the spool holds no event to replay (an error: not known). */
+static bool spool_empty(const char *dir)
 {
-	struct spooled *s = NULL;
-	char **names = NULL, *dir = NULL;
-	int64_t count = 0;
+	char **names;
+	size_t n;
+
+	if (list_dir(dir, ".ev", &names, &n) < 0)
+		return false;
+	free_names(names, n);
+	return n == 0;
+}
+
+/* One pass over what the spool holds now: 0, or -errno of the first failure. */
+static int replay_pass(struct bgrun_store *store, const char *dir,
+		       struct spooled *s, int64_t *count)
+{
+	char **names = NULL;
 	size_t n = 0;
 	int r;
 
-	if (store == NULL || db == NULL)
-		return -EINVAL;
-	r = bgrun_sink_spool_dir(db, &dir);
+	r = list_dir(dir, ".ev", &names, &n);
 	if (r < 0)
 		return r;
-	r = check_spool_dir(dir);
-	if (r == -ENOENT) {
-		r = 0;
-		goto out;
-	}
-	if (r >= 0)
-		r = list_dir(dir, ".ev", &names, &n);
-	if (r < 0)
-		goto out;
-	s = calloc(REPLAY_BATCH, sizeof(*s));
-	if (s == NULL) {
-		r = -ENOMEM;
-		goto out;
-	}
 	/* In the order they were written: the names begin with the time. */
 	qsort(names, n, sizeof(*names), cmp_name);
 	for (size_t done = 0; done < n && r >= 0;) {
@@ -527,17 +529,122 @@ int bgrun_sink_replay(struct bgrun_store *store, const char *db,
 			s[k++].path = path;
 		}
 		if (r >= 0 && k > 0)
-			r = replay_chunk(store, s, k, &count);
+			r = replay_chunk(store, s, k, count);
 		for (size_t i = 0; i < k; i++) {
 			bgrun_wire_msg_release(&s[i].msg);
 			free(s[i].path);
 		}
 	}
+	free_names(names, n);
+	return r;
+}
+
+/*
+ * The replays' lock, taken: dir\.replay-lock, made if missing, opened
+ * with every sharing and locked with bgrun__file_trylock, which a
+ * directory cannot be (POSIX locks the directory itself). *ret holds it
+ * until it is closed. The file itself, never what a reparse point there
+ * leads to: a link to a file elsewhere would tie this spool's replays to
+ * whatever else locks that file. Not an event: its name begins with '.',
+ * which list_dir, and POSIX's scandir, skip. 0, -EWOULDBLOCK while
+ * another replay holds it, else -errno (a read-only spool, no locks on
+ * the file system, a link or a directory of that name).
+ */
+static int replay_lock(const char *dir, HANDLE *ret)
+{
+	BY_HANDLE_FILE_INFORMATION info;
+	WCHAR *path;
+	HANDLE h;
+	int r;
+
+	r = join_w(dir, REPLAY_LOCK, &path);
+	if (r < 0)
+		return r;
+	/* GENERIC_READ is enough for LockFileEx, and for making the file. */
+	h = CreateFileW(path, GENERIC_READ,
+			FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+			NULL, OPEN_ALWAYS,
+			FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT,
+			NULL);
+	free(path);
+	if (h == INVALID_HANDLE_VALUE)
+		return bgrun__win_errno(GetLastError());
+	if (!GetFileInformationByHandle(h, &info))
+		r = bgrun__win_errno(GetLastError());
+	else if (info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)
+		r = -ELOOP;
+	else if ((info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) ||
+		 GetFileType(h) != FILE_TYPE_DISK)
+		r = -EBADMSG;
+	else
+		r = bgrun__file_trylock(h);
+	if (r < 0) {
+		(void)CloseHandle(h);
+		return r;
+	}
+	*ret = h;
+	return 0;
+}
+
+/*
+ * One replay at a time, as on POSIX (src/sink/replay.c says why): it
+ * holds the replays' lock (replay_lock), and the others return at once,
+ * since it stores what they would. What is spooled while the replay
+ * runs is seen by its next pass; a few passes at most, so that writers
+ * spooling without end do not keep one replay going for ever.
+ */
+int bgrun_sink_replay(struct bgrun_store *store, const char *db,
+		      int64_t *ret_count)
+{
+	HANDLE lock = INVALID_HANDLE_VALUE;
+	struct spooled *s = NULL;
+	char *dir = NULL;
+	int64_t count = 0;
+	bool empty = false;
+	int r;
+
+	if (store == NULL || db == NULL)
+		return -EINVAL;
+	r = bgrun_sink_spool_dir(db, &dir);
+	if (r < 0)
+		return r;
+	r = check_spool_dir(dir);
+	if (r == -ENOENT) {
+		r = 0;
+		goto out;
+	}
+	if (r < 0)
+		goto out;
+	r = replay_lock(dir, &lock);
+	if (r == -EWOULDBLOCK) {
+		/* Another replay is at work: it stores them. */
+		if (ret_count != NULL)
+			*ret_count = 0;
+		r = 0;
+		goto out;
+	}
+	/*
+	 * Held; or none to be had (a read-only spool, no locks on the file
+	 * system, a link in its place): then each replay does it all, as
+	 * before.
+	 */
+	r = 0;
+	s = calloc(REPLAY_BATCH, sizeof(*s));
+	if (s == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (int pass = 0; pass < REPLAY_PASSES && r >= 0 && !empty; pass++) {
+		r = replay_pass(store, dir, s, &count);
+		empty = r >= 0 && spool_empty(dir);
+	}
 	if (r >= 0 && ret_count != NULL)
 		*ret_count = count;
 out:
+	/* Closing the handle releases the lock. */
+	if (lock != INVALID_HANDLE_VALUE)
+		(void)CloseHandle(lock);
 	free(s);
-	free_names(names, n);
 	free(dir);
 	return r;
 }

@@ -2,9 +2,10 @@
 /* test-control.c: bgrun__test_control in the Windows build: the operations of the modules it has (include/bgrun/test-control.h). */
 
 /*
- * src/test-control.c reaches into the sink and the clone pipeline, which
- * the Windows build does not have yet: this one answers what it can and
- * -ENOSYS for the rest, so that a test can tell.
+ * src/test-control.c reaches into the clone pipeline and other parts
+ * that the Windows tests do not link: this one answers what it can (the
+ * spool's write among it) and -ENOSYS for the rest, so that a test can
+ * tell.
  */
 #include "bgrun/test-control.h"
 #include "spawn/spawn-internal.h"
@@ -44,7 +45,17 @@ int bgrun__test_control(int op, ...)
 		return bgrun__reaper_pending();
 	case BGRUN__TEST_WIN_LAST_UNMAPPED:
 		return (int)bgrun__win_last_unmapped;
-	case BGRUN__TEST_SPOOL_WRITE:
+	case BGRUN__TEST_SPOOL_WRITE: {
+		const struct bgrun_event *ev;
+		const char *db;
+		va_list ap;
+
+		va_start(ap, op);
+		db = va_arg(ap, const char *);
+		ev = va_arg(ap, const struct bgrun_event *);
+		va_end(ap);
+		return bgrun__spool_write(db, ev);
+	}
 	case BGRUN__TEST_CLONE_CLOSE_FN:
 	case BGRUN__TEST_STORE_PATH:
 	case BGRUN__TEST_SHA1:

@@ -457,3 +457,154 @@ void case_store_reparse_point(void)
 	ASSERT_INT(bgrun_store_open(store, link, BGRUN_STORE_READONLY), ==, 0);
 	bgrun_store_close(store);
 }
+
+/* --- The spool's replay (src/win/sink.c) --- */
+
+/* Writes n events tagged tag into db's spool, as a put that failed. */
+static void spool_events(const char *db, const char *tag, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct bgrun_event ev;
+
+		bgrun_event_init(&ev, "commandfinish", "win-tests");
+		ev.tag = tag;
+		ASSERT_INT(bgrun__test_control(BGRUN__TEST_SPOOL_WRITE, db, &ev),
+			   ==, 0);
+	}
+}
+
+static int64_t spool_waiting(const char *db)
+{
+	int64_t waiting = -1;
+
+	ASSERT_INT(bgrun_sink_spool_count(db, &waiting, NULL), ==, 0);
+	return waiting;
+}
+
+/*
+ * Opens path (made if missing) and locks all of it, exclusively, so
+ * that whichever byte a replay locks is held: the handle, or
+ * INVALID_HANDLE_VALUE with the Windows error in *ret_error.
+ */
+static HANDLE lock_whole(const char *path, DWORD flags, DWORD *ret_error)
+{
+	OVERLAPPED ov = { .Offset = 0 };
+	HANDLE h = CreateFileW(wide(path), GENERIC_READ,
+			       FILE_SHARE_READ | FILE_SHARE_WRITE |
+				       FILE_SHARE_DELETE,
+			       NULL, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL | flags,
+			       NULL);
+
+	*ret_error = 0;
+	if (h == INVALID_HANDLE_VALUE) {
+		*ret_error = GetLastError();
+		return h;
+	}
+	if (!LockFileEx(h, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY,
+			0, MAXDWORD, MAXDWORD, &ov)) {
+		*ret_error = GetLastError();
+		CloseHandle(h);
+		return INVALID_HANDLE_VALUE;
+	}
+	return h;
+}
+
+/*
+ * One replay of a spool at a time, as on POSIX: while another replay
+ * holds the spool's lock (its file .replay-lock, held here as a replay
+ * holds it), a replay returns 0 at once with a count of 0 and leaves
+ * the files to that one; once the lock is let go, the next replay
+ * stores them all, and the lock file is never taken for an event.
+ * Every writer of a burst used to replay the same files again, under
+ * the store's lock.
+ */
+void case_store_spool_one_replay(void)
+{
+	char *db = tmp_path("events.db");
+	char *lock_path = tmp_path("events.db.spool\\.replay-lock");
+	struct bgrun_store *store;
+	int64_t count = -1, bad = -1;
+	DWORD error;
+	HANDLE lock;
+
+	ASSERT_INT(bgrun_store_new(&store), ==, 0);
+	ASSERT_INT(bgrun_store_open(store, db, 0), ==, 0);
+	spool_events(db, "spooled", 2);
+	ASSERT_INT(spool_waiting(db), ==, 2);
+
+	lock = lock_whole(lock_path, 0, &error);
+	if (lock == INVALID_HANDLE_VALUE)
+		FAIL("locking %s: Windows error %lu", lock_path,
+		     (unsigned long)error);
+	ASSERT_INT(bgrun_sink_replay(store, db, &count), ==, 0);
+	if (count != 0)
+		FAIL("a replay while another holds the spool's lock stored %lld "
+		     "events (0 expected: the holder stores them)",
+		     (long long)count);
+	ASSERT_INT(spool_waiting(db), ==, 2);
+	ASSERT_INT(count_events(db, "spooled").tagged, ==, 0);
+	ASSERT(CloseHandle(lock));
+
+	count = -1;
+	ASSERT_INT(bgrun_sink_replay(store, db, &count), ==, 0);
+	ASSERT_INT(count, ==, 2);
+	ASSERT_INT(bgrun_sink_spool_count(db, &count, &bad), ==, 0);
+	ASSERT_INT(count, ==, 0);
+	ASSERT_INT(bad, ==, 0);
+	ASSERT(GetFileAttributesW(wide(lock_path)) != INVALID_FILE_ATTRIBUTES);
+	bgrun_store_close(store);
+	ASSERT_INT(count_events(db, "spooled").tagged, ==, 2);
+}
+
+/*
+ * A spool whose .replay-lock is a symbolic link to a file elsewhere: a
+ * replay takes no lock through it (a lock on that file, held here, does
+ * not stop it), and does the replay without one, as where there are no
+ * locks. Skipped where no symbolic link can be made, or where it does
+ * not open as a reparse point with FILE_FLAG_OPEN_REPARSE_POINT.
+ */
+void case_store_spool_replay_lock_link(void)
+{
+	char *db = tmp_path("events.db"), *target = tmp_path("elsewhere");
+	char *link = tmp_path("events.db.spool\\.replay-lock");
+	BY_HANDLE_FILE_INFORMATION info;
+	struct bgrun_store *store;
+	int64_t count = -1;
+	DWORD error;
+	HANDLE lock, h;
+
+	ASSERT_INT(bgrun_store_new(&store), ==, 0);
+	ASSERT_INT(bgrun_store_open(store, db, 0), ==, 0);
+	spool_events(db, "spooled", 2);
+	lock = lock_whole(target, 0, &error);
+	if (lock == INVALID_HANDLE_VALUE)
+		FAIL("locking %s: Windows error %lu", target,
+		     (unsigned long)error);
+	/* 2: SYMBOLIC_LINK_FLAG_ALLOW_UNPRIVILEGED_CREATE (developer mode). */
+	if (!CreateSymbolicLinkW(wide(link), wide(target), 2) &&
+	    !CreateSymbolicLinkW(wide(link), wide(target), 0))
+		SKIP("CreateSymbolicLinkW: error %lu: no symbolic link can be "
+		     "made here, the refusal is not checked",
+		     (unsigned long)GetLastError());
+	h = CreateFileW(wide(link), GENERIC_READ,
+			FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+			NULL, OPEN_EXISTING,
+			FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+	if (h == INVALID_HANDLE_VALUE || !GetFileInformationByHandle(h, &info) ||
+	    !(info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT))
+		SKIP("the link made does not open as a reparse point%s%s: the "
+		     "refusal is not checked",
+		     wine_version() != NULL ? " under wine " : "",
+		     wine_version() != NULL ? wine_version() : "");
+	CloseHandle(h);
+
+	ASSERT_INT(bgrun_sink_replay(store, db, &count), ==, 0);
+	if (count != 2)
+		FAIL("a replay with a link for its lock stored %lld events (2 "
+		     "expected: no lock through the link, so none held)",
+		     (long long)count);
+	ASSERT_INT(spool_waiting(db), ==, 0);
+	ASSERT(CloseHandle(lock));
+	bgrun_store_close(store);
+	ASSERT_INT(count_events(db, "spooled").tagged, ==, 2);
+}
