@@ -321,8 +321,8 @@ enum sup_started launch_supervisor(const char *id, const struct sup_launch *l,
 		cli_msg("cannot start the supervisor: %s", strerror(errno));
 		return SUP_NOT_STARTED;
 	}
-	/* The recorder is bgrun-full: the store is its business, not ours. */
-	ro.v[k++] = bgrun_helper_path(NULL, "bgrun-full", BGRUN_FULL_PATH,
+	/* The recorder is bgrun-record: the store is its business, not ours. */
+	ro.v[k++] = bgrun_helper_path(NULL, "bgrun-record", BGRUN_RECORD_PATH,
 				      full, sizeof(full));
 	starter = bgrun_helper_path(NULL, "bgrun-start", BGRUN_START_PATH,
 				     buf, sizeof(buf));

@@ -80,6 +80,7 @@ struct sup {
 	size_t n_kv;
 	char dropped[32], timeout[32], kill_after[32];
 	char (*on_exit_key)[32];
+	bool elsewhere; /* not in bgrun's directory (chdir refused) */
 };
 
 /* path made absolute against dir (itself absolute, or NULL: ours). */
@@ -186,6 +187,14 @@ static void describe(struct sup *s)
 		    s->rec->max_output != NULL ? s->rec->max_output : "0");
 	}
 	s->db = absolute(c->db, origin);
+	if (s->db == NULL && s->elsewhere) {
+		/* What the environment names, as in bgrun's directory. */
+		char *db = NULL;
+
+		if (bgrun_store_default_path(&db) == 0)
+			s->db = absolute(db, origin);
+		free(db);
+	}
 	s->ev.argv = (const char *const *)s->argv;
 	s->ev.cwd = s->cwd;
 	s->ev.tag = c->tag;
@@ -426,8 +435,8 @@ int supervise_main(int argc, char **argv)
 
 	k = parse_rec(&rec, argc, argv);
 	if (k < 0 || !from_chain()) {
-		(void)fputs("bgrun-full: internal to bgrun, run by its supervisor (see supervise.c)\n",
-			    stderr);
+		(void)fprintf(stderr, "%s: internal to bgrun, run by its supervisor (see supervise.c)\n",
+			      program_invocation_short_name);
 		return EXIT_CANCELED;
 	}
 	/* Then bgrun's options and COMMAND, as the user gave them. */
@@ -444,12 +453,15 @@ int supervise_main(int argc, char **argv)
 	(void)signal(SIGPIPE, SIG_IGN);
 	/*
 	 * We start in COMMAND's directory; a relative $BGRUN_DB (or
-	 * XDG_STATE_HOME...) means bgrun's, as --db and the paths do.
+	 * XDG_STATE_HOME...) means bgrun's, as --db and the paths do. The
+	 * paths are made absolute against it as strings; the chdir serves
+	 * what the environment names. A directory we may not enter (bgrun
+	 * ran in one its user cannot search, as su leaves one in root's) is
+	 * no reason to record nothing: the log's path is then made
+	 * absolute against it too (describe).
 	 */
-	if (rec.origin != NULL && chdir(rec.origin) < 0) {
-		status = EXIT_CANCELED;
-		goto out;
-	}
+	if (rec.origin != NULL && chdir(rec.origin) < 0)
+		s.elsewhere = true;
 	bgrun_event_init(&s.ev, "commandfinish",
 			 rec.source != NULL ? rec.source : "bgrun");
 	if (strlen(rec.id) <= BGRUN_EVENT_ID_MAX)

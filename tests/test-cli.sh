@@ -517,7 +517,7 @@ fi
 run --no-ensurestart -w "$RT" helper exit 3
 eq "--no-ensurestart --wait: exit 3 passed through" "$RC" 3
 
-# --- what bgrun links: no SQLite (the recorder and clone are bgrun-full's) ---
+# --- what bgrun links: no SQLite (the recorder is bgrun-record, clone bgrun-full's) ---
 check_not_linked "bgrun does not link libsqlite3" "$BGRUN" sqlite
 if [ "$MODE" = log ]; then
 	# bgrun hands `clone` to bgrun-full: its usage error comes back.

@@ -86,7 +86,7 @@ for p in bgrun logsink; do
 done
 helpers=$(find "$D" -type d -path '*/libexec/bgrun' | head -1)
 check "libexec/bgrun installed" test -n "$helpers"
-for p in bgrun-start bgrun-full logsink-full; do
+for p in bgrun-start bgrun-record bgrun-full logsink-full; do
 	check "libexec/bgrun/$p installed, executable" test -x "$helpers/$p"
 done
 # Built with libpq: the PostgreSQL module, beside logsink-full that loads it.

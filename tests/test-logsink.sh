@@ -199,7 +199,7 @@ lsink show "$ID_LOST"
 check "show lost: now recorded lost" grep -qx 'result: lost' "$TMP/.stdout"
 
 # --- a killed recorder: the supervisor starts another, nothing is lost ---
-# The recorder (bgrun-full, bgrun-start's other child) is killed once
+# The recorder (bgrun-record, bgrun-start's other child) is killed once
 # the `running` row is written, and once before its first write, while
 # it waits for the log's lock (held here). Either way the row ends with
 # the command's true status, duration and rusage, which bgrun-start has.
@@ -212,7 +212,7 @@ recorder_of() {
 	local f pid comm state ppid rest
 	for f in /proc/[0-9]*/stat; do
 		read -r pid comm state ppid rest <"$f" 2>/dev/null || continue
-		if [ "$ppid" = "$1" ] && [ "$comm" = "(bgrun-full)" ]; then
+		if [ "$ppid" = "$1" ] && [ "$comm" = "(bgrun-record)" ]; then
 			echo "$pid"
 			return 0
 		fi
@@ -388,29 +388,75 @@ check "orphan: the command's finish recorded" wait_result "$ID_ORPH" success
 export BGRUN_DB=$SAVED_DB
 
 # --- the recorder's options only from the supervisor chain ---
-# bgrun-full takes --_supervise and --_child (or --_failed) only with
-# the descriptor 3 its parent made (a socket: SO_PEERCRED); run by hand,
-# with nothing, a pipe or a file there, it refuses and writes no row.
-FULL=$(dirname "$BGRUN")/bgrun-full
+# bgrun-record (and bgrun-full, its fallback) take --_supervise and
+# --_child (or --_failed) only with the descriptor 3 their parent made (a
+# socket: SO_PEERCRED); run by hand, with nothing, a pipe or a file
+# there, they refuse and write no row.
 forged() {
 	local d=$1 id=$2
 	shift 2
 	capture "$@"
-	expect_error "forged row ($d)" 125 \
-		"bgrun-full: internal to bgrun, run by its supervisor (see supervise.c)"
-	eq "forged row ($d): nothing recorded" \
+	expect_error "forged row ($PROG, $d)" 125 \
+		"$PROG: internal to bgrun, run by its supervisor (see supervise.c)"
+	eq "forged row ($PROG, $d): nothing recorded" \
 		"$(sqlite3 "$BGRUN_DB" "SELECT count(*) FROM events WHERE id = '$id'")" 0
 }
 END_LINE="end 0 0 1 1 1 1 1 1 1 1 1 1 1"
-forged "no descriptor 3" 0123456789ab "$FULL" --_supervise=0123456789ab \
-	--_child=1:2:3 -- "$RT" helper exit 0 3<&-
-forged "a pipe" 0123456789ac "$FULL" --_supervise=0123456789ac \
-	--_child=1:2:3 -- "$RT" helper exit 0 3< <(echo "$END_LINE")
 echo "$END_LINE" >"$TMP/end.txt"
-forged "a file" 0123456789ad "$FULL" --_supervise=0123456789ad \
-	--_child=1:2:3 -- "$RT" helper exit 0 3<"$TMP/end.txt"
-forged "--_failed" 0123456789ae "$FULL" --_supervise=0123456789ae \
-	--_failed=2:6:1:1 -- "$RT" helper exit 0 3<"$TMP/end.txt"
+for PROG in bgrun-record bgrun-full; do
+	FULL=$(dirname "$BGRUN")/$PROG
+	forged "no descriptor 3" 0123456789ab "$FULL" --_supervise=0123456789ab \
+		--_child=1:2:3 -- "$RT" helper exit 0 3<&-
+	forged "a pipe" 0123456789ac "$FULL" --_supervise=0123456789ac \
+		--_child=1:2:3 -- "$RT" helper exit 0 3< <(echo "$END_LINE")
+	forged "a file" 0123456789ad "$FULL" --_supervise=0123456789ad \
+		--_child=1:2:3 -- "$RT" helper exit 0 3<"$TMP/end.txt"
+	forged "--_failed" 0123456789ae "$FULL" --_supervise=0123456789ae \
+		--_failed=2:6:1:1 -- "$RT" helper exit 0 3<"$TMP/end.txt"
+done
+
+# --- another user, as root's tests can be: the recorder records when
+# bgrun ran in a directory that user cannot search (ours, root's 0700:
+# su leaves one there), and for a user /etc/passwd does not name, whom
+# the static bgrun-record (no NSS module in a static program) hands to
+# bgrun-full, with the same arguments and descriptors, to ask NSS ---
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+	! getent passwd 54321 >/dev/null; then
+	# Its own directory, outside ours.
+	NAMELESS=$(mktemp -d) && chmod 0777 "$NAMELESS"
+	as_nameless() {
+		setpriv --reuid 54321 --regid 54321 --clear-groups \
+			env -u BGRUN_OUTPUT_DIR -u XDG_STATE_HOME \
+			-u XDG_RUNTIME_DIR -u BGRUN_CONFIG -u BGRUN_SINK \
+			BGRUN_DB="$NAMELESS/events.db" \
+			BGRUN_SOCKET="$NAMELESS/sock" HOME="$NAMELESS" "$@"
+	}
+	# Read as that user, once the recorder made the log: a read of ours
+	# would make root's empty file in its place, which it may not write.
+	nameless_row() {
+		[ -s "$NAMELESS/events.db" ] &&
+			as_nameless sqlite3 -cmd '.timeout 30000' "$NAMELESS/events.db" \
+				"SELECT uid, coalesce(user, 'NULL'), exit_code, result FROM events WHERE id = '$1'" 2>/dev/null
+	}
+	wait_nameless() {
+		local end=$((SECONDS + 20))
+		until [ "$(nameless_row "$1")" = "$2" ] || [ $SECONDS -ge $end ]; do
+			sleep 0.05
+		done
+		nameless_row "$1"
+	}
+	capture as_nameless "$BGRUN" -w --print-id -- "$RT" helper exit 3
+	eq "from a directory its user cannot search: bgrun -w exits 3" "$RC" 3
+	eq "from a directory its user cannot search: recorded" \
+		"$(wait_nameless "$OUT" "54321|NULL|3|failed")" "54321|NULL|3|failed"
+	capture eval '(cd "$NAMELESS" && as_nameless "$BGRUN" -w --print-id -- "$RT" helper exit 4)'
+	eq "a user /etc/passwd does not name: bgrun -w exits 4" "$RC" 4
+	eq "that user: recorded by uid, with the exit code" \
+		"$(wait_nameless "$OUT" "54321|NULL|4|failed")" "54321|NULL|4|failed"
+	rm -rf "$NAMELESS"
+else
+	echo "# skipped: another user (needs root, setpriv, a free uid 54321)"
+fi
 
 # --- signals sent to the supervisor reach the command ---
 launch -- "$RT" helper pause

@@ -6,9 +6,9 @@
  * time from whatever glibc is installed, which need not be the one it was
  * linked with (the linker warns). fgetpwent_r only parses the file: no
  * module is ever loaded. A user that only a directory service knows has
- * no name here; the program that records one (the logsink front's
- * embedded `send`) then hands the work to its dynamically linked twin,
- * which asks NSS (logsink/front.c).
+ * no name here; the programs that record one (bgrun-record, the logsink
+ * front's embedded `send`) then hand the work to their dynamically linked
+ * twin, which asks NSS (launcher/record.c, logsink/front.c).
  */
 
 #include "user.h"

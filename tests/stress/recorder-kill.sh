@@ -37,7 +37,7 @@ for ((i = 0; i < N; i++)); do
 	# The first recorder a moment after that (it may not have started).
 	rec=""
 	for ((t = 0; t < 100 && ${#sup} > 0; t++)); do
-		rec=$(pgrep -P "$sup" -x bgrun-full | head -n 1)
+		rec=$(pgrep -P "$sup" -x bgrun-record | head -n 1)
 		[ -n "$rec" ] && break
 		kill -0 "$sup" 2>/dev/null || break
 	done

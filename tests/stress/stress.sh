@@ -156,7 +156,7 @@ check "daemon killed: 0 lost, 0 duplicated" test "$missing:$extra" = "0:0"
 unset BGRUN_SOCKET BGRUN_SINK
 
 # The supervisor (bgrun-start, the command's parent) and the recorder
-# (bgrun-full, its child) killed while the command runs: the finish
+# (bgrun-record, its child) killed while the command runs: the finish
 # (exit status) must still be recorded.
 export BGRUN_DB=$W/sup.db
 sup_lost=0 rec_lost=0 killed=0 missed=0
@@ -170,7 +170,7 @@ for k in $(seq "$SUP_KILLS"); do
 			victim=
 			end=$((SECONDS + 5))
 			until [ -n "$victim" ] || [ $SECONDS -ge $end ]; do
-				victim=$(pgrep -P "$sup" -x bgrun-full | head -1)
+				victim=$(pgrep -P "$sup" -x bgrun-record | head -1)
 				[ -n "$victim" ] || sleep 0.01
 			done
 		fi
