@@ -509,6 +509,18 @@ static HANDLE lock_whole(const char *path, DWORD flags, DWORD *ret_error)
 	return h;
 }
 
+/* Replays db's spool with store; fails unless it stored want events. */
+static void replay_stores(struct bgrun_store *store, const char *db,
+			  int64_t want, const char *what)
+{
+	int64_t count = -1;
+
+	ASSERT_INT(bgrun_sink_replay(store, db, &count), ==, 0);
+	if (count != want)
+		FAIL("%s stored %lld events, not %lld", what,
+		     (long long)count, (long long)want);
+}
+
 /*
  * One replay of a spool at a time, as on POSIX: while another replay
  * holds the spool's lock (its file .replay-lock, held here as a replay
@@ -536,18 +548,14 @@ void case_store_spool_one_replay(void)
 	if (lock == INVALID_HANDLE_VALUE)
 		FAIL("locking %s: Windows error %lu", lock_path,
 		     (unsigned long)error);
-	ASSERT_INT(bgrun_sink_replay(store, db, &count), ==, 0);
-	if (count != 0)
-		FAIL("a replay while another holds the spool's lock stored %lld "
-		     "events (0 expected: the holder stores them)",
-		     (long long)count);
+	replay_stores(store, db, 0,
+		      "a replay while another holds the spool's lock (the "
+		      "holder stores them)");
 	ASSERT_INT(spool_waiting(db), ==, 2);
 	ASSERT_INT(count_events(db, "spooled").tagged, ==, 0);
 	ASSERT(CloseHandle(lock));
 
-	count = -1;
-	ASSERT_INT(bgrun_sink_replay(store, db, &count), ==, 0);
-	ASSERT_INT(count, ==, 2);
+	replay_stores(store, db, 2, "a replay once the lock is free");
 	ASSERT_INT(bgrun_sink_spool_count(db, &count, &bad), ==, 0);
 	ASSERT_INT(count, ==, 0);
 	ASSERT_INT(bad, ==, 0);
@@ -569,7 +577,6 @@ void case_store_spool_replay_lock_link(void)
 	char *link = tmp_path("events.db.spool\\.replay-lock");
 	BY_HANDLE_FILE_INFORMATION info;
 	struct bgrun_store *store;
-	int64_t count = -1;
 	DWORD error;
 	HANDLE lock, h;
 
@@ -598,11 +605,9 @@ void case_store_spool_replay_lock_link(void)
 		     wine_version() != NULL ? wine_version() : "");
 	CloseHandle(h);
 
-	ASSERT_INT(bgrun_sink_replay(store, db, &count), ==, 0);
-	if (count != 2)
-		FAIL("a replay with a link for its lock stored %lld events (2 "
-		     "expected: no lock through the link, so none held)",
-		     (long long)count);
+	replay_stores(store, db, 2,
+		      "a replay with a link for its lock (no lock through the "
+		      "link, so none held)");
 	ASSERT_INT(spool_waiting(db), ==, 0);
 	ASSERT(CloseHandle(lock));
 	bgrun_store_close(store);
