@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct bgrun_sink *sink_open_timeout(enum bgrun_sink_mode mode,
@@ -645,6 +647,48 @@ void case_client_spool_replay_meanwhile(void)
 		ASSERT(t_db_has(db, hook_ev[i].id));
 	ASSERT(t_db_has(db, ev.id));
 	free(old);
+}
+
+/* path made (empty), written hours_ago hours ago. */
+static void make_aged(const char *path, int hours_ago)
+{
+	struct timespec t[2];
+	int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+
+	ASSERT_SYS(fd);
+	ASSERT_SYS(clock_gettime(CLOCK_REALTIME, &t[0]));
+	t[0].tv_sec -= (time_t)hours_ago * 3600;
+	t[1] = t[0];
+	ASSERT_SYS(futimens(fd, t));
+	(void)close(fd);
+}
+
+/*
+ * A writer that died between its temporary file and the rename left it
+ * behind: a replay removes one over an hour old, never a fresh one (a
+ * writer may be at work on it).
+ */
+void case_client_spool_stale_tmp(void)
+{
+	const char *spool = t_path(t_tmpdir(), "ev.db.spool");
+	char db[PATH_MAX];
+	struct bgrun_store *store;
+	struct bgrun_event ev;
+	int64_t count = -1;
+
+	/* The spool's name is the log's and ".spool". */
+	(void)snprintf(db, sizeof(db), "%.*s", (int)(strlen(spool) - 6), spool);
+	lean_event(&ev, 0);
+	ASSERT_OK(bgrun__test_control(BGRUN__TEST_SPOOL_WRITE, db, &ev));
+	make_aged(t_path(spool, ".tmp-1-0-dead"), 2);
+	make_aged(t_path(spool, ".tmp-2-0-fresh"), 0);
+	ASSERT_OK(bgrun_store_new(&store));
+	ASSERT_OK(bgrun_store_open(store, db, 0));
+	ASSERT_EQ(bgrun_sink_replay(store, db, &count), 0);
+	ASSERT_EQ(count, 1);
+	bgrun_store_close(store);
+	ASSERT(access(t_path(spool, ".tmp-1-0-dead"), F_OK) < 0 && errno == ENOENT);
+	ASSERT_SYS(access(t_path(spool, ".tmp-2-0-fresh"), F_OK));
 }
 
 /*

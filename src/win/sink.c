@@ -41,6 +41,8 @@
 
 /* Events stored per transaction when replaying, as src/sink/replay.c. */
 #define REPLAY_BATCH 256
+/* A temporary file this old was left by a writer that died (as replay.c). */
+#define STALE_TMP_100NS (3600 * INT64_C(10000000))
 /* Passes of one replay at most, as src/sink/replay.c. */
 #define REPLAY_PASSES 4
 /* The replays' lock in the spool (replay_lock). */
@@ -482,6 +484,45 @@ static int replay_chunk(struct bgrun_store *store, struct spooled *s, size_t n,
 	return r < 0 ? r : 0;
 }
 
+/* Temporary files of writers that died long ago are removed, as on POSIX. */
+static void remove_stale(const char *dir)
+{
+	WIN32_FIND_DATAW fd;
+	ULARGE_INTEGER now, at;
+	FILETIME ft;
+	WCHAR *pattern;
+	HANDLE h;
+
+	if (join_w(dir, ".tmp-*", &pattern) < 0)
+		return;
+	h = FindFirstFileW(pattern, &fd);
+	free(pattern);
+	if (h == INVALID_HANDLE_VALUE)
+		return;
+	GetSystemTimeAsFileTime(&ft);
+	now.LowPart = ft.dwLowDateTime;
+	now.HighPart = ft.dwHighDateTime;
+	do {
+		char *name;
+		WCHAR *path;
+
+		at.LowPart = fd.ftLastWriteTime.dwLowDateTime;
+		at.HighPart = fd.ftLastWriteTime.dwHighDateTime;
+		if ((fd.dwFileAttributes & (FILE_ATTRIBUTE_DIRECTORY |
+					    FILE_ATTRIBUTE_REPARSE_POINT)) ||
+		    now.QuadPart < at.QuadPart ||
+		    (int64_t)(now.QuadPart - at.QuadPart) <= STALE_TMP_100NS ||
+		    bgrun__win_utf8(fd.cFileName, -1, &name) < 0)
+			continue;
+		if (join_w(dir, name, &path) == 0) {
+			(void)DeleteFileW(path);
+			free(path);
+		}
+		free(name);
+	} while (FindNextFileW(h, &fd));
+	(void)FindClose(h);
+}
+
 /* Whether the spool holds no event to replay (an error: not known). */
 static bool spool_empty(const char *dir)
 {
@@ -634,6 +675,7 @@ int bgrun_sink_replay(struct bgrun_store *store, const char *db,
 		r = -ENOMEM;
 		goto out;
 	}
+	remove_stale(dir);
 	for (int pass = 0; pass < REPLAY_PASSES && r >= 0 && !empty; pass++) {
 		r = replay_pass(store, dir, s, &count);
 		empty = r >= 0 && spool_empty(dir);

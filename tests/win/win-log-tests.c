@@ -564,6 +564,49 @@ void case_store_spool_one_replay(void)
 	ASSERT_INT(count_events(db, "spooled").tagged, ==, 2);
 }
 
+/* path made (empty), written hours_ago hours ago. */
+static void make_aged(const char *path, int hours_ago)
+{
+	ULARGE_INTEGER t;
+	FILETIME ft;
+	HANDLE h = CreateFileW(wide(path), GENERIC_WRITE, 0, NULL, CREATE_NEW,
+			       FILE_ATTRIBUTE_NORMAL, NULL);
+
+	ASSERT(h != INVALID_HANDLE_VALUE);
+	GetSystemTimeAsFileTime(&ft);
+	t.LowPart = ft.dwLowDateTime;
+	t.HighPart = ft.dwHighDateTime;
+	t.QuadPart -= (ULONGLONG)hours_ago * 3600 * 10000000;
+	ft.dwLowDateTime = t.LowPart;
+	ft.dwHighDateTime = t.HighPart;
+	ASSERT(SetFileTime(h, NULL, NULL, &ft));
+	ASSERT(CloseHandle(h));
+}
+
+/*
+ * A writer that died between its temporary file and the rename left it
+ * behind: a replay removes one over an hour old, never a fresh one (a
+ * writer may be at work on it), as src/sink/replay.c does.
+ */
+void case_store_spool_stale_tmp(void)
+{
+	char *db = tmp_path("events.db");
+	char *dead = tmp_path("events.db.spool\\.tmp-1-0-dead");
+	char *fresh = tmp_path("events.db.spool\\.tmp-2-0-fresh");
+	struct bgrun_store *store;
+
+	ASSERT_INT(bgrun_store_new(&store), ==, 0);
+	ASSERT_INT(bgrun_store_open(store, db, 0), ==, 0);
+	spool_events(db, "spooled", 1);
+	make_aged(dead, 2);
+	make_aged(fresh, 0);
+	replay_stores(store, db, 1, "a replay");
+	bgrun_store_close(store);
+	if (GetFileAttributesW(wide(dead)) != INVALID_FILE_ATTRIBUTES)
+		FAIL("a temporary file 2 hours old is still in the spool");
+	ASSERT(GetFileAttributesW(wide(fresh)) != INVALID_FILE_ATTRIBUTES);
+}
+
 /*
  * A spool whose .replay-lock is a symbolic link to a file elsewhere: a
  * replay takes no lock through it (a lock on that file, held here, does
