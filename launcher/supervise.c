@@ -80,7 +80,6 @@ struct sup {
 	size_t n_kv;
 	char dropped[32], timeout[32], kill_after[32];
 	char (*on_exit_key)[32];
-	bool elsewhere; /* not in bgrun's directory (chdir refused) */
 };
 
 /* path made absolute against dir (itself absolute, or NULL: ours). */
@@ -186,9 +185,10 @@ static void describe(struct sup *s)
 		put(s, "output_max",
 		    s->rec->max_output != NULL ? s->rec->max_output : "0");
 	}
-	s->db = absolute(c->db, origin);
-	if (s->db == NULL && s->elsewhere) {
-		/* What the environment names, as in bgrun's directory. */
+	/* Or what the environment names, as in bgrun's directory. */
+	if (c->db != NULL) {
+		s->db = absolute(c->db, origin);
+	} else {
 		char *db = NULL;
 
 		if (bgrun_store_default_path(&db) == 0)
@@ -453,15 +453,16 @@ int supervise_main(int argc, char **argv)
 	(void)signal(SIGPIPE, SIG_IGN);
 	/*
 	 * We start in COMMAND's directory; a relative $BGRUN_DB (or
-	 * XDG_STATE_HOME...) means bgrun's, as --db and the paths do. The
-	 * paths are made absolute against it as strings; the chdir serves
-	 * what the environment names. A directory we may not enter (bgrun
-	 * ran in one its user cannot search, as su leaves one in root's) is
-	 * no reason to record nothing: the log's path is then made
-	 * absolute against it too (describe).
+	 * XDG_STATE_HOME...) means bgrun's, as --db and the paths do: they
+	 * are made absolute against it as strings (describe), the log's
+	 * included, and the chdir serves the rest of what the environment
+	 * names. A directory we may not enter (bgrun ran in one its user
+	 * cannot search, as su leaves one in root's) is no reason to record
+	 * nothing.
 	 */
-	if (rec.origin != NULL && chdir(rec.origin) < 0)
-		s.elsewhere = true;
+	if (rec.origin != NULL && chdir(rec.origin) < 0) {
+		/* Then we stay where we are. */
+	}
 	bgrun_event_init(&s.ev, "commandfinish",
 			 rec.source != NULL ? rec.source : "bgrun");
 	if (strlen(rec.id) <= BGRUN_EVENT_ID_MAX)

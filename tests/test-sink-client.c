@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -670,14 +669,13 @@ static void make_aged(const char *path, int hours_ago)
  */
 void case_client_spool_stale_tmp(void)
 {
-	const char *spool = t_path(t_tmpdir(), "ev.db.spool");
-	char db[PATH_MAX];
+	const char *db = t_path(t_tmpdir(), "ev.db");
 	struct bgrun_store *store;
 	struct bgrun_event ev;
 	int64_t count = -1;
+	char *spool;
 
-	/* The spool's name is the log's and ".spool". */
-	(void)snprintf(db, sizeof(db), "%.*s", (int)(strlen(spool) - 6), spool);
+	ASSERT_OK(bgrun_sink_spool_dir(db, &spool));
 	lean_event(&ev, 0);
 	ASSERT_OK(bgrun__test_control(BGRUN__TEST_SPOOL_WRITE, db, &ev));
 	make_aged(t_path(spool, ".tmp-1-0-dead"), 2);
@@ -689,6 +687,7 @@ void case_client_spool_stale_tmp(void)
 	bgrun_store_close(store);
 	ASSERT(access(t_path(spool, ".tmp-1-0-dead"), F_OK) < 0 && errno == ENOENT);
 	ASSERT_SYS(access(t_path(spool, ".tmp-2-0-fresh"), F_OK));
+	free(spool);
 }
 
 /*
