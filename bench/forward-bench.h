@@ -13,7 +13,7 @@
 /* The options: logsink to run, the server, where the stores go. */
 extern const char *logsink, *conninfo, *base_dir;
 
-__attribute__((noreturn, format(printf, 1, 2)))
+__attribute__((noreturn)) BGRUN__PRINTF(1, 2)
 void die(const char *fmt, ...);
 /* CLOCK_MONOTONIC, ns. */
 int64_t now_ns(void);

@@ -71,7 +71,7 @@ static const char usage_text[] =
 "  --plot FILE.png   plot p50 against heap size with gnuplot, if installed\n"
 "  --help            show this help\n";
 
-__attribute__((format(printf, 1, 2)))
+BGRUN__PRINTF(1, 2)
 static _Noreturn void usage_error(const char *fmt, ...)
 {
 	va_list ap;

@@ -151,7 +151,7 @@ const char *cli_printable(const char *s)
 }
 
 /* Prints "bgrun: MESSAGE" on stderr, as one line. */
-__attribute__((format(printf, 1, 0)))
+BGRUN__PRINTF(1, 0)
 static void vmsg(const char *fmt, va_list ap)
 {
 	char line[8192];
@@ -172,7 +172,7 @@ void cli_msg(const char *fmt, ...)
 static const char try_help[] = "Try 'bgrun --help'.\n";
 
 /* A usage error: the reason, the hint, exit status 2. */
-__attribute__((format(printf, 1, 2), noreturn))
+BGRUN__PRINTF(1, 2) __attribute__((noreturn))
 static void usage_error(const char *fmt, ...)
 {
 	va_list ap;

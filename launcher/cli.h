@@ -102,7 +102,7 @@ void cli_check_record(const struct cli *c, const char *id);
 int cli_status_code(const struct bgrun_status *st);
 
 /* "bgrun: MESSAGE" on stderr, one line. */
-__attribute__((format(printf, 1, 2)))
+BGRUN__PRINTF(1, 2)
 void cli_msg(const char *fmt, ...);
 
 /* Flushes stdout: 0, or -1 after saying why. */

@@ -85,7 +85,7 @@ struct clone_http {
 };
 
 static void set_err(struct clone_http *h, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+	BGRUN__PRINTF(2, 3);
 
 static void set_err(struct clone_http *h, const char *fmt, ...)
 {

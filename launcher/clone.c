@@ -141,7 +141,7 @@ struct hook_env {
 	size_t n;
 };
 
-__attribute__((format(printf, 2, 3)))
+BGRUN__PRINTF(2, 3)
 static void env_add(struct hook_env *e, const char *fmt, ...)
 {
 	va_list ap;

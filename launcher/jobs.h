@@ -90,7 +90,7 @@ void verb_getopt(char **argv, char *name, size_t size);
 const char *verb_db_arg(const char *verb, const char *arg);
 
 /* A usage error of verb: the message, "Try 'bgrun VERB --help'.", exit 2. */
-__attribute__((format(printf, 2, 3), noreturn))
+BGRUN__PRINTF(2, 3) __attribute__((noreturn))
 void verb_usage(const char *verb, const char *fmt, ...);
 
 /* The hint alone, after getopt's own message: exit 2. */

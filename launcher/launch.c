@@ -90,7 +90,7 @@ static void plan_str(struct plan *p, const char *s)
 	plan_put(p, s, strlen(s) + 1);
 }
 
-__attribute__((format(printf, 2, 3)))
+BGRUN__PRINTF(2, 3)
 static void plan_strf(struct plan *p, const char *fmt, ...)
 {
 	char buf[64];

@@ -261,7 +261,7 @@ static const char *opt(const struct job *j, const char *key,
 }
 
 /* A string made as printf makes it, kept in str (NULL: out of memory). */
-__attribute__((format(printf, 3, 4)))
+BGRUN__PRINTF(3, 4)
 static const char *fmt(struct strings *str, bool *failed, const char *f, ...)
 {
 	char *v = NULL;

@@ -49,11 +49,11 @@ struct lsink_verb {
 /* msg.c: messages, usage errors, help; logsink.c: opening the store. */
 
 /* "logsink: MESSAGE" on stderr, one line. */
-__attribute__((format(printf, 1, 2)))
+BGRUN__PRINTF(1, 2)
 void lsink_msg(const char *fmt, ...);
 
 /* A usage error: the message, "Try 'logsink --help'.", exit 2. */
-__attribute__((format(printf, 1, 2), noreturn))
+BGRUN__PRINTF(1, 2) __attribute__((noreturn))
 void lsink_usage(const char *fmt, ...);
 
 /* After getopt has printed its own message: the hint, exit 2. */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-__attribute__((format(printf, 1, 0)))
+BGRUN__PRINTF(1, 0)
 static void vmsg(const char *fmt, va_list ap)
 {
 	char line[4096];

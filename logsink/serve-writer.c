@@ -194,6 +194,7 @@ int lsink_writer_start(struct lsink_writer *w)
 	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
 	r = pthread_create(&w->thread, NULL, writer_main, w);
 	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	(void)old; /* winpthreads' pthread_sigmask is a macro that reads neither */
 	if (r != 0)
 		goto fail_cond;
 	w->started = true;

@@ -197,7 +197,7 @@ struct lsink_serve {
  * A start-up failure: one line on stderr, and "ERROR LINE" to whoever
  * waits on --ready-fd (then closed). Returns -1.
  */
-__attribute__((format(printf, 2, 3)))
+BGRUN__PRINTF(2, 3)
 int lsink_serve_fail(struct lsink_serve *s, const char *fmt, ...);
 /* Says line to whoever waits on --ready-fd, then closes it (once). */
 void lsink_serve_ready_say(struct lsink_serve *s, const char *line);

@@ -29,7 +29,7 @@ int t_main(int argc, char **argv, const struct t_case *cases, size_t n);
 /* Files and directories. */
 char *t_tmpdir(void); /* removed at exit */
 char *t_path(const char *dir, const char *name);
-__attribute__((format(printf, 1, 2)))
+BGRUN__PRINTF(1, 2)
 char *t_printf(const char *fmt, ...);
 char *t_read_file(const char *path);
 void t_write_file(const char *path, const void *data, size_t len);

@@ -42,14 +42,14 @@ int t_cases_main(const char *prog, const char *usage,
  * exits with code (1: failed, 77: skipped). Thread-safe: the first
  * thread to get here prints and exits, the others wait for that.
  */
-__attribute__((noreturn, format(printf, 5, 0)))
+__attribute__((noreturn)) BGRUN__PRINTF(5, 0)
 void t_vexit(int code, const char *file, int line, const char *prefix,
 	     const char *fmt, va_list ap);
 
 /* Failing (exit 1) and skipping (exit 77) with a one-line reason. */
-__attribute__((noreturn, format(printf, 3, 4)))
+__attribute__((noreturn)) BGRUN__PRINTF(3, 4)
 void t_fail(const char *file, int line, const char *fmt, ...);
-__attribute__((noreturn, format(printf, 3, 4)))
+__attribute__((noreturn)) BGRUN__PRINTF(3, 4)
 void t_skip(const char *file, int line, const char *fmt, ...);
 /* Fails with "EXPR (A vs B)", both strings quoted by t_quote. */
 __attribute__((noreturn))
@@ -122,7 +122,7 @@ uint64_t test_fnv1a(const void *data, size_t len, uint64_t hash);
 /* Memory, failing the test when exhausted. */
 void *test_malloc(size_t size);
 char *test_strdup(const char *s);
-__attribute__((format(printf, 1, 2)))
+BGRUN__PRINTF(1, 2)
 char *test_printf(const char *fmt, ...);
 void test_strv_free(char **v);
 size_t test_strv_len(char *const *v);

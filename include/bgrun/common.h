@@ -30,6 +30,23 @@
 #define BGRUN_EXTERN
 #endif
 
+/*
+ * BGRUN__PRINTF(fmt, first) marks the project's own printf-like
+ * functions (not part of the interface). MinGW's gcc checks a plain
+ * format(printf) against Microsoft's printf, which has no %zu; the
+ * project's Windows objects are built with __USE_MINGW_ANSI_STDIO, whose
+ * printf is C99's: gcc's gnu_printf.
+ */
+#if defined(__MINGW32__) && defined(__GNUC__) && \
+	defined(__USE_MINGW_ANSI_STDIO) && __USE_MINGW_ANSI_STDIO
+#define BGRUN__PRINTF(fmt, first) \
+	__attribute__((format(gnu_printf, fmt, first)))
+#elif defined(__GNUC__)
+#define BGRUN__PRINTF(fmt, first) __attribute__((format(printf, fmt, first)))
+#else
+#define BGRUN__PRINTF(fmt, first)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

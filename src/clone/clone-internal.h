@@ -151,11 +151,11 @@ int bgrun__bundle_take_direct(struct bgrun__bundle *b, uint64_t *ret_fd_off,
  * Sets the last error (format error at offset) and returns -EBADMSG; the
  * writer uses it for entries it cannot place (duplicates, conflicts).
  */
-__attribute__((format(printf, 3, 4)))
+BGRUN__PRINTF(3, 4)
 int bgrun__bundle_fail(struct bgrun__bundle *b, uint64_t offset,
 		       const char *fmt, ...);
 /* Sets the last error to a message without offset and returns error. */
-__attribute__((format(printf, 3, 4)))
+BGRUN__PRINTF(3, 4)
 int bgrun__bundle_error(struct bgrun__bundle *b, int error,
 			const char *fmt, ...);
 /*

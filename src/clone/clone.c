@@ -101,7 +101,7 @@ struct job {
 	char *msg;                  /* the error message, malloc'd */
 };
 
-__attribute__((format(printf, 3, 4)))
+BGRUN__PRINTF(3, 4)
 static int job_fail(struct job *j, int error, const char *fmt, ...)
 {
 	va_list ap;

@@ -139,7 +139,7 @@ void bgrun__wdir_unref(struct bgrun__wdir *w)
 }
 
 /* Keeps the failure of record seq if it is the earliest so far. */
-__attribute__((format(printf, 6, 7)))
+BGRUN__PRINTF(6, 7)
 static void pool_fail(struct bgrun__wpool *p, uint64_t seq, int error,
 		      bool at_offset, uint64_t offset, const char *fmt, ...)
 {

@@ -230,7 +230,7 @@ static int open_dir(struct bgrun__writer *w, struct bgrun__bundle *b,
  * An error (-errno) in placing the current entry: its message, and its
  * offset, as a writer thread gives them (wpool.c).
  */
-__attribute__((format(printf, 3, 4)))
+BGRUN__PRINTF(3, 4)
 static int entry_error(struct bgrun__bundle *b, int error, const char *fmt,
 		       ...)
 {

@@ -85,7 +85,7 @@ int bgrun__dropped_count_file(FILE *f, const char *db, int64_t *ret_count);
  * say.c: why (size bytes, may be NULL) formatted from fmt, for the
  * callers that explain a failure in a caller's buffer; returns error.
  */
-__attribute__((format(printf, 4, 5)))
+BGRUN__PRINTF(4, 5)
 int bgrun__say(char *why, size_t size, int error, const char *fmt, ...);
 
 #endif /* BGRUN_COMMON_INTERNAL_H */

@@ -58,7 +58,7 @@ const char *bgrun_config_errmsg(const struct bgrun_config *c)
 	return c->err != NULL ? c->err : "";
 }
 
-__attribute__((format(printf, 3, 4)))
+BGRUN__PRINTF(3, 4)
 static int fail(struct bgrun_config *c, int r, const char *fmt, ...)
 {
 	va_list ap;

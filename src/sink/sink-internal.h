@@ -78,7 +78,7 @@ struct bgrun__sink_batch {
 int bgrun__sink_daemon_hello(struct bgrun_sink *sink,
 			     struct bgrun_sink_daemon_status *status);
 /* Records a one-line message as the sink's; returns error. */
-__attribute__((format(printf, 3, 4)))
+BGRUN__PRINTF(3, 4)
 int bgrun__sink_fail(struct bgrun_sink *sink, int error, const char *fmt, ...);
 /*
  * What each put does first: clears the message and the spooled flag;

@@ -183,7 +183,7 @@ int bgrun__sqlite_errno(sqlite3 *db, int rc);
  */
 int bgrun__store_fail(struct bgrun_store *store, int rc, const char *what);
 /* Records a message of our own and returns error. */
-__attribute__((format(printf, 3, 4)))
+BGRUN__PRINTF(3, 4)
 int bgrun__store_failf(struct bgrun_store *store, int error,
 		       const char *fmt, ...);
 /*

@@ -10,7 +10,7 @@
 #include <wchar.h>
 
 /* Ends the case: 0 passed, 1 failed, 77 skipped; says why on stderr. */
-void __attribute__((noreturn, format(printf, 4, 5)))
+void __attribute__((noreturn)) BGRUN__PRINTF(4, 5)
 t_exit(int code, const char *file, int line, const char *fmt, ...);
 #define FAIL(...) t_exit(1, __FILE__, __LINE__, __VA_ARGS__)
 #define SKIP(...) t_exit(77, __FILE__, __LINE__, __VA_ARGS__)
@@ -30,7 +30,7 @@ extern char tmpdir[];
 
 /* wine's version when under wine, else NULL. */
 const char *wine_version(void);
-char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *dup_printf(const char *fmt, ...) BGRUN__PRINTF(1, 2);
 wchar_t *wide(const char *s);
 /* tmpdir\name, malloc'd. */
 char *tmp_path(const char *name);
