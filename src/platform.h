@@ -434,8 +434,8 @@ int bgrun__file_identity(const char *path, int64_t *ret_dev, int64_t *ret_ino);
  * bgrun__spool_write writes ev into db's spool as one file holding its
  * EVENT frame (-EINVAL for an event that cannot be encoded);
  * bgrun__spool_note_reason notes why (error, why: the one-line
- * message) beside what waits (BGRUN__SPOOL_REASON; Windows: not kept,
- * 0); bgrun__dropped_note counts ev as dropped (error: why it could be
+ * message) beside what waits (BGRUN__SPOOL_REASON, the line of
+ * src/sink/reason.c); bgrun__dropped_note counts ev as dropped (error: why it could be
  * neither stored nor spooled), see bgrun_sink_dropped_count.
  */
 int bgrun__spool_write(const char *db, const struct bgrun_event *ev);

@@ -80,11 +80,11 @@ static int check_dir_of(const char *path, char *why, size_t size)
  */
 static int read_reason(const char *db, char *why, size_t size, bool *ret_same)
 {
-	unsigned long long dev, ino;
+	struct bgrun__log_id id;
+	const char *said;
 	char *dir = NULL, line[1024];
-	long long mtime;
 	struct stat st;
-	int error, used = 0, fd, r;
+	int error, fd, r;
 	ssize_t n;
 
 	r = bgrun_sink_spool_dir(db, &dir);
@@ -105,15 +105,14 @@ static int read_reason(const char *db, char *why, size_t size, bool *ret_same)
 	if (n <= 0)
 		return 0;
 	line[n] = '\0';
-	line[strcspn(line, "\n")] = '\0';
-	if (sscanf(line, "%d\t%llu\t%llu\t%lld\t%n", &error, &dev, &ino,
-		   &mtime, &used) != 4 || used == 0 || error <= 0)
+	error = bgrun__reason_parse(line, &id, &said);
+	if (error == 0)
 		return 0;
-	*ret_same = stat(db, &st) == 0 && (unsigned long long)st.st_dev == dev &&
-		    (unsigned long long)st.st_ino == ino &&
+	*ret_same = stat(db, &st) == 0 && (unsigned long long)st.st_dev == id.dev &&
+		    (unsigned long long)st.st_ino == id.ino &&
 		    (long long)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec ==
-			    mtime;
-	return bgrun__say(why, size, -error, "%s", line + used);
+			    id.mtime;
+	return bgrun__say(why, size, error, "%s", said);
 }
 
 int bgrun_sink_spool_reason(const char *db, char *why, size_t size)

@@ -142,6 +142,24 @@ int bgrun__sink_settle(struct bgrun_sink *sink, bgrun_sink_unsettled_fn fn,
  * bgrun_sink_check_log.
  */
 #define BGRUN__SPOOL_REASON ".reason"
+/*
+ * Which database file a reason was met on: POSIX's st_dev, st_ino and
+ * st_mtim in ns; Windows' volume serial number, file index and last
+ * write time in 100 ns units. Compared only on the system that wrote it.
+ */
+struct bgrun__log_id {
+	unsigned long long dev, ino;
+	long long mtime;
+};
+/* reason.c: the reason's line for error (-errno) and why (NULL: the
+ * errno's text), in *ret_line (malloc'd, ending in its one '\n'); its
+ * length, or -ENOMEM. */
+int bgrun__reason_format(char **ret_line, int error,
+			 const struct bgrun__log_id *id, const char *why);
+/* A line read back (changed in place: its end cut): the -errno, with
+ * *ret_id and *ret_why (in line) set; 0 if it is not a reason's line. */
+int bgrun__reason_parse(char *line, struct bgrun__log_id *ret_id,
+			const char **ret_why);
 /* Tests (test-control.c): fn, or NULL, is called by every replay after
  * each pass and, when it found the spool empty, before it removes the
  * reason; process-wide. */

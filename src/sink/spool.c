@@ -89,7 +89,8 @@ cleanup:
 int bgrun__spool_note_reason(const char *db, int error, const char *why)
 {
 	char *dir = NULL, *tmp = NULL, *line = NULL;
-	struct stat st = { 0 };
+	struct bgrun__log_id id = { 0 };
+	struct stat st;
 	int fd = -1, dfd = -1, n, r;
 
 	r = bgrun_sink_spool_dir(db, &dir);
@@ -101,20 +102,18 @@ int bgrun__spool_note_reason(const char *db, int error, const char *why)
 		goto out;
 	}
 	/* Which file failed: a reason holds only while it is the same. */
-	(void)stat(db, &st);
-	n = asprintf(&line, "%d\t%llu\t%llu\t%lld\t%s\n", -error,
-		     (unsigned long long)st.st_dev,
-		     (unsigned long long)st.st_ino,
-		     (long long)st.st_mtim.tv_sec * 1000000000 +
-			     st.st_mtim.tv_nsec,
-		     why != NULL && why[0] != '\0' ? why : strerror(-error));
+	if (stat(db, &st) == 0)
+		id = (struct bgrun__log_id){
+			.dev = (unsigned long long)st.st_dev,
+			.ino = (unsigned long long)st.st_ino,
+			.mtime = (long long)st.st_mtim.tv_sec * 1000000000 +
+				 st.st_mtim.tv_nsec,
+		};
+	n = bgrun__reason_format(&line, error, &id, why);
 	if (n < 0 || asprintf(&tmp, ".tmp-reason-%d", (int)getpid()) < 0) {
 		r = -ENOMEM;
 		goto out;
 	}
-	for (char *p = line; p < line + n - 1; p++)
-		if (*p == '\n')
-			*p = ' ';
 	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
 				      O_CLOEXEC, 0600);
 	if (fd < 0) {

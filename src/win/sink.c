@@ -19,8 +19,9 @@
  * scandir, which the C runtime lacks: CreateFileW with CREATE_NEW for
  * the temporary file, FlushFileBuffers, MoveFileExW with
  * MOVEFILE_WRITE_THROUGH for the rename (NTFS has no directory fsync;
- * write-through is its equivalent). No reason file is kept beside the
- * spool (bgrun__spool_note_reason does nothing here).
+ * write-through is its equivalent). Why events wait is kept beside them
+ * in the file .reason, the same line as POSIX's (src/sink/reason.c), the
+ * database file named by its volume and file index and its last write.
  *
  * The dropped-events file is %LOCALAPPDATA%\bgrun\dropped ($XDG_RUNTIME_DIR
  * \bgrun\dropped when that is set, as on POSIX): the socket argument of
@@ -29,6 +30,7 @@
 
 #include "win.h"
 #include "common/common.h"
+#include "sink/sink-internal.h"
 #include "bgrun/sink.h"
 #include "bgrun/store.h"
 #include "bgrun/wire.h"
@@ -158,13 +160,90 @@ int bgrun_sink_dropped_path(const char *socket, char **ret_path)
 				ret_path);
 }
 
-/* Not kept on Windows (see the top of this file). */
+/*
+ * Which file db is (struct bgrun__log_id): its volume, its index there
+ * and its last write; zeros if it cannot be opened.
+ */
+static void log_id(const char *db, struct bgrun__log_id *ret)
+{
+	BY_HANDLE_FILE_INFORMATION info;
+	WCHAR *w;
+	HANDLE h;
+
+	*ret = (struct bgrun__log_id){ 0 };
+	if (bgrun__win_utf16(db, &w) < 0)
+		return;
+	h = CreateFileW(w, FILE_READ_ATTRIBUTES,
+			FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+			NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+	free(w);
+	if (h == INVALID_HANDLE_VALUE)
+		return;
+	if (GetFileInformationByHandle(h, &info))
+		*ret = (struct bgrun__log_id){
+			.dev = info.dwVolumeSerialNumber,
+			.ino = (unsigned long long)info.nFileIndexHigh << 32 |
+			       info.nFileIndexLow,
+			.mtime = (long long)((unsigned long long)
+						     info.ftLastWriteTime
+							     .dwHighDateTime
+					     << 32 |
+				     info.ftLastWriteTime.dwLowDateTime),
+		};
+	(void)CloseHandle(h);
+}
+
+/*
+ * As src/sink/spool.c: advice, not data, written whole (a temporary file
+ * moved over the last reason), never flushed; a temporary left by a
+ * writer that died is removed as the spool's others are (remove_stale).
+ */
 int bgrun__spool_note_reason(const char *db, int error, const char *why)
 {
-	(void)db;
-	(void)error;
-	(void)why;
-	return 0;
+	struct bgrun__log_id id;
+	char *dir = NULL, *line = NULL, tmp[64];
+	WCHAR *wtmp = NULL, *wreason = NULL;
+	HANDLE h;
+	DWORD done;
+	int n, r;
+
+	r = bgrun_sink_spool_dir(db, &dir);
+	if (r < 0)
+		return r;
+	r = check_spool_dir(dir);
+	if (r < 0)
+		goto out;
+	log_id(db, &id);
+	n = bgrun__reason_format(&line, error, &id, why);
+	(void)snprintf(tmp, sizeof(tmp), ".tmp-reason-%lu",
+		       (unsigned long)GetCurrentProcessId());
+	r = n < 0 ? n : join_w(dir, tmp, &wtmp);
+	if (r >= 0)
+		r = join_w(dir, BGRUN__SPOOL_REASON, &wreason);
+	if (r < 0)
+		goto out;
+	h = CreateFileW(wtmp, GENERIC_WRITE, 0, NULL, CREATE_ALWAYS,
+			FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT,
+			NULL);
+	if (h == INVALID_HANDLE_VALUE) {
+		r = bgrun__win_errno(GetLastError());
+		goto out;
+	}
+	if (!WriteFile(h, line, (DWORD)n, &done, NULL))
+		r = bgrun__win_errno(GetLastError());
+	else if (done != (DWORD)n)
+		r = -EIO;
+	(void)CloseHandle(h);
+	if (r >= 0 && !MoveFileExW(wtmp, wreason, MOVEFILE_REPLACE_EXISTING))
+		r = bgrun__win_errno(GetLastError());
+	if (r < 0)
+		(void)DeleteFileW(wtmp);
+out:
+	free(dir);
+	free(line);
+	free(wtmp);
+	free(wreason);
+	return r < 0 ? r : 0;
 }
 
 /* One line "TIME_NS\tID\tERRNO\tDB\n" appended, as src/sink/spool.c does. */
@@ -628,6 +707,34 @@ static int replay_lock(const char *dir, HANDLE *ret)
 }
 
 /*
+ * The spool is empty: its reason goes, unless an event came while it
+ * went (src/sink/replay.c: drop_reason says why). Set aside, the spool
+ * looked at again, and put back with a hard link, which never replaces
+ * a newer reason; without hard links (FAT), moved back over any.
+ */
+static void drop_reason(const char *dir)
+{
+	static volatile LONG counter;
+	WCHAR *reason = NULL, *aside = NULL;
+	char name[64];
+
+	(void)snprintf(name, sizeof(name), ".tmp-reason-gone-%lu-%u",
+		       (unsigned long)GetCurrentProcessId(),
+		       (unsigned)InterlockedIncrement(&counter));
+	if (join_w(dir, BGRUN__SPOOL_REASON, &reason) < 0 ||
+	    join_w(dir, name, &aside) < 0 || !MoveFileExW(reason, aside, 0))
+		goto out;
+	if (!spool_empty(dir) && !CreateHardLinkW(reason, aside, NULL) &&
+	    GetLastError() != ERROR_ALREADY_EXISTS &&
+	    GetLastError() != ERROR_FILE_EXISTS)
+		(void)MoveFileExW(aside, reason, MOVEFILE_REPLACE_EXISTING);
+	(void)DeleteFileW(aside);
+out:
+	free(reason);
+	free(aside);
+}
+
+/*
  * One replay at a time, as on POSIX (src/sink/replay.c says why): it
  * holds the replays' lock (replay_lock), and the others return at once,
  * since it stores what they would. What is spooled while the replay
@@ -680,6 +787,8 @@ int bgrun_sink_replay(struct bgrun_store *store, const char *db,
 		r = replay_pass(store, dir, s, &count);
 		empty = r >= 0 && spool_empty(dir);
 	}
+	if (empty)
+		drop_reason(dir);
 	if (r >= 0 && ret_count != NULL)
 		*ret_count = count;
 out:
@@ -691,13 +800,61 @@ out:
 	return r;
 }
 
-/* No reason is kept beside the spool on Windows (see the top of this file). */
+/*
+ * The reason kept in db's spool: its -errno and message (why), whether
+ * db is still the file it was met on (*ret_same), or 0 if there is none.
+ */
+static int read_reason(const char *db, char *why, size_t size, bool *ret_same)
+{
+	struct bgrun__log_id id, now;
+	const char *said;
+	char *dir = NULL, line[1024];
+	WCHAR *w = NULL;
+	HANDLE h;
+	DWORD n = 0;
+	int error;
+
+	if (bgrun_sink_spool_dir(db, &dir) < 0)
+		return 0;
+	error = join_w(dir, BGRUN__SPOOL_REASON, &w);
+	free(dir);
+	if (error < 0)
+		return 0;
+	h = CreateFileW(w, GENERIC_READ,
+			FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+			NULL, OPEN_EXISTING,
+			FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT,
+			NULL);
+	free(w);
+	if (h == INVALID_HANDLE_VALUE)
+		return 0;
+	if (!ReadFile(h, line, sizeof(line) - 1, &n, NULL))
+		n = 0;
+	(void)CloseHandle(h);
+	if (n == 0)
+		return 0;
+	line[n] = '\0';
+	error = bgrun__reason_parse(line, &id, &said);
+	if (error == 0)
+		return 0;
+	log_id(db, &now);
+	*ret_same = now.dev == id.dev && now.ino == id.ino &&
+		    now.mtime == id.mtime;
+	return bgrun__say(why, size, error, "%s", said);
+}
+
+/* As src/sink/health.c's. */
 int bgrun_sink_spool_reason(const char *db, char *why, size_t size)
 {
-	(void)db;
+	int64_t waiting = 0;
+	bool same;
+
 	if (why != NULL && size > 0)
 		why[0] = '\0';
-	return 0;
+	if (db == NULL || bgrun_sink_spool_count(db, &waiting, NULL) < 0 ||
+	    waiting == 0)
+		return 0;
+	return read_reason(db, why, size, &same);
 }
 
 /*
@@ -709,7 +866,9 @@ int bgrun_sink_spool_reason(const char *db, char *why, size_t size)
 int bgrun_sink_check_log(const char *db, char *why, size_t size)
 {
 	static const char magic[16] = "SQLite format 3";
-	char head[16], *dir;
+	char head[16], *dir, reason[600];
+	int64_t waiting = 0;
+	bool same = false;
 	DWORD attr, got = 0;
 	WCHAR *w;
 	HANDLE h;
@@ -784,5 +943,10 @@ int bgrun_sink_check_log(const char *db, char *why, size_t size)
 	if (got != sizeof(head) || memcmp(head, magic, sizeof(head)) != 0)
 		return bgrun__say(why, size, -EBADMSG, "%s is not an SQLite database",
 			   db);
+	/* Damage past the header: as src/sink/health.c. */
+	if (read_reason(db, reason, sizeof(reason), &same) == -EBADMSG && same &&
+	    bgrun_sink_spool_count(db, &waiting, NULL) >= 0 && waiting > 0)
+		return bgrun__say(why, size, -EBADMSG, "%s (the last write failed)",
+			   reason);
 	return 0;
 }

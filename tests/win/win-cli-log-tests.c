@@ -13,6 +13,8 @@
 
 #include "win-tests.h"
 
+#include <sqlite3.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -500,6 +502,82 @@ void case_cli_logged_spool(void)
 			       &out, &err), ==, 0);
 	ASSERT_STR(err, "");
 	got_free(&g);
+}
+
+/*
+ * Why events wait, kept beside them as on POSIX (the spool's .reason):
+ * a log damaged past its header (pages 1 and 2 overwritten after the
+ * 100-byte header) passes the check before a launch, and only SQLite's
+ * write finds it. The recorder then keeps the event in the spool with
+ * that reason: bgrun_sink_spool_reason gives it, logsink status prints
+ * it, and the check of the log says the last write failed while the file
+ * is the same. A new file in its place makes the reason void; the launch
+ * that stores what waited removes the reason with the spool's last
+ * event. Windows used to keep no reason: status said events waited, not
+ * why.
+ */
+void case_cli_logged_spool_reason(void)
+{
+	char *db = tmp_path("events.db"), *damaged = tmp_path("damaged.db");
+	char *reason = tmp_path("events.db.spool\\.reason");
+	char *out, *err, why[600], *page;
+	struct bgrun_store *store;
+	int64_t waiting = -1;
+	sqlite3 *sq;
+	FILE *f;
+
+	set_env("BGRUN_DB", db);
+	ASSERT_INT(run_bgrun_out((const char *[]){ "-w", helper, "exit", "0",
+						   NULL }, &out, &err), ==, 0);
+	ASSERT_STR(err, "");
+	/* Its pages in the database file, none left in a WAL. */
+	ASSERT_INT(sqlite3_open(db, &sq), ==, SQLITE_OK);
+	ASSERT_INT(sqlite3_exec(sq, "PRAGMA wal_checkpoint(TRUNCATE)", NULL,
+				NULL, NULL), ==, SQLITE_OK);
+	ASSERT_INT(sqlite3_close(sq), ==, SQLITE_OK);
+	page = malloc(8192);
+	ASSERT(page != NULL);
+	memset(page, 0xff, 8192);
+	f = fopen(db, "r+b");
+	ASSERT(f != NULL);
+	ASSERT(fseek(f, 100, SEEK_SET) == 0);
+	ASSERT(fwrite(page, 1, 8192, f) == 8192);
+	ASSERT(fclose(f) == 0);
+	free(page);
+
+	ASSERT_INT(run_bgrun_out((const char *[]){ "-w", helper, "exit", "0",
+						   NULL }, &out, &err), ==, 0);
+	ASSERT_INT(bgrun_sink_spool_count(db, &waiting, NULL), ==, 0);
+	ASSERT_INT(waiting, ==, 1);
+	ASSERT_INT(bgrun_sink_spool_reason(db, why, sizeof(why)), ==, -EBADMSG);
+	if (strstr(why, "malformed") == NULL)
+		FAIL("the spool's reason is \"%s\", not SQLite's", why);
+	ASSERT_INT(bgrun_sink_check_log(db, why, sizeof(why)), ==, -EBADMSG);
+	ASSERT(strstr(why, "(the last write failed)") != NULL);
+	ASSERT_INT(run_logsink((const char *[]){ "--db", db, "status", NULL },
+			       &out, &err), ==, 1);
+	if (strstr(out, "reason:   ") == NULL ||
+	    strstr(strstr(out, "reason:   "), "malformed") == NULL)
+		FAIL("logsink status says no reason: %s", out);
+
+	/* Another file in its place: the reason no longer holds for it. */
+	ASSERT(MoveFileExW(wide(db), wide(damaged), 0));
+	ASSERT_INT(bgrun_store_new(&store), ==, 0);
+	ASSERT_INT(bgrun_store_open(store, db, 0), ==, 0);
+	bgrun_store_close(store);
+	ASSERT_INT(bgrun_sink_check_log(db, why, sizeof(why)), ==, 0);
+	ASSERT(GetFileAttributesW(wide(reason)) != INVALID_FILE_ATTRIBUTES);
+
+	/* The next launch stores what waited; the reason goes with it. */
+	ASSERT_INT(run_bgrun_out((const char *[]){ "-w", helper, "exit", "0",
+						   NULL }, &out, &err), ==, 0);
+	ASSERT_STR(err, "");
+	ASSERT_INT(bgrun_sink_spool_count(db, &waiting, NULL), ==, 0);
+	ASSERT_INT(waiting, ==, 0);
+	ASSERT_INT(bgrun_sink_spool_reason(db, why, sizeof(why)), ==, 0);
+	ASSERT_STR(why, "");
+	if (GetFileAttributesW(wide(reason)) != INVALID_FILE_ATTRIBUTES)
+		FAIL("the spool is empty and its reason is still there");
 }
 
 /*
