@@ -194,17 +194,15 @@ static void log_id(const char *db, struct bgrun__log_id *ret)
 }
 
 /*
- * As src/sink/spool.c: advice, not data, written whole (a temporary file
- * moved over the last reason), never flushed; a temporary left by a
- * writer that died is removed as the spool's others are (remove_stale).
+ * As src/sink/spool.c: written whole (a temporary file moved over the
+ * last reason); a temporary left by a writer that died is removed as the
+ * spool's others are (remove_stale).
  */
 int bgrun__spool_note_reason(const char *db, int error, const char *why)
 {
-	struct bgrun__log_id id;
 	char *dir = NULL, *line = NULL, tmp[64];
 	WCHAR *wtmp = NULL, *wreason = NULL;
-	HANDLE h;
-	DWORD done;
+	struct bgrun__log_id id;
 	int n, r;
 
 	r = bgrun_sink_spool_dir(db, &dir);
@@ -222,18 +220,9 @@ int bgrun__spool_note_reason(const char *db, int error, const char *why)
 		r = join_w(dir, BGRUN__SPOOL_REASON, &wreason);
 	if (r < 0)
 		goto out;
-	h = CreateFileW(wtmp, GENERIC_WRITE, 0, NULL, CREATE_ALWAYS,
-			FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT,
-			NULL);
-	if (h == INVALID_HANDLE_VALUE) {
-		r = bgrun__win_errno(GetLastError());
-		goto out;
-	}
-	if (!WriteFile(h, line, (DWORD)n, &done, NULL))
-		r = bgrun__win_errno(GetLastError());
-	else if (done != (DWORD)n)
-		r = -EIO;
-	(void)CloseHandle(h);
+	/* One that a writer of the same process id left behind goes first. */
+	(void)DeleteFileW(wtmp);
+	r = write_file(wtmp, line, (size_t)n);
 	if (r >= 0 && !MoveFileExW(wtmp, wreason, MOVEFILE_REPLACE_EXISTING))
 		r = bgrun__win_errno(GetLastError());
 	if (r < 0)
