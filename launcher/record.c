@@ -7,8 +7,8 @@
  * bgrun-full is dynamic, with every verb and the clone pipeline; this
  * program links only the store, statically where the fronts are
  * (meson.build): no dynamic loader at all, and only the pages it
- * touches. README, "The recorder linked statically, again": a third
- * less CPU in the recorder, 17% less per logged launch.
+ * touches. docs/benchmarks.md, "The recorder linked statically,
+ * again": a third less CPU in the recorder, 17% less per logged launch.
  *
  * A statically linked glibc program names users from /etc/passwd only
  * (src/unix/user-passwd.c). When the user is not there (a directory

@@ -32,10 +32,11 @@
  * checkpoint holds the lock, so a checkpoint must be short rather than
  * rare: measured with bench/sink-bench (8 and 32 writer processes, and
  * the daemon), 500 pages against 1000, once the thread's checkpoints
- * worked (README, "The checkpointer that never checkpointed"): p99 at 32
- * writers 3.4 to 4.3 ms against 4.3 to 5.8, the events per second the
- * same or more; one writer alone pays more (p99 1.0 to 1.7 ms against
- * 0.5 to 0.7). Earlier, 4000 had given a higher p99 than 1000.
+ * worked (docs/benchmarks.md, "The checkpointer that never
+ * checkpointed"): p99 at 32 writers 3.4 to 4.3 ms against 4.3 to 5.8,
+ * the events per second the same or more; one writer alone pays more
+ * (p99 1.0 to 1.7 ms against 0.5 to 0.7). Earlier, 4000 had given a
+ * higher p99 than 1000.
  */
 #ifndef BGRUN__STORE_CHECKPOINT_PAGES /* -D for a bench's comparison */
 #define BGRUN__STORE_CHECKPOINT_PAGES 500
