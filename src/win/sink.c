@@ -695,6 +695,15 @@ static int replay_lock(const char *dir, HANDLE *ret)
 	return 0;
 }
 
+/* The tests' hook (sink-internal.h: bgrun__replay_set_hook), as POSIX's. */
+static void (*volatile replay_hook)(int where);
+
+void bgrun__replay_set_hook(void (*fn)(int where))
+{
+	(void)InterlockedExchangePointer((void *volatile *)&replay_hook,
+					 (void *)fn);
+}
+
 /*
  * The spool is empty: its reason goes, unless an event came while it
  * went (src/sink/replay.c: drop_reason says why). Set aside, the spool
@@ -710,6 +719,8 @@ static void drop_reason(const char *dir)
 	(void)snprintf(name, sizeof(name), ".tmp-reason-gone-%lu-%u",
 		       (unsigned long)GetCurrentProcessId(),
 		       (unsigned)InterlockedIncrement(&counter));
+	if (replay_hook != NULL)
+		replay_hook(BGRUN__REPLAY_EMPTIED);
 	if (join_w(dir, BGRUN__SPOOL_REASON, &reason) < 0 ||
 	    join_w(dir, name, &aside) < 0 || !MoveFileExW(reason, aside, 0))
 		goto out;
@@ -774,6 +785,8 @@ int bgrun_sink_replay(struct bgrun_store *store, const char *db,
 	remove_stale(dir);
 	for (int pass = 0; pass < REPLAY_PASSES && r >= 0 && !empty; pass++) {
 		r = replay_pass(store, dir, s, &count);
+		if (replay_hook != NULL)
+			replay_hook(BGRUN__REPLAY_PASSED);
 		empty = r >= 0 && spool_empty(dir);
 	}
 	if (empty)

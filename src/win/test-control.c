@@ -8,6 +8,7 @@
  * tell.
  */
 #include "bgrun/test-control.h"
+#include "sink/sink-internal.h"
 #include "spawn/spawn-internal.h"
 #include "win.h"
 
@@ -55,6 +56,14 @@ int bgrun__test_control(int op, ...)
 		ev = va_arg(ap, const struct bgrun_event *);
 		va_end(ap);
 		return bgrun__spool_write(db, ev);
+	}
+	case BGRUN__TEST_REPLAY_HOOK: {
+		va_list ap;
+
+		va_start(ap, op);
+		bgrun__replay_set_hook(va_arg(ap, void (*)(int)));
+		va_end(ap);
+		return 0;
 	}
 	case BGRUN__TEST_CLONE_CLOSE_FN:
 	case BGRUN__TEST_STORE_PATH:

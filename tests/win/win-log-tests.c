@@ -607,6 +607,105 @@ void case_store_spool_stale_tmp(void)
 	ASSERT(GetFileAttributesW(wide(fresh)) != INVALID_FILE_ATTRIBUTES);
 }
 
+static const char *hook_db, *hook_reason;
+
+/* A writer spools while a replay runs: its event... */
+static void spool_meanwhile(void)
+{
+	spool_events(hook_db, "meanwhile", 1);
+}
+
+/* ...once the replay found the spool empty... */
+static void spool_when_emptied(int where)
+{
+	if (where == 1)
+		spool_meanwhile();
+}
+
+/* ...and then its own reason, before the replay removes the old one. */
+static void spool_and_note_when_emptied(int where)
+{
+	if (where != 1)
+		return;
+	spool_meanwhile();
+	spit(hook_reason, "5\t0\t0\t0\tthe newer reason\n");
+}
+
+/* ...or after the replay's first pass, which the next pass stores. */
+static void spool_after_first_pass(int where)
+{
+	static int once;
+
+	if (where == 0 && !once) {
+		once = 1;
+		spool_meanwhile();
+	}
+}
+
+/*
+ * Writers spool while a replay runs, as SINK(client_spool_replay_meanwhile)
+ * checks on POSIX. What came during a pass, the next pass stores. A
+ * replay that empties the spool removes its reason, but an event spooled
+ * meanwhile keeps one: the old reason when its writer has not noted its
+ * own yet (without the put-back this fails: "an event waits and the old
+ * reason is gone"), its own when it has. Nothing is left aside.
+ */
+void case_store_spool_replay_meanwhile(void)
+{
+	char *db = tmp_path("events.db");
+	char *spool = tmp_path("events.db.spool");
+	const char *old = "22\t0\t0\t0\tthe old reason\n";
+	struct bgrun_store *store;
+	WIN32_FIND_DATAW fd;
+	HANDLE h;
+
+	hook_db = db;
+	hook_reason = tmp_path("events.db.spool\\.reason");
+	ASSERT_INT(bgrun_store_new(&store), ==, 0);
+	ASSERT_INT(bgrun_store_open(store, db, 0), ==, 0);
+	spool_events(db, "spooled", 1);
+	spit(hook_reason, old);
+
+	/* An event came, its reason not yet: the old one is kept. */
+	ASSERT_INT(bgrun__test_control(BGRUN__TEST_REPLAY_HOOK,
+				       spool_when_emptied), ==, 0);
+	replay_stores(store, db, 1, "a replay (an event came after it)");
+	ASSERT_INT(spool_waiting(db), ==, 1);
+	if (slurp(hook_reason, NULL) == NULL ||
+	    strcmp(slurp(hook_reason, NULL), old) != 0)
+		FAIL("an event waits and the old reason is gone");
+
+	/* An event and its writer's reason came: that reason stays. */
+	ASSERT_INT(bgrun__test_control(BGRUN__TEST_REPLAY_HOOK,
+				       spool_and_note_when_emptied), ==, 0);
+	replay_stores(store, db, 1, "a replay (an event and its reason came)");
+	ASSERT_INT(spool_waiting(db), ==, 1);
+	ASSERT_STR(slurp(hook_reason, NULL), "5\t0\t0\t0\tthe newer reason\n");
+
+	/* One came during the first pass: stored by the next; all gone. */
+	ASSERT_INT(bgrun__test_control(BGRUN__TEST_REPLAY_HOOK,
+				       spool_after_first_pass), ==, 0);
+	replay_stores(store, db, 2, "a replay (an event came during a pass)");
+	ASSERT_INT(bgrun__test_control(BGRUN__TEST_REPLAY_HOOK,
+				       (void (*)(int))NULL), ==, 0);
+	ASSERT_INT(spool_waiting(db), ==, 0);
+	if (GetFileAttributesW(wide(hook_reason)) != INVALID_FILE_ATTRIBUTES)
+		FAIL("the spool is empty and its reason is still there");
+	/* Nothing but the replays' lock file is left in the spool. */
+	h = FindFirstFileW(wide(dup_printf("%s\\*", spool)), &fd);
+	ASSERT(h != INVALID_HANDLE_VALUE);
+	do {
+		if (wcscmp(fd.cFileName, L".") != 0 &&
+		    wcscmp(fd.cFileName, L"..") != 0 &&
+		    wcscmp(fd.cFileName, L".replay-lock") != 0)
+			FAIL("left in the spool: %ls", fd.cFileName);
+	} while (FindNextFileW(h, &fd));
+	(void)FindClose(h);
+	bgrun_store_close(store);
+	ASSERT_INT(count_events(db, "meanwhile").tagged, ==, 3);
+	ASSERT_INT(count_events(db, "spooled").tagged, ==, 1);
+}
+
 /*
  * A spool whose .replay-lock is a symbolic link to a file elsewhere: a
  * replay takes no lock through it (a lock on that file, held here, does
