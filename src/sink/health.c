@@ -80,10 +80,8 @@ static int check_dir_of(const char *path, char *why, size_t size)
  */
 static int read_reason(const char *db, char *why, size_t size, bool *ret_same)
 {
-	struct bgrun__log_id id;
 	const char *said;
 	char *dir = NULL, line[1024];
-	struct stat st;
 	int error, fd, r;
 	ssize_t n;
 
@@ -105,14 +103,8 @@ static int read_reason(const char *db, char *why, size_t size, bool *ret_same)
 	if (n <= 0)
 		return 0;
 	line[n] = '\0';
-	error = bgrun__reason_parse(line, &id, &said);
-	if (error == 0)
-		return 0;
-	*ret_same = stat(db, &st) == 0 && (unsigned long long)st.st_dev == id.dev &&
-		    (unsigned long long)st.st_ino == id.ino &&
-		    (long long)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec ==
-			    id.mtime;
-	return bgrun__say(why, size, error, "%s", said);
+	error = bgrun__reason_judge(db, line, &said, ret_same);
+	return error == 0 ? 0 : bgrun__say(why, size, error, "%s", said);
 }
 
 int bgrun_sink_spool_reason(const char *db, char *why, size_t size)

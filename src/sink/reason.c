@@ -27,7 +27,7 @@ int bgrun__reason_format(char **ret_line, int error,
 	return n;
 }
 
-int bgrun__reason_parse(char *line, struct bgrun__log_id *ret_id,
+static int reason_parse(char *line, struct bgrun__log_id *ret_id,
 			const char **ret_why)
 {
 	int error, used = 0;
@@ -39,4 +39,17 @@ int bgrun__reason_parse(char *line, struct bgrun__log_id *ret_id,
 		return 0;
 	*ret_why = line + used;
 	return -error;
+}
+
+int bgrun__reason_judge(const char *db, char *line, const char **ret_why,
+			bool *ret_same)
+{
+	struct bgrun__log_id id, now;
+	int error = reason_parse(line, &id, ret_why);
+
+	if (error == 0)
+		return 0;
+	bgrun__log_id_of(db, &now);
+	*ret_same = now.ino != 0 && bgrun__log_id_same(&now, &id);
+	return error;
 }

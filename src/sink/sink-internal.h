@@ -151,15 +151,24 @@ struct bgrun__log_id {
 	unsigned long long dev, ino;
 	long long mtime;
 };
+/* db's (src/sink/spool.c; src/win/sink.c): all zeros (ino 0) when it
+ * cannot be looked at. */
+void bgrun__log_id_of(const char *db, struct bgrun__log_id *ret);
+static inline bool bgrun__log_id_same(const struct bgrun__log_id *a,
+				      const struct bgrun__log_id *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->mtime == b->mtime;
+}
 /* reason.c: the reason's line for error (-errno) and why (NULL: the
  * errno's text), in *ret_line (malloc'd, ending in its one '\n'); its
  * length, or -ENOMEM. */
 int bgrun__reason_format(char **ret_line, int error,
 			 const struct bgrun__log_id *id, const char *why);
 /* A line read back (changed in place: its end cut): the -errno, with
- * *ret_id and *ret_why (in line) set; 0 if it is not a reason's line. */
-int bgrun__reason_parse(char *line, struct bgrun__log_id *ret_id,
-			const char **ret_why);
+ * *ret_why (in line) set and whether db is still the file the line names
+ * (*ret_same); 0 if it is not a reason's line. */
+int bgrun__reason_judge(const char *db, char *line, const char **ret_why,
+			bool *ret_same);
 /* Tests (test-control.c): fn, or NULL, is called by every replay after
  * each pass and, when it found the spool empty, before it removes the
  * reason; process-wide. */

@@ -80,6 +80,20 @@ cleanup:
 	return r < 0 ? r : 0;
 }
 
+void bgrun__log_id_of(const char *db, struct bgrun__log_id *ret)
+{
+	struct stat st;
+
+	*ret = (struct bgrun__log_id){ 0 };
+	if (stat(db, &st) == 0)
+		*ret = (struct bgrun__log_id){
+			.dev = (unsigned long long)st.st_dev,
+			.ino = (unsigned long long)st.st_ino,
+			.mtime = (long long)st.st_mtim.tv_sec * 1000000000 +
+				 st.st_mtim.tv_nsec,
+		};
+}
+
 /*
  * The reason is advice, not data: no fsync. Written whole (a temporary
  * file renamed over it), so that a reader never sees half a line; a
@@ -89,8 +103,7 @@ cleanup:
 int bgrun__spool_note_reason(const char *db, int error, const char *why)
 {
 	char *dir = NULL, *tmp = NULL, *line = NULL;
-	struct bgrun__log_id id = { 0 };
-	struct stat st;
+	struct bgrun__log_id id;
 	int fd = -1, dfd = -1, n, r;
 
 	r = bgrun_sink_spool_dir(db, &dir);
@@ -102,13 +115,7 @@ int bgrun__spool_note_reason(const char *db, int error, const char *why)
 		goto out;
 	}
 	/* Which file failed: a reason holds only while it is the same. */
-	if (stat(db, &st) == 0)
-		id = (struct bgrun__log_id){
-			.dev = (unsigned long long)st.st_dev,
-			.ino = (unsigned long long)st.st_ino,
-			.mtime = (long long)st.st_mtim.tv_sec * 1000000000 +
-				 st.st_mtim.tv_nsec,
-		};
+	bgrun__log_id_of(db, &id);
 	n = bgrun__reason_format(&line, error, &id, why);
 	if (n < 0 || asprintf(&tmp, ".tmp-reason-%d", (int)getpid()) < 0) {
 		r = -ENOMEM;

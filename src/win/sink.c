@@ -160,11 +160,8 @@ int bgrun_sink_dropped_path(const char *socket, char **ret_path)
 				ret_path);
 }
 
-/*
- * Which file db is (struct bgrun__log_id): its volume, its index there
- * and its last write; zeros if it cannot be opened.
- */
-static void log_id(const char *db, struct bgrun__log_id *ret)
+/* Which file db is: its volume, its index there and its last write. */
+void bgrun__log_id_of(const char *db, struct bgrun__log_id *ret)
 {
 	BY_HANDLE_FILE_INFORMATION info;
 	WCHAR *w;
@@ -211,7 +208,7 @@ int bgrun__spool_note_reason(const char *db, int error, const char *why)
 	r = check_spool_dir(dir);
 	if (r < 0)
 		goto out;
-	log_id(db, &id);
+	bgrun__log_id_of(db, &id);
 	n = bgrun__reason_format(&line, error, &id, why);
 	(void)snprintf(tmp, sizeof(tmp), ".tmp-reason-%lu",
 		       (unsigned long)GetCurrentProcessId());
@@ -808,7 +805,6 @@ out:
  */
 static int read_reason(const char *db, char *why, size_t size, bool *ret_same)
 {
-	struct bgrun__log_id id, now;
 	const char *said;
 	char *dir = NULL, line[1024];
 	WCHAR *w = NULL;
@@ -836,13 +832,8 @@ static int read_reason(const char *db, char *why, size_t size, bool *ret_same)
 	if (n == 0)
 		return 0;
 	line[n] = '\0';
-	error = bgrun__reason_parse(line, &id, &said);
-	if (error == 0)
-		return 0;
-	log_id(db, &now);
-	*ret_same = now.dev == id.dev && now.ino == id.ino &&
-		    now.mtime == id.mtime;
-	return bgrun__say(why, size, error, "%s", said);
+	error = bgrun__reason_judge(db, line, &said, ret_same);
+	return error == 0 ? 0 : bgrun__say(why, size, error, "%s", said);
 }
 
 /* As src/sink/health.c's. */
