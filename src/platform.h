@@ -435,8 +435,9 @@ int bgrun__file_identity(const char *path, int64_t *ret_dev, int64_t *ret_ino);
  * EVENT frame (-EINVAL for an event that cannot be encoded);
  * bgrun__spool_note_reason notes why (error, why: the one-line
  * message) beside what waits (BGRUN__SPOOL_REASON, the line of
- * src/sink/reason.c); bgrun__dropped_note counts ev as dropped (error: why it could be
- * neither stored nor spooled), see bgrun_sink_dropped_count.
+ * src/sink/reason.c); bgrun__dropped_note counts ev as dropped
+ * (error: why it could be neither stored nor spooled), see
+ * bgrun_sink_dropped_count.
  */
 int bgrun__spool_write(const char *db, const struct bgrun_event *ev);
 int bgrun__spool_note_reason(const char *db, int error, const char *why);
