@@ -595,6 +595,56 @@ void case_fork_waits_for_checkpointer(void)
 }
 
 /*
+ * A checkpointer thread that falls behind (no CPU for it, or its flush
+ * waiting for a disk other programs keep busy) does not leave the WAL to
+ * grow: past its bound the committing writer checkpoints in line. The
+ * thread is held after its first checkpoint by the test-control hook, and
+ * the writer goes on; without the bound the WAL grew by 7 pages a put
+ * (about 86 MiB here), which a busy disk had shown as a 16 MiB WAL in
+ * case_long_writer_checkpoints.
+ */
+void case_long_writer_thread_behind(void)
+{
+	char *db = t_path(t_tmpdir(), "events.db"), *wal = t_printf("%s-wal", db);
+	struct pollfd in = { .events = POLLIN };
+	struct bgrun_store *s;
+	off_t most = 0;
+	int puts = 0;
+	char c = 1;
+
+	atomic_store(&ckpt_calls, 0);
+	ASSERT_SYS(pipe(ckpt_in));
+	ASSERT_SYS(pipe(ckpt_out));
+	ASSERT_OK(bgrun__test_control(BGRUN__TEST_STORE_CHECKPOINT_HOOK,
+				      held_checkpoint));
+	ASSERT_OK(t_open(db, 0, &s));
+	in.fd = ckpt_in[0];
+	while (poll(&in, 1, 0) == 0) {
+		put_commandfinish(s);
+		if (++puts == LONG_PUTS_MAX)
+			FAIL("%d puts and no checkpoint on the thread", puts);
+	}
+	/* The thread is held: 3000 puts, about 21,000 pages. */
+	for (int i = 0; i < 3000; i++, puts++) {
+		put_commandfinish(s);
+		if (file_size(wal) > most)
+			most = file_size(wal);
+	}
+	ASSERT_SYS(write(ckpt_out[1], &c, 1));
+	if (most > LONG_WAL_MAX)
+		FAIL("the thread held, the WAL reached %lld bytes", (long long)most);
+	bgrun_store_close(s);
+	ASSERT_OK(bgrun__test_control(BGRUN__TEST_STORE_CHECKPOINT_HOOK, NULL));
+	ASSERT_EQ(rows_in(db), puts);
+	for (int i = 0; i < 2; i++) {
+		(void)close(ckpt_in[i]);
+		(void)close(ckpt_out[i]);
+	}
+	free(wal);
+	free(db);
+}
+
+/*
  * A log removed without its -wal and -shm files (rm events.db), which
  * stay between writers, then made again: the old rows do not come back
  * from the old WAL (SQLite deletes a WAL found beside an empty database).

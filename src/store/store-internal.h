@@ -42,6 +42,12 @@
 #define BGRUN__STORE_CHECKPOINT_PAGES 500
 #endif
 /*
+ * The WAL pages at which the writer that committed checkpoints in line,
+ * not through its thread, which has fallen behind (store.c's
+ * checkpoint_soon): the WAL's bound, about 8 MiB.
+ */
+#define BGRUN__STORE_CHECKPOINT_INLINE_PAGES (4 * BGRUN__STORE_CHECKPOINT_PAGES)
+/*
  * The WAL a closing writer leaves for the next opener, in pages: below
  * it the last connection closes without a checkpoint (the WAL, flushed,
  * holds its commits), at or above it the close checkpoints and truncates
@@ -213,8 +219,11 @@ int bgrun__store_end(struct bgrun_store *store, int r);
 /* The write lock alone, for what cannot run in a transaction (VACUUM). */
 int bgrun__store_lock(struct bgrun_store *store);
 void bgrun__store_unlock(struct bgrun_store *store);
-/* A PASSIVE checkpoint, the WAL flushed first with no lock held. */
-void bgrun__store_checkpoint(struct bgrun_store *store);
+/*
+ * A PASSIVE checkpoint, the WAL flushed first with no lock held; none if
+ * the lock's counter is no longer seen (another checkpoint ran since).
+ */
+void bgrun__store_checkpoint(struct bgrun_store *store, uint32_t seen);
 
 /* store-schema.c */
 /*
