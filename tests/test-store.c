@@ -530,6 +530,40 @@ static void held_checkpoint(void)
 	atomic_store(&ckpt_inside, 0);
 }
 
+/*
+ * Opens db in *ret_store, with the checkpointer's first checkpoint to be
+ * held inside by held_checkpoint, and puts until it is; returns the puts.
+ */
+static int put_until_checkpoint_held(const char *db,
+				     struct bgrun_store **ret_store)
+{
+	struct pollfd in = { .events = POLLIN };
+	int puts = 0;
+
+	atomic_store(&ckpt_calls, 0);
+	ASSERT_SYS(pipe(ckpt_in));
+	ASSERT_SYS(pipe(ckpt_out));
+	ASSERT_OK(bgrun__test_control(BGRUN__TEST_STORE_CHECKPOINT_HOOK,
+				      held_checkpoint));
+	ASSERT_OK(t_open(db, 0, ret_store));
+	in.fd = ckpt_in[0];
+	while (poll(&in, 1, 0) == 0) {
+		put_commandfinish(*ret_store);
+		if (++puts == LONG_PUTS_MAX)
+			FAIL("%d puts and no checkpoint on the thread", puts);
+	}
+	return puts;
+}
+
+/* The pipes of held_checkpoint, closed. */
+static void held_checkpoint_done(void)
+{
+	for (int i = 0; i < 2; i++) {
+		(void)close(ckpt_in[i]);
+		(void)close(ckpt_out[i]);
+	}
+}
+
 struct forker {
 	int done;    /* written once fork() returned in the parent */
 	pid_t child;
@@ -550,26 +584,16 @@ static void *fork_now(void *arg)
 void case_fork_waits_for_checkpointer(void)
 {
 	char *db = t_path(t_tmpdir(), "events.db");
-	struct pollfd in = { .events = POLLIN }, done = { .events = POLLIN };
+	struct pollfd done = { .events = POLLIN };
 	struct forker f;
 	struct bgrun_store *s;
-	int pipe_done[2], status, puts = 0, forked;
+	int pipe_done[2], status, puts, forked;
 	pthread_t t;
 	char c = 1;
 
-	ASSERT_SYS(pipe(ckpt_in));
-	ASSERT_SYS(pipe(ckpt_out));
 	ASSERT_SYS(pipe(pipe_done));
-	ASSERT_OK(bgrun__test_control(BGRUN__TEST_STORE_CHECKPOINT_HOOK,
-				      held_checkpoint));
-	ASSERT_OK(t_open(db, 0, &s));
 	/* Until the thread's first checkpoint is held inside. */
-	in.fd = ckpt_in[0];
-	while (poll(&in, 1, 0) == 0) {
-		put_commandfinish(s);
-		if (++puts == LONG_PUTS_MAX)
-			FAIL("%d puts and no checkpoint on the thread", puts);
-	}
+	puts = put_until_checkpoint_held(db, &s);
 	f.done = pipe_done[1];
 	ASSERT_EQ(pthread_create(&t, NULL, fork_now, &f), 0);
 	done.fd = pipe_done[0];
@@ -586,11 +610,9 @@ void case_fork_waits_for_checkpointer(void)
 	put_commandfinish(s);
 	bgrun_store_close(s);
 	ASSERT_EQ(rows_in(db), puts + 1);
-	for (int i = 0; i < 2; i++) {
-		(void)close(ckpt_in[i]);
-		(void)close(ckpt_out[i]);
+	held_checkpoint_done();
+	for (int i = 0; i < 2; i++)
 		(void)close(pipe_done[i]);
-	}
 	free(db);
 }
 
@@ -606,24 +628,11 @@ void case_fork_waits_for_checkpointer(void)
 void case_long_writer_thread_behind(void)
 {
 	char *db = t_path(t_tmpdir(), "events.db"), *wal = t_printf("%s-wal", db);
-	struct pollfd in = { .events = POLLIN };
 	struct bgrun_store *s;
 	off_t most = 0;
-	int puts = 0;
+	int puts = put_until_checkpoint_held(db, &s);
 	char c = 1;
 
-	atomic_store(&ckpt_calls, 0);
-	ASSERT_SYS(pipe(ckpt_in));
-	ASSERT_SYS(pipe(ckpt_out));
-	ASSERT_OK(bgrun__test_control(BGRUN__TEST_STORE_CHECKPOINT_HOOK,
-				      held_checkpoint));
-	ASSERT_OK(t_open(db, 0, &s));
-	in.fd = ckpt_in[0];
-	while (poll(&in, 1, 0) == 0) {
-		put_commandfinish(s);
-		if (++puts == LONG_PUTS_MAX)
-			FAIL("%d puts and no checkpoint on the thread", puts);
-	}
 	/* The thread is held: 3000 puts, about 21,000 pages. */
 	for (int i = 0; i < 3000; i++, puts++) {
 		put_commandfinish(s);
@@ -636,10 +645,7 @@ void case_long_writer_thread_behind(void)
 	bgrun_store_close(s);
 	ASSERT_OK(bgrun__test_control(BGRUN__TEST_STORE_CHECKPOINT_HOOK, NULL));
 	ASSERT_EQ(rows_in(db), puts);
-	for (int i = 0; i < 2; i++) {
-		(void)close(ckpt_in[i]);
-		(void)close(ckpt_out[i]);
-	}
+	held_checkpoint_done();
 	free(wal);
 	free(db);
 }
