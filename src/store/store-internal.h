@@ -25,7 +25,7 @@
 #define BGRUN__STORE_LOCK_MS 10000
 /*
  * WAL pages after which the store of the writer that committed has its
- * thread checkpoint (see bgrun__store_checkpoint and store.c's
+ * thread checkpoint (see bgrun__store_checkpoint and store-checkpoint.c's
  * checkpointer; SQLite's automatic checkpoint is off). A write dirties
  * about 7 pages (the row and its indexes), so that is every 70 events or
  * so, and the WAL stays near 2 MiB. Every writer waits while a
@@ -43,8 +43,8 @@
 #endif
 /*
  * The WAL pages at which the writer that committed checkpoints in line,
- * not through its thread, which has fallen behind (store.c's
- * checkpoint_soon): the WAL's bound, about 8 MiB.
+ * not through its thread, which has fallen behind (store-checkpoint.c's
+ * bgrun__store_checkpoint_soon): the WAL's bound, about 8 MiB.
  */
 #define BGRUN__STORE_CHECKPOINT_INLINE_PAGES (4 * BGRUN__STORE_CHECKPOINT_PAGES)
 /*
@@ -163,7 +163,7 @@ struct bgrun_store {
 	struct bgrun__filelock_taken taken[BGRUN__STORE_GROUP_MAX];
 	int32_t taken_result[BGRUN__STORE_GROUP_MAX];
 	size_t n_taken;
-	/* The thread that checkpoints for this store (store.c), once needed. */
+	/* The thread that checkpoints for this store (store-checkpoint.c), once needed. */
 	struct bgrun__checkpointer *ckpt;
 	bool ckpt_failed;   /* could not be started: checkpoint in line */
 	bool ckpt_own;      /* this is the checkpointer's own store */
@@ -219,11 +219,38 @@ int bgrun__store_end(struct bgrun_store *store, int r);
 /* The write lock alone, for what cannot run in a transaction (VACUUM). */
 int bgrun__store_lock(struct bgrun_store *store);
 void bgrun__store_unlock(struct bgrun_store *store);
+/* Opens store->path (name: NULL) or name on store->db, our settings applied. */
+int bgrun__store_open_db(struct bgrun_store *store, const char *name,
+			 int flags);
+/*
+ * Back to what bgrun_store_new made: after a failed open (the caller
+ * keeps the message: closing may write its own), and before the store
+ * is freed.
+ */
+void bgrun__store_release(struct bgrun_store *store);
+
+/* store-checkpoint.c */
 /*
  * A PASSIVE checkpoint, the WAL flushed first with no lock held; none if
  * the lock's counter is no longer seen (another checkpoint ran since).
  */
 void bgrun__store_checkpoint(struct bgrun_store *store, uint32_t seen);
+/*
+ * After a commit that took the WAL past checkpoint_frames (seen: the
+ * lock's counter read under that commit's lock): asks the store's
+ * checkpointer thread, started on first use, or checkpoints in line.
+ */
+void bgrun__store_checkpoint_soon(struct bgrun_store *store, uint32_t seen);
+/* fdatasync of the -wal file, with no lock held. */
+void bgrun__store_flush_wal(struct bgrun_store *store);
+/* SQLite's WAL hook: keeps store->wal_frames (data: the store). */
+int bgrun__store_wal_hook(void *data, sqlite3 *db, const char *name,
+			  int frames);
+/*
+ * Joins the store's checkpointer thread and closes its connection (never
+ * the last one); nothing in a forked child, whose thread is the parent's.
+ */
+void bgrun__store_checkpointer_stop(struct bgrun_store *store);
 
 /* store-schema.c */
 /*

@@ -273,9 +273,6 @@ static int64_t lock_timeout_ns(void)
 	return BGRUN__STORE_LOCK_MS * INT64_C(1000000);
 }
 
-static void flush_wal(struct bgrun_store *store);
-static void checkpoint_soon(struct bgrun_store *store, uint32_t seen);
-
 /* Runs a statement of the cache that returns no rows. */
 static int run_stmt(struct bgrun_store *store, enum bgrun__stmt_id id,
 		    const char *what)
@@ -353,291 +350,8 @@ int bgrun__store_end(struct bgrun_store *store, int r)
 	seen = count != NULL ? atomic_load(count) : 0;
 	unlock_file(store);
 	if (store->wal_frames >= store->checkpoint_frames)
-		checkpoint_soon(store, seen);
+		bgrun__store_checkpoint_soon(store, seen);
 	return r;
-}
-
-/*
- * fdatasync of the WAL, with no lock held: what a checkpoint's own sync
- * of the WAL then finds to write is what came since, so that the part of
- * the checkpoint that everyone waits for is short. (Only a flush: it
- * changes nothing, and SQLite holds no POSIX lock on the -wal file that
- * closing our descriptor could drop.)
- */
-static void flush_wal(struct bgrun_store *store)
-{
-	char *wal = NULL;
-	int fd;
-
-	if (asprintf(&wal, "%s-wal", store->path) < 0)
-		return;
-	fd = bgrun__filelock_open_sync(wal);
-	free(wal);
-	if (fd < 0)
-		return;
-	(void)fdatasync(fd);
-	(void)close(fd);
-}
-
-/*
- * Fork safety. The checkpointer's thread (below) is one the caller does
- * not know of: a program that forks and has the child open the log, as a
- * single-threaded program may, could fork while that thread is inside
- * SQLite, and the child would inherit SQLite's record of the thread's
- * locks (its unix VFS keeps each file's locks per process) and its
- * mutexes: its own connection to the log would then wait on locks no
- * process holds, with our write lock taken (python/sink.c met it with
- * its own threads). So a fork waits until no checkpointer is between its
- * lock and its release, which is bounded: the wait for the lock by
- * BGRUN__STORE_CHECKPOINT_WAIT_MS, the checkpoint by its copy of at most
- * a few thousand pages. A checkpointer never waits for the lock holding
- * SQLite's state, so no lock is taken in the other order.
- */
-static pthread_mutex_t fork_lock = PTHREAD_MUTEX_INITIALIZER;
-static void (*_Atomic checkpoint_hook)(void);
-
-static void fork_prepare(void)
-{
-	pthread_mutex_lock(&fork_lock);
-}
-
-static void fork_release(void)
-{
-	pthread_mutex_unlock(&fork_lock);
-}
-
-static void fork_guard_install(void)
-{
-	(void)bgrun__fork_hooks(fork_prepare, fork_release, fork_release);
-}
-
-void bgrun__store_set_checkpoint_hook(void (*fn)(void))
-{
-	atomic_store(&checkpoint_hook, fn);
-}
-
-static void checkpoint_locked(struct bgrun_store *store, uint32_t seen);
-
-/*
- * Our checkpoints, not SQLite's automatic one (which runs inside the
- * COMMIT of whichever writer crosses the threshold, under the lock, with
- * its two fdatasyncs of up to 16 MiB: every other writer waited for it,
- * up to 168 ms at 8 writers in bench/sink-bench). The writer that crossed
- * it has committed and released the lock; it flushes the WAL with no lock
- * held, then takes the lock again for a PASSIVE checkpoint, which copies
- * the pages and syncs what little is left. A checkpoint that cannot have
- * the lock or fails is left for the next writer: nothing is lost, the WAL
- * is only longer. seen: the lock's counter at the commit that asked, read
- * while that commit held the lock; if it has moved, a checkpoint ran
- * since and took that commit's pages.
- */
-void bgrun__store_checkpoint(struct bgrun_store *store, uint32_t seen)
-{
-	void (*hook)(void);
-
-	flush_wal(store);
-	if (!store->ckpt_own) {
-		checkpoint_locked(store, seen);
-		return;
-	}
-	/* The thread's checkpoint: a fork waits for it ("Fork safety"). */
-	pthread_mutex_lock(&fork_lock);
-	checkpoint_locked(store, seen);
-	hook = atomic_load(&checkpoint_hook);
-	if (hook != NULL)
-		hook();
-	pthread_mutex_unlock(&fork_lock);
-}
-
-/* The lock, the checkpoint and the release (seen: the count at our commit). */
-static void checkpoint_locked(struct bgrun_store *store, uint32_t seen)
-{
-	_Atomic uint32_t *count = bgrun__filelock_counter(&store->lock);
-	int log = 0, done = 0, rc;
-
-	/*
-	 * Not worth a long wait: the write is done, and the next writer
-	 * will try again.
-	 */
-	if (bgrun__filelock_acquire(&store->lock,
-				    BGRUN__STORE_CHECKPOINT_WAIT_MS *
-					    INT64_C(1000000),
-				    BGRUN__FILELOCK_TOTAL) < 0)
-		return;
-	/*
-	 * Another writer checkpointed since our commit (each that crossed
-	 * the threshold before the first one's checkpoint ended would
-	 * otherwise take one more, on a WAL just begun again): ours is done.
-	 */
-	if (count != NULL && atomic_load(count) != seen) {
-		store->wal_frames = 0;
-		unlock_file(store);
-		return;
-	}
-	rc = sqlite3_wal_checkpoint_v2(store->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
-				       &log, &done);
-	if (rc == SQLITE_OK && log < 0) {
-		/*
-		 * A connection that has read nothing yet (the checkpointer's
-		 * own) has not opened the WAL: SQLite then checkpoints nothing
-		 * and says -1, and the WAL of a long-lived writer (the daemon)
-		 * grew without end. One read opens it.
-		 */
-		(void)sqlite3_exec(store->db, "PRAGMA schema_version", NULL, NULL, NULL);
-		rc = sqlite3_wal_checkpoint_v2(store->db, NULL,
-					       SQLITE_CHECKPOINT_PASSIVE, &log, &done);
-	}
-	if (rc == SQLITE_OK && log >= 0) {
-		store->wal_frames = log > done ? log - done : 0;
-		if (count != NULL)
-			atomic_fetch_add(count, 1);
-	}
-	unlock_file(store);
-}
-
-/*
- * The checkpointer: a thread of the store's, started by the first
- * commit that takes the WAL past the threshold, with a connection and a
- * lock-file descriptor of its own (a flock does not exclude another
- * holder of the same open file). The writer whose commit crossed the
- * threshold used to checkpoint before its put returned: the WAL's flush
- * and the checkpoint, 4 to 5 ms here, on about one put in a hundred,
- * which was the p99 of every writer (bench/sink-bench, README). Now it
- * asks the thread and returns; the checkpoint still holds the lock while
- * it copies, as every writer's transaction does. A store that cannot
- * start it (no thread, no connection) checkpoints in line, as before.
- */
-struct bgrun__checkpointer {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	pthread_t thread;
-	bool pending, stop;
-	uint32_t seen; /* the lock's counter at the last commit that asked */
-	pid_t pid; /* the process whose thread it is */
-	struct bgrun_store store;
-};
-
-static void *checkpointer_main(void *arg)
-{
-	struct bgrun__checkpointer *c = arg;
-	uint32_t seen;
-
-	pthread_mutex_lock(&c->mu);
-	for (;;) {
-		while (!c->pending && !c->stop)
-			pthread_cond_wait(&c->cv, &c->mu);
-		if (c->stop)
-			break;
-		c->pending = false;
-		seen = c->seen;
-		pthread_mutex_unlock(&c->mu);
-		bgrun__store_checkpoint(&c->store, seen);
-		pthread_mutex_lock(&c->mu);
-	}
-	pthread_mutex_unlock(&c->mu);
-	return NULL;
-}
-
-static void release(struct bgrun_store *store);
-static int open_db(struct bgrun_store *store, const char *name, int flags);
-
-static struct bgrun__checkpointer *checkpointer_start(struct bgrun_store *store)
-{
-	static pthread_once_t fork_guard_once = PTHREAD_ONCE_INIT;
-	struct bgrun__checkpointer *c = calloc(1, sizeof(*c));
-	struct bgrun_store *s;
-	char *lock_path = NULL;
-
-	if (c == NULL)
-		return NULL;
-	(void)pthread_once(&fork_guard_once, fork_guard_install);
-	s = &c->store;
-	*s = (struct bgrun_store){ .lock_fd = -1, .lock = { .fd = -1 },
-				   .checkpoint_frames = INT_MAX,
-				   .ckpt_own = true,
-				   .lock_timeout_ns = store->lock_timeout_ns };
-	s->path = strdup(store->path);
-	if (s->path == NULL || asprintf(&lock_path, "%s-lock", s->path) < 0)
-		goto fail;
-	s->lock_fd = open(lock_path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
-	free(lock_path);
-	if (s->lock_fd < 0)
-		goto fail;
-	bgrun__filelock_init(&s->lock, s->lock_fd);
-	if (open_db(s, NULL, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW) < 0)
-		goto fail;
-	c->pid = getpid();
-	if (pthread_mutex_init(&c->mu, NULL) != 0)
-		goto fail;
-	if (pthread_cond_init(&c->cv, NULL) != 0) {
-		pthread_mutex_destroy(&c->mu);
-		goto fail;
-	}
-	if (bgrun__thread_start_joinable(&c->thread, checkpointer_main, c) < 0) {
-		pthread_cond_destroy(&c->cv);
-		pthread_mutex_destroy(&c->mu);
-		goto fail;
-	}
-	return c;
-fail:
-	release(s);
-	free(c);
-	return NULL;
-}
-
-/* Joins the thread and closes its connection (never the last one). */
-static void checkpointer_stop(struct bgrun__checkpointer *c)
-{
-	pthread_mutex_lock(&c->mu);
-	c->stop = true;
-	pthread_cond_signal(&c->cv);
-	pthread_mutex_unlock(&c->mu);
-	(void)pthread_join(c->thread, NULL);
-	pthread_cond_destroy(&c->cv);
-	pthread_mutex_destroy(&c->mu);
-	release(&c->store);
-	free(c);
-}
-
-/*
- * A WAL this far past the threshold means the thread has fallen behind
- * (it waits for a CPU, or its flush for a disk that other programs keep
- * busy, while the writer goes on filling the page cache): the writer
- * then checkpoints in line, as SQLite's own automatic checkpoint would,
- * so that the WAL stays bounded however late the thread is. Under a
- * disk kept busy by `dd conv=fdatasync` and four busy loops, the WAL of
- * tests/test-store.c's long writer reached 16 MiB, four thousand pages,
- * in 18 runs of 40 without it.
- */
-static void checkpoint_soon(struct bgrun_store *store, uint32_t seen)
-{
-	struct bgrun__checkpointer *c = store->ckpt;
-
-	if (c == NULL && !store->ckpt_failed && !store->ckpt_own) {
-		c = store->ckpt = checkpointer_start(store);
-		store->ckpt_failed = c == NULL;
-	}
-	/* A forked child has no thread: the parent's is the parent's. */
-	if (c == NULL || c->pid != getpid() ||
-	    store->wal_frames >= BGRUN__STORE_CHECKPOINT_INLINE_PAGES) {
-		bgrun__store_checkpoint(store, seen);
-		return;
-	}
-	pthread_mutex_lock(&c->mu);
-	c->seen = seen;
-	c->pending = true;
-	pthread_cond_signal(&c->cv);
-	pthread_mutex_unlock(&c->mu);
-}
-
-static int wal_hook(void *data, sqlite3 *db, const char *name, int frames)
-{
-	struct bgrun_store *store = data;
-
-	(void)db;
-	(void)name;
-	store->wal_frames = frames;
-	return SQLITE_OK;
 }
 
 /* The directories above path, each new one made 0700 (mkdir -p). */
@@ -692,8 +406,8 @@ static int create_file(struct bgrun_store *store, const char *path, int *ret_fd)
 	return 0;
 }
 
-/* name: NULL for the path itself. */
-static int open_db(struct bgrun_store *store, const char *name, int flags)
+int bgrun__store_open_db(struct bgrun_store *store, const char *name,
+			  int flags)
 {
 	/* A path that SQLite could take for a URI is made plainly relative. */
 	bool uri_like = strncmp(store->path, "file:", 5) == 0;
@@ -809,7 +523,8 @@ static int reopen_immutable(struct bgrun_store *store, int64_t *ret_version)
 	free(abs);
 	(void)sqlite3_close_v2(store->db);
 	store->db = NULL;
-	r = open_db(store, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+	r = bgrun__store_open_db(store, uri,
+				 SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
 	free(uri);
 	if (r >= 0)
 		r = bgrun__store_identify(store, ret_version);
@@ -828,7 +543,7 @@ static int open_readonly(struct bgrun_store *store)
 						  ? "no such file (no events "
 						    "recorded yet)"
 						  : strerror(errno));
-	r = open_db(store, NULL, SQLITE_OPEN_READONLY);
+	r = bgrun__store_open_db(store, NULL, SQLITE_OPEN_READONLY);
 	if (r >= 0)
 		r = bgrun__store_identify(store, &version);
 	/*
@@ -892,7 +607,8 @@ static int open_readwrite(struct bgrun_store *store)
 	}
 	bgrun__filelock_init(&store->lock, store->lock_fd);
 	store->lock_timeout_ns = lock_timeout_ns();
-	r = open_db(store, NULL, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW);
+	r = bgrun__store_open_db(store, NULL,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW);
 	if (r >= 0)
 		r = lock_file(store);
 	if (r >= 0) {
@@ -909,7 +625,8 @@ static int open_readwrite(struct bgrun_store *store)
 		int persist = 1;
 
 		store->checkpoint_frames = BGRUN__STORE_CHECKPOINT_PAGES;
-		(void)sqlite3_wal_hook(store->db, wal_hook, store);
+		(void)sqlite3_wal_hook(store->db, bgrun__store_wal_hook,
+				       store);
 		/*
 		 * The -wal and -shm files are made once and kept: making and
 		 * unlinking them cost every short-lived writer two file
@@ -951,12 +668,7 @@ int bgrun__store_enter_write(struct bgrun_store *store)
 	return r < 0 ? r : bgrun__store_begin(store);
 }
 
-/*
- * Back to what bgrun_store_new made: after a failed open (the caller
- * keeps the message: closing may write its own), and before the store
- * is freed.
- */
-static void release(struct bgrun_store *store)
+void bgrun__store_release(struct bgrun_store *store)
 {
 	for (size_t i = 0; i < BGRUN__N_STMTS; i++)
 		(void)sqlite3_finalize(store->stmts[i]);
@@ -971,8 +683,7 @@ static void release(struct bgrun_store *store)
 	 * last. In a forked child, the thread and its connection are the
 	 * parent's: left alone.
 	 */
-	if (store->ckpt != NULL && store->ckpt->pid == getpid())
-		checkpointer_stop(store->ckpt);
+	bgrun__store_checkpointer_stop(store);
 	if (store->db != NULL && store->ckpt_own) {
 		/* Another connection of this process is open: no checkpoint. */
 		(void)sqlite3_db_config(store->db,
@@ -997,7 +708,7 @@ static void release(struct bgrun_store *store)
 					  BGRUN__STORE_CLOSE_CHECKPOINT_PAGES;
 
 		if (store->lock_fd >= 0)
-			flush_wal(store);
+			bgrun__store_flush_wal(store);
 		/*
 		 * Not the whole lock timeout: a write that timed out has
 		 * already waited it, and without the lock the WAL is only
@@ -1047,7 +758,7 @@ static int open_with(struct bgrun_store *store, const char *path,
 		(void)bgrun__store_failf(store, r, "%s: %s", path,
 					 bgrun_strerror(r));
 	memcpy(msg, store->errmsg, sizeof(msg));
-	release(store);
+	bgrun__store_release(store);
 	memcpy(store->errmsg, msg, sizeof(msg));
 	return r;
 }
@@ -1068,7 +779,7 @@ int bgrun_store_open(struct bgrun_store *store, const char *path,
 
 static int open_scratch(struct bgrun_store *store)
 {
-	return open_db(store, ":memory:", SQLITE_OPEN_READWRITE);
+	return bgrun__store_open_db(store, ":memory:", SQLITE_OPEN_READWRITE);
 }
 
 int bgrun_store_open_scratch(struct bgrun_store *store)
@@ -1083,6 +794,6 @@ void bgrun_store_close(struct bgrun_store *store)
 {
 	if (store == NULL)
 		return;
-	release(store);
+	bgrun__store_release(store);
 	free(store);
 }
