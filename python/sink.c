@@ -119,8 +119,8 @@ static void bg_atfork_child(void)
  * thread that forks holding it does not stop them. The bound is the
  * store's own lock bound: past it, the fork goes on as before. (The
  * store's checkpoint thread, which runs after a send has returned, is
- * waited for by libbgrun-store itself: src/store/store.c, "Fork
- * safety".)
+ * waited for by libbgrun-store itself: src/store/store-checkpoint.c,
+ * "Fork safety".)
  */
 #define FORK_WAIT_S 10
 

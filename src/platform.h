@@ -346,8 +346,9 @@ void bgrun__async_atfork(enum bgrun__fork_phase phase);  /* spawn/async.c */
 void bgrun__reaper_atfork(enum bgrun__fork_phase phase); /* spawn/reap.c */
 /*
  * The same hooks for a module of the store's library, whose thread a
- * caller does not know of either (store/store.c, "Fork safety"): 0, or
- * -errno. A platform without fork has nothing to install.
+ * caller does not know of either (store/store-checkpoint.c, "Fork
+ * safety"): 0, or -errno. A platform without fork has nothing to
+ * install.
  */
 int bgrun__fork_hooks(void (*prepare)(void), void (*parent)(void),
 		      void (*child)(void));

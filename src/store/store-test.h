@@ -6,8 +6,9 @@
 
 /*
  * fn, or NULL for none, is called by every store's checkpointer thread
- * inside the part of its checkpoint that a fork() waits for (store.c,
- * "Fork safety"), so that a test can hold the thread there.
+ * inside the part of its checkpoint that a fork() waits for
+ * (store-checkpoint.c, "Fork safety"), so that a test can hold the
+ * thread there.
  */
 void bgrun__store_set_checkpoint_hook(void (*fn)(void));
 
