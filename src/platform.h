@@ -400,7 +400,8 @@ bool bgrun__sinkconn_is_open(const struct bgrun__sinkconn *c);
 /*
  * One step of an exchange: waits up to timeout_ms until the connection
  * can take some of out (when out_len > 0) or has bytes for in, then
- * writes what it can and reads what is there (at most in_cap).
+ * writes what it can and reads what is there (at most in_cap). A step
+ * may return having written without reading (the caller steps again).
  * 0 with *ret_sent and *ret_got (both 0 when the wait ended first or was
  * interrupted); -ECONNRESET when the daemon closed the connection;
  * another -errno. What out held is copied or written before the return:
