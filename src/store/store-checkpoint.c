@@ -216,8 +216,8 @@ static struct bgrun__checkpointer *checkpointer_start(struct bgrun_store *store)
 	if (s->lock_fd < 0)
 		goto fail;
 	bgrun__filelock_init(&s->lock, s->lock_fd);
-	if (bgrun__store_open_db(s, NULL,
-				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW) < 0)
+	if (bgrun__store_open_db(s, NULL, SQLITE_OPEN_READWRITE |
+					 SQLITE_OPEN_NOFOLLOW) < 0)
 		goto fail;
 	c->pid = getpid();
 	if (pthread_mutex_init(&c->mu, NULL) != 0)

@@ -163,7 +163,7 @@ struct bgrun_store {
 	struct bgrun__filelock_taken taken[BGRUN__STORE_GROUP_MAX];
 	int32_t taken_result[BGRUN__STORE_GROUP_MAX];
 	size_t n_taken;
-	/* The thread that checkpoints for this store (store-checkpoint.c), once needed. */
+	/* Its checkpointer thread (store-checkpoint.c), once needed. */
 	struct bgrun__checkpointer *ckpt;
 	bool ckpt_failed;   /* could not be started: checkpoint in line */
 	bool ckpt_own;      /* this is the checkpointer's own store */
