@@ -371,7 +371,14 @@ static const char *hg_optvalue(PyObject *keep, PyObject *v)
 		return "1";
 	if (PyBytes_Check(v))
 		return text_field(keep, v, "options");
-	if (PyByteArray_Check(v) || PyObject_HasAttrString(v, "__bytes__")) {
+	/*
+	 * An int, a float or a str (the return code, the duration) has no
+	 * __bytes__, so str() at once: asking it for one raises and clears
+	 * an AttributeError, its message formatted first.
+	 */
+	if (!PyLong_CheckExact(v) && !PyFloat_CheckExact(v) &&
+	    !PyUnicode_CheckExact(v) &&
+	    (PyByteArray_Check(v) || PyObject_HasAttrString(v, "__bytes__"))) {
 		b = PyObject_Bytes(v);
 	} else {
 		s = PyObject_Str(v);

@@ -85,9 +85,18 @@ class SinkCase(TmpCase):
     def test_hglog_fields(self):
         # What hgext3rd/bgrun.py recorded in Python before hglog() built it:
         # each rule of that code, checked on a stored row.
+        class Named:  # pycompat.bytestr takes __bytes__ where there is one
+            def __bytes__(self):
+                return b'by bytes'
+
+        class Code(int):  # an int's subclass too: not str()'s fast path
+            def __bytes__(self):
+                return b'code by bytes'
+
         opts = {b'canonical_command': b'status', b'return_code': 1, b'duration': 0.25,
                 b'flag': True, b'off': False, b'none': None, b'num': 3,
-                b'\xe9t\xe9': b'x', b'text': 'ascii str'}
+                b'\xe9t\xe9': b'x', b'text': 'ascii str', b'named': Named(),
+                b'code': Code(7)}
         before = time.time_ns()
         with bgrun.Sink(self.db, mode='embedded') as s:
             fin = s.hglog(b'commandfinish', b'status exited 1 after 0.25 seconds\n', opts,
@@ -112,7 +121,7 @@ class SinkCase(TmpCase):
         self.assertEqual(json.loads(r['options']), {
             'canonical_command': 'status', 'return_code': '1', 'duration': '0.25',
             'flag': '1', 'off': '0', 'none': '0', 'num': '3', '\xe9t\xe9': 'x',
-            'text': 'ascii str'})
+            'text': 'ascii str', 'named': 'by bytes', 'code': 'code by bytes'})
         r = by_id[exc]
         self.assertEqual((r['message'], r['exit_code'], r['result'], r['display'],
                           r['end_ns'], json.loads(r['options'])),
