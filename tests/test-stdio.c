@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,6 +347,55 @@ void test_stdout_null(void)
 	ASSERT_STR_EQ(report_get(&rep, "fd1"), "/dev/null");
 	ASSERT_STR_EQ(report_get(&rep, "fd2"), "/dev/null");
 	report_free(&rep);
+}
+
+/*
+ * The library may keep a descriptor on /dev/null for the children's
+ * stdio. A caller that closes it (descriptors it did not open) and gets
+ * a file of its own at that number must not have its children wired to
+ * that file: their 0, 1 and 2 are still /dev/null, and the file is left
+ * as it was.
+ */
+void test_stdio_null_fd_closed(void)
+{
+	struct bgrun_spawn_opts opts = BGRUN_SPAWN_OPTS_INIT;
+	const char *dir = test_tmpdir();
+	char *victim = test_path(dir, "victim.txt");
+	struct report rep;
+	char link[64], target[PATH_MAX];
+	size_t len;
+	int fd;
+
+	test_run_report(&opts, NULL, &rep);
+	report_free(&rep);
+	test_write_file(victim, "mine\n", 5, 0644);
+	fd = open(victim, O_RDWR | O_CLOEXEC);
+	ASSERT_SYS(fd);
+	/* Every /dev/null of ours above 2 becomes our file instead. */
+	for (int i = 3; i < 1024; i++) {
+		ssize_t n;
+
+		(void)snprintf(link, sizeof(link), "/proc/self/fd/%d", i);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n < 0 || i == fd)
+			continue;
+		target[n] = '\0';
+		if (strcmp(target, "/dev/null") != 0)
+			continue;
+		ASSERT_SYS(dup3(fd, i, O_CLOEXEC));
+	}
+	for (int round = 0; round < 2; round++) {
+		opts.ensurestart = round == 0;
+		test_run_report(&opts, NULL, &rep);
+		ASSERT_STR_EQ(report_get(&rep, "fd0"), "/dev/null");
+		ASSERT_STR_EQ(report_get(&rep, "fd1"), "/dev/null");
+		ASSERT_STR_EQ(report_get(&rep, "fd2"), "/dev/null");
+		report_free(&rep);
+	}
+	free(test_read_file(victim, &len));
+	ASSERT_EQ(len, 5);
+	ASSERT_SYS(close(fd));
+	free(victim);
 }
 
 void test_stdout_file_truncate(void)

@@ -31,7 +31,8 @@
  * files, the working directory, finding the program) is done here, in the
  * parent, before spawning; the file actions left for the child are dup2,
  * fchdir and closefrom, which cannot fail on valid descriptors, and the
- * opening of /dev/null. A program given by its path is left to execve
+ * opening of /dev/null where the library's own descriptor on it cannot
+ * serve (shared_actions). A program given by its path is left to execve
  * when nothing is opened before it (check_first).
  */
 
@@ -387,12 +388,50 @@ static int add_fd_actions(posix_spawn_file_actions_t *fa,
  * passed and no working directory, the usual background launch, are
  * always the same: they are built once. Each action glibc adds checks
  * its descriptor against RLIMIT_NOFILE, a system call, and allocates.
+ *
+ * They dup2 a /dev/null of ours, opened once (read-write, close-on-exec,
+ * above 2), onto 0, 1 and 2: the child then does three dup2 where it
+ * would close 0, look the path up and open it (4 us of the caller's
+ * wait here, docs/benchmarks.md). A caller may close descriptors it did
+ * not open, and a file of its own may then get that number: so each
+ * launch first checks, with one fstat, that the number is still this
+ * /dev/null (the same device and inode), and otherwise builds its
+ * actions as if there were none shared, opening /dev/null in the child.
  * THREAD SAFETY: built under pthread_once, then only read (posix_spawn
- * takes its actions const); a forked child inherits them built.
+ * takes its actions const); a forked child inherits them built, and the
+ * descriptor with them.
  */
 static pthread_once_t null_fa_once = PTHREAD_ONCE_INIT;
 static posix_spawn_file_actions_t null_fa;
 static bool null_fa_ready;
+static int null_fd = -1;     /* the descriptor null_fa dup2s, or -1 */
+static dev_t null_dev;
+static ino_t null_ino;
+
+static int null_fa_cached(void)
+{
+	struct stat st;
+	int fd = open_high("/dev/null", O_RDWR, 0, 3), r = 0;
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode)) {
+		(void)close(fd);
+		return -ENODEV;
+	}
+	for (int i = 0; i < 3 && r == 0; i++)
+		r = posix_spawn_file_actions_adddup2(&null_fa, fd, i);
+	if (r == 0)
+		r = posix_spawn_file_actions_addclosefrom_np(&null_fa, 3);
+	if (r != 0) {
+		(void)close(fd);
+		return -r;
+	}
+	null_dev = st.st_dev;
+	null_ino = st.st_ino;
+	null_fd = fd;
+	return 0;
+}
 
 static void null_fa_init(void)
 {
@@ -401,11 +440,29 @@ static void null_fa_init(void)
 
 	if (posix_spawn_file_actions_init(&null_fa) != 0)
 		return;
+	if (null_fa_cached() == 0) {
+		null_fa_ready = true;
+		return;
+	}
+	/* No /dev/null to keep (a chroot without it?): the child opens it. */
+	(void)posix_spawn_file_actions_destroy(&null_fa);
+	if (posix_spawn_file_actions_init(&null_fa) != 0)
+		return;
 	if (add_fd_actions(&null_fa, &req, &w) < 0) {
 		(void)posix_spawn_file_actions_destroy(&null_fa);
 		return;
 	}
 	null_fa_ready = true;
+}
+
+/* Whether null_fa's descriptor is still the /dev/null it opened. */
+static bool null_fd_ours(void)
+{
+	struct stat st;
+
+	return null_fd < 0 ||
+	       (fstat(null_fd, &st) == 0 && st.st_dev == null_dev &&
+		st.st_ino == null_ino);
 }
 #endif
 
@@ -417,7 +474,7 @@ static const posix_spawn_file_actions_t *shared_actions(const struct wiring *w)
 	    w->fd[1] >= 0 || w->fd[2] >= 0)
 		return NULL;
 	(void)pthread_once(&null_fa_once, null_fa_init);
-	return null_fa_ready ? &null_fa : NULL;
+	return null_fa_ready && null_fd_ours() ? &null_fa : NULL;
 #else
 	/* Without closefrom, the list of what to close changes every time. */
 	(void)w;
