@@ -32,6 +32,11 @@ const struct sl_mech_info sl_mechs[SL_NMECH] = {
 	[SL_HG6_SH_BG] = { "hg6_sh_bg", true },
 	[SL_HG6_SH_BG_FORK] = { "hg6_sh_bg_fork", true },
 	[SL_UV_SPAWN] = { "uv_spawn", false },
+	[SL_PART_SIGNALS] = { "part_signals", false },
+	[SL_PART_NULL_OPEN] = { "part_null_open", false },
+	[SL_PART_NULL_DUP] = { "part_null_dup", false },
+	[SL_PART_CLOSEFROM] = { "part_closefrom", false },
+	[SL_PART_PIDFD] = { "part_pidfd", false },
 };
 
 struct sl_cell {
@@ -52,6 +57,9 @@ struct sl_cell {
 	sem_t reap_go, reap_done;
 	pid_t reap_pid;   /* <= 0 tells the thread to stop */
 	int reap_result;  /* the wait status, or -errno */
+
+	/* the --parts mechanisms */
+	struct sl_part *part;
 
 	/* uv_spawn */
 	uv_loop_t loop;
@@ -264,6 +272,13 @@ int sl_cell_new(enum sl_mech mech, bool ensurestart, const char *cmd,
 		}
 		c->reaper_running = true;
 	}
+	if (sl_is_part(mech)) {
+		r = sl_part_new(mech, c->argv[0], &c->part, ret_what);
+		if (r < 0) {
+			sl_cell_free(c);
+			return r;
+		}
+	}
 	if (mech == SL_UV_SPAWN) {
 		r = uv_loop_init(&c->loop);
 		if (r < 0) {
@@ -301,6 +316,7 @@ void sl_cell_free(struct sl_cell *c)
 		(void)uv_run(&c->loop, UV_RUN_DEFAULT);
 		(void)uv_loop_close(&c->loop);
 	}
+	sl_part_free(c->part);
 	free(c->script);
 	free(c->argv[0]);
 	free(c);
@@ -584,6 +600,12 @@ int sl_cell_run(struct sl_cell *c, int64_t *ret_ns, const char **ret_what)
 		return run_hg55(c, ret_ns, ret_what);
 	case SL_UV_SPAWN:
 		return run_uv(c, ret_ns, ret_what);
+	case SL_PART_SIGNALS:
+	case SL_PART_NULL_OPEN:
+	case SL_PART_NULL_DUP:
+	case SL_PART_CLOSEFROM:
+	case SL_PART_PIDFD:
+		return sl_part_run(c->part, ret_ns, ret_what);
 	case SL_NMECH:
 		break;
 	}

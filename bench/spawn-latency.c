@@ -40,6 +40,7 @@ struct config {
 	int max_runs;
 	const char *csv;
 	const char *plot;
+	bool parts;
 };
 
 struct result {
@@ -69,6 +70,10 @@ static const char usage_text[] =
 "  --quick           sizes " QUICK_MEM " and a 150 ms budget\n"
 "  --csv FILE        write mechanism,mem_mb,ensurestart,runs,p50_ms,p90_ms,min_ms\n"
 "  --plot FILE.png   plot p50 against heap size with gnuplot, if installed\n"
+"  --parts           instead: bgrun_spawn's own part, one piece at a time (raw\n"
+"                    posix_spawn, + setsid, + the signal attributes, + /dev/null\n"
+"                    opened by the child or dup2'd from the caller's, + closefrom,\n"
+"                    + pidfd_open and epoll_ctl), interleaved; --mem default 0\n"
 "  --help            show this help\n";
 
 BGRUN__PRINTF(1, 2)
@@ -138,7 +143,8 @@ static void parse_mem(struct config *cfg, const char *list)
 
 static void parse_args(struct config *cfg, int argc, char **argv)
 {
-	enum { O_MEM = 256, O_THP, O_CMD, O_BUDGET, O_MAX_RUNS, O_QUICK, O_CSV, O_PLOT, O_HELP };
+	enum { O_MEM = 256, O_THP, O_CMD, O_BUDGET, O_MAX_RUNS, O_QUICK, O_CSV, O_PLOT, O_PARTS,
+	       O_HELP };
 	static const struct option longopts[] = {
 		{ "mem", required_argument, NULL, O_MEM },
 		{ "thp", no_argument, NULL, O_THP },
@@ -148,6 +154,7 @@ static void parse_args(struct config *cfg, int argc, char **argv)
 		{ "quick", no_argument, NULL, O_QUICK },
 		{ "csv", required_argument, NULL, O_CSV },
 		{ "plot", required_argument, NULL, O_PLOT },
+		{ "parts", no_argument, NULL, O_PARTS },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -186,6 +193,9 @@ static void parse_args(struct config *cfg, int argc, char **argv)
 		case O_PLOT:
 			cfg->plot = optarg;
 			break;
+		case O_PARTS:
+			cfg->parts = true;
+			break;
 		case 'h':
 		case O_HELP:
 			fputs(usage_text, stdout);
@@ -199,7 +209,7 @@ static void parse_args(struct config *cfg, int argc, char **argv)
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
 	/* Explicit --mem and --budget-ms win over --quick, in any order. */
-	parse_mem(cfg, mem != NULL ? mem : quick ? QUICK_MEM : DEFAULT_MEM);
+	parse_mem(cfg, mem != NULL ? mem : quick ? QUICK_MEM : cfg->parts ? "0" : DEFAULT_MEM);
 	cfg->budget_ms = budget >= 0 ? budget : quick ? QUICK_BUDGET_MS : DEFAULT_BUDGET_MS;
 	if (strchr(cfg->cmd, '/') == NULL)
 		usage_error("--cmd '%s' must be a path (with a '/')", cfg->cmd);
@@ -347,6 +357,8 @@ static void print_table(const struct config *cfg)
 			const struct result *on = &results[s][m][1], *off = &results[s][m][0];
 			char runs[32];
 
+			if (!on->done && !off->done)
+				continue;
 			if (off->done)
 				(void)snprintf(runs, sizeof(runs), "%d/%d", on->runs, off->runs);
 			else
@@ -391,6 +403,45 @@ static void print_summary(const struct config *cfg)
 	o = &results[0][SL_BGRUN_SPAWN][1];
 	printf("\nbgrun_spawn(on) p50 at %ld MB / at %ld MB: %.3f / %.3f = %.2fx\n",
 	       cfg->mem_mb[last], cfg->mem_mb[0], b->p50, o->p50, b->p50 / o->p50);
+}
+
+/*
+ * --parts: each piece against the line it builds on (part_null_dup
+ * replaces part_null_open: both build on part_signals), and against raw
+ * posix_spawn.
+ */
+static void print_parts(const struct config *cfg)
+{
+	static const enum sl_mech order[] = {
+		SL_POSIX_SPAWN, SL_POSIX_SPAWN_SETSID, SL_PART_SIGNALS,
+		SL_PART_NULL_OPEN, SL_PART_NULL_DUP, SL_PART_CLOSEFROM,
+		SL_PART_PIDFD, SL_BGRUN_SPAWN,
+	};
+	static const enum sl_mech base[] = {
+		SL_POSIX_SPAWN, SL_POSIX_SPAWN, SL_POSIX_SPAWN_SETSID,
+		SL_PART_SIGNALS, SL_PART_SIGNALS, SL_PART_NULL_DUP,
+		SL_PART_CLOSEFROM, SL_PART_PIDFD,
+	};
+
+	for (int s = 0; s < cfg->nsizes; s++) {
+		const struct result *raw = &results[s][SL_POSIX_SPAWN][1];
+
+		printf("\nbgrun_spawn's part, one piece at a time, at %ld MB (ms; each line has\n"
+		       "the pieces of the line it builds on, and its own):\n\n", cfg->mem_mb[s]);
+		printf("%-20s %9s %9s %9s  %-20s %9s %9s\n", "mechanism", "p50", "p90", "min",
+		       "builds on", "p50 +", "vs raw");
+		for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+			const struct result *r = &results[s][order[i]][1];
+			const struct result *b = &results[s][base[i]][1];
+
+			printf("%-20s %9.3f %9.3f %9.3f  %-20s", sl_mechs[order[i]].name,
+			       r->p50, r->p90, r->min, i == 0 ? "" : sl_mechs[base[i]].name);
+			if (i == 0)
+				printf(" %9s %9s\n", "", "");
+			else
+				printf(" %+9.3f %+9.3f\n", r->p50 - b->p50, r->p50 - raw->p50);
+		}
+	}
 }
 
 static int write_csv(const struct config *cfg)
@@ -570,7 +621,7 @@ int main(int argc, char **argv)
 	int s, m, on, r;
 
 	parse_args(&cfg, argc, argv);
-	samples = calloc((size_t)cfg.max_runs * 3, sizeof(double));
+	samples = calloc((size_t)cfg.max_runs * SL_NMECH, sizeof(double));
 	if (samples == NULL)
 		runtime_error("calloc", -ENOMEM);
 	/* The double fork and sh & leave orphans; adopt them to reap them. */
@@ -594,6 +645,20 @@ int main(int argc, char **argv)
 		if (cfg.thp)
 			fprintf(stderr, ", %ld MB in huge pages", sl_anon_huge_mb());
 		fputs("); measuring...\n", stderr);
+		if (cfg.parts) {
+			static const enum sl_mech parts[] = {
+				SL_BGRUN_SPAWN, SL_POSIX_SPAWN, SL_POSIX_SPAWN_SETSID,
+				SL_PART_SIGNALS, SL_PART_NULL_OPEN, SL_PART_NULL_DUP,
+				SL_PART_CLOSEFROM, SL_PART_PIDFD,
+			};
+			enum { N = sizeof(parts) / sizeof(parts[0]) };
+			struct result *res[N];
+
+			for (int k = 0; k < N; k++)
+				res[k] = &results[s][parts[k]][1];
+			measure_interleaved(&cfg, parts, N, samples, res);
+			continue;
+		}
 		{
 			static const enum sl_mech close_ones[] = {
 				SL_BGRUN_SPAWN, SL_POSIX_SPAWN, SL_POSIX_SPAWN_SETSID
@@ -619,7 +684,10 @@ int main(int argc, char **argv)
 	free(samples);
 
 	print_table(&cfg);
-	print_summary(&cfg);
+	if (cfg.parts)
+		print_parts(&cfg);
+	else
+		print_summary(&cfg);
 	if (cfg.csv != NULL) {
 		r = write_csv(&cfg);
 		if (r < 0)

@@ -18,6 +18,15 @@ enum sl_mech {
 	SL_HG6_SH_BG,      /* hg 6 on a Python that vforks (>= 3.10, Debian 12's 3.11) */
 	SL_HG6_SH_BG_FORK, /* hg 6 on a Python that forks (<= 3.9) */
 	SL_UV_SPAWN,
+	/*
+	 * --parts only: posix_spawn with the setsid floor and what the
+	 * library adds to it, one piece at a time (spawn-latency-parts.c).
+	 */
+	SL_PART_SIGNALS,
+	SL_PART_NULL_OPEN,
+	SL_PART_NULL_DUP,
+	SL_PART_CLOSEFROM,
+	SL_PART_PIDFD,
 	SL_NMECH,
 };
 
@@ -48,6 +57,14 @@ int sl_cell_run(struct sl_cell *cell, int64_t *ret_ns, const char **ret_what);
 
 /* Releases a cell (accepts NULL). */
 void sl_cell_free(struct sl_cell *cell);
+
+/* The --parts mechanisms, the cells of which delegate to these. */
+struct sl_part;
+bool sl_is_part(enum sl_mech mech);
+int sl_part_new(enum sl_mech mech, const char *cmd, struct sl_part **ret_part,
+		const char **ret_what);
+int sl_part_run(struct sl_part *part, int64_t *ret_ns, const char **ret_what);
+void sl_part_free(struct sl_part *part);
 
 /*
  * Makes this process the reaper of its orphaned descendants (the double

@@ -13,8 +13,8 @@ extern "C" {
 /* What to connect a child's standard descriptor to. */
 enum bgrun_stdio_kind {
 	BGRUN_STDIO_NULL = 0, /* /dev/null (the default for all three; one
-			       * read-write open, as daemon(3), for those
-			       * that are) */
+			       * read-write /dev/null, as daemon(3), for
+			       * those that are) */
 	BGRUN_STDIO_INHERIT,  /* the caller's own descriptor 0, 1 or 2 */
 	BGRUN_STDIO_FD,       /* .fd, a descriptor of the caller (borrowed) */
 	BGRUN_STDIO_FILE,     /* .path, opened by the library (stdin: read);
@@ -194,6 +194,14 @@ struct bgrun_status {
  * mask and every signal at its default disposition, whatever the caller's
  * state. Cost: one posix_spawn (clone(CLONE_VM|CLONE_VFORK) in glibc),
  * independent of the caller's memory size.
+ *
+ * The library keeps descriptors of its own, all close-on-exec and above 2:
+ * the reaper's (an epoll set, an eventfd and a process descriptor per
+ * child it waits for) and, from the first launch, one on /dev/null that
+ * the children's /dev/null streams are dup2'd from. A caller that closes
+ * descriptors it did not open gives no file of its own to a child: each
+ * launch checks that this one is still /dev/null, and opens it in the
+ * child if not.
  *
  * If the caller sets SIGCHLD to SIG_IGN (or SA_NOCLDWAIT), the kernel reaps
  * children itself and no status can be collected (bgrun_child_wait gives
