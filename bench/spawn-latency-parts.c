@@ -99,12 +99,11 @@ int sl_part_new(enum sl_mech mech, const char *cmd, struct sl_part **ret_part,
 		if (p->epfd < 0)
 			r = -errno;
 	}
-	if (r < 0) {
+	if (r == 0)
+		*ret_part = p;
+	else
 		sl_part_free(p);
-		return r;
-	}
-	*ret_part = p;
-	return 0;
+	return r;
 }
 
 void sl_part_free(struct sl_part *p)
