@@ -196,9 +196,10 @@ struct bgrun_status {
  * independent of the caller's memory size.
  *
  * The library keeps descriptors of its own, all close-on-exec and above 2:
- * the reaper's (an epoll set, an eventfd and a process descriptor per
- * child it waits for) and, from the first launch, one on /dev/null that
- * the children's /dev/null streams are dup2'd from. A caller that closes
+ * the reaper's (its wait set, its wake-up and a process descriptor per
+ * child it waits for, where the platform has them) and, from the first
+ * launch, one on /dev/null that the children's /dev/null streams are
+ * dup2'd from. A caller that closes
  * descriptors it did not open gives no file of its own to a child: each
  * launch checks that this one is still /dev/null, and opens it in the
  * child if not.
