@@ -199,10 +199,9 @@ struct bgrun_status {
  * the reaper's (its wait set, its wake-up and a process descriptor per
  * child it waits for, where the platform has them) and, from the first
  * launch, one on /dev/null that the children's /dev/null streams are
- * dup2'd from. A caller that closes
- * descriptors it did not open gives no file of its own to a child: each
- * launch checks that this one is still /dev/null, and opens it in the
- * child if not.
+ * dup2'd from. A caller that closes descriptors it did not open gives no
+ * file of its own to a child: each launch checks that this one is still
+ * /dev/null, and opens it in the child if not.
  *
  * If the caller sets SIGCHLD to SIG_IGN (or SA_NOCLDWAIT), the kernel reaps
  * children itself and no status can be collected (bgrun_child_wait gives

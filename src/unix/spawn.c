@@ -391,12 +391,13 @@ static int add_fd_actions(posix_spawn_file_actions_t *fa,
  *
  * They dup2 a /dev/null of ours, opened once (read-write, close-on-exec,
  * above 2), onto 0, 1 and 2: the child then does three dup2 where it
- * would close 0, look the path up and open it (4 us of the caller's
- * wait here, docs/benchmarks.md). A caller may close descriptors it did
- * not open, and a file of its own may then get that number: so each
- * launch first checks, with one fstat, that the number is still this
- * /dev/null (the same device and inode), and otherwise builds its
- * actions as if there were none shared, opening /dev/null in the child.
+ * would close 0, look the path up and open it (6 us of the caller's
+ * wait in spawn-latency --parts, docs/benchmarks.md). A caller may close
+ * descriptors it did not open, and a file of its own may then get that
+ * number: so each launch first checks, with one fstat, that the number
+ * is still this /dev/null (the same device and inode), and otherwise
+ * builds its actions as if there were none shared, opening /dev/null in
+ * the child.
  * THREAD SAFETY: built under pthread_once, then only read (posix_spawn
  * takes its actions const); a forked child inherits them built, and the
  * descriptor with them.
@@ -408,51 +409,42 @@ static int null_fd = -1;     /* the descriptor null_fa dup2s, or -1 */
 static dev_t null_dev;
 static ino_t null_ino;
 
-static int null_fa_cached(void)
+/* Our /dev/null for null_fa (its identity kept for null_fd_ours), or -1. */
+static int open_null(void)
 {
 	struct stat st;
-	int fd = open_high("/dev/null", O_RDWR, 0, 3), r = 0;
+	int fd = open_high("/dev/null", O_RDWR, 0, 3);
 
 	if (fd < 0)
-		return fd;
+		return -1;
 	if (fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode)) {
 		(void)close(fd);
-		return -ENODEV;
-	}
-	for (int i = 0; i < 3 && r == 0; i++)
-		r = posix_spawn_file_actions_adddup2(&null_fa, fd, i);
-	if (r == 0)
-		r = posix_spawn_file_actions_addclosefrom_np(&null_fa, 3);
-	if (r != 0) {
-		(void)close(fd);
-		return -r;
+		return -1;
 	}
 	null_dev = st.st_dev;
 	null_ino = st.st_ino;
-	null_fd = fd;
-	return 0;
+	return fd;
 }
 
 static void null_fa_init(void)
 {
 	static const struct bgrun__req req; /* every stdio kind NULL */
-	const struct wiring w = { .low = 3, .fd = { -1, -1, -1 }, .cwd_fd = -1 };
+	/* Without a /dev/null to keep (a chroot without it?), the child opens it. */
+	int fd = open_null();
+	const struct wiring w = { .low = 3, .fd = { fd, fd, fd }, .cwd_fd = -1 };
 
 	if (posix_spawn_file_actions_init(&null_fa) != 0)
-		return;
-	if (null_fa_cached() == 0) {
-		null_fa_ready = true;
-		return;
-	}
-	/* No /dev/null to keep (a chroot without it?): the child opens it. */
-	(void)posix_spawn_file_actions_destroy(&null_fa);
-	if (posix_spawn_file_actions_init(&null_fa) != 0)
-		return;
+		goto fail;
 	if (add_fd_actions(&null_fa, &req, &w) < 0) {
 		(void)posix_spawn_file_actions_destroy(&null_fa);
-		return;
+		goto fail;
 	}
+	null_fd = fd;
 	null_fa_ready = true;
+	return;
+fail:
+	if (fd >= 0)
+		(void)close(fd);
 }
 
 /* Whether null_fa's descriptor is still the /dev/null it opened. */
