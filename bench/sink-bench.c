@@ -4,6 +4,7 @@
 /*
  * Usage: sink-bench [--quick] [--events N] [--window N] [--rounds N]
  *                   [--hooks N] [--dir DIR] [--logsink PATH] [--csv FILE]
+ *                   [--floor PATH]
  *                   [--only SCENARIO] [--clients N] [--serve-arg ARG]...
  *
  * For 1, 8 and 32 clients (threads of this program, each on its own
@@ -28,7 +29,10 @@
  * The daemon's peak RSS is VmHWM from /proc/PID/status at the end of its
  * scenario. Then `logsink send --from-hg-env` is spawned --hooks times
  * (bgrun_spawn, ensurestart, waited for) with a logtoprocess environment,
- * with a daemon and without; its wall time is spawn to reap.
+ * with a daemon and without; its wall time is spawn to reap. Before it,
+ * the floors of a hook, spawned the same way: /bin/true, and hook-floor
+ * (bench/hook-floor.c, --floor PATH) making one record durable, an
+ * append or an SQLite row.
  * --only runs the scenarios whose name starts with SCENARIO ("daemon,
  * pipelined", "hook"...), --clients those with N clients. --serve-arg
  * gives every daemon one more option (--forward=..., to see that
@@ -51,6 +55,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/un.h>
 #include <time.h>
@@ -71,7 +76,8 @@ static int rounds = 3;
 #define MAX_CLIENTS 32
 
 enum kind { PIPELINED, PUT_DAEMON, PUT_EMBEDDED, PUT_EMBEDDED_PROC, HOOK_DAEMON,
-	    HOOK_EMBEDDED, HOOK_TRUE };
+	    HOOK_EMBEDDED, HOOK_TRUE, HOOK_APPEND, HOOK_SQLITE_NOSYNC, HOOK_SQLITE,
+	    HOOK_SQLITE7 };
 
 static const char *const kind_names[] = {
 	[PIPELINED] = "daemon, pipelined",
@@ -81,9 +87,25 @@ static const char *const kind_names[] = {
 	[HOOK_DAEMON] = "hook: logsink send, daemon",
 	[HOOK_EMBEDDED] = "hook: logsink send, embedded",
 	[HOOK_TRUE] = "hook floor: /bin/true",
+	/* bench/hook-floor.c: the least a durable hook costs. */
+	[HOOK_APPEND] = "hook floor: append + fdatasync",
+	[HOOK_SQLITE_NOSYNC] = "hook floor: SQLite row",
+	[HOOK_SQLITE] = "hook floor: SQLite row + flush",
+	[HOOK_SQLITE7] = "hook floor: 7 pages + flush",
+};
+/* hook-floor's mode for each of its kinds. */
+static const char *const floor_modes[] = {
+	[HOOK_APPEND] = "append",
+	[HOOK_SQLITE_NOSYNC] = "sqlite-nosync",
+	[HOOK_SQLITE] = "sqlite",
+	[HOOK_SQLITE7] = "sqlite-7",
 };
 
 static const char *logsink = SINK_BENCH_LOGSINK;
+#ifndef SINK_BENCH_FLOOR
+#define SINK_BENCH_FLOOR "hook-floor"
+#endif
+static const char *hook_floor = SINK_BENCH_FLOOR;
 static const char *base_dir;
 static int run_no;
 
@@ -550,60 +572,113 @@ static void scenario(enum kind kind, int clients, int events, long *max_rss)
 		free(runs[i].lat);
 }
 
-/* `logsink send --from-hg-env` as logtoprocess runs it, k times. */
-static void hooks(enum kind kind, int k)
-{
+/* One kind of hook process: how it is started, and what it took. */
+struct hook_run {
+	enum kind kind;
 	char db[512], sock[108], env_db[600], env_sock[200], pid[32];
-	const char *argv_send[] = { logsink, "send", "--from-hg-env", NULL };
-	const char *argv_true[] = { "/bin/true", NULL };
-	const char *env[] = { "EVENT=commandfinish", pid,
+	const char *argv[4];
+	const char *env[10];
+	struct bgrun_spawn_opts o;
+	struct daemon d;
+	int64_t *lat, *cpu;
+};
+
+static void hook_setup(struct hook_run *h, enum kind kind, int k)
+{
+	const char *env[] = { "EVENT=commandfinish", h->pid,
 			      "MSG1=status exited 0 after 0.05 seconds\n",
 			      "OPT_RETURN_CODE=0", "OPT_DURATION=0.0512345",
-			      "OPT_CANONICAL_COMMAND=status", env_db, env_sock,
+			      "OPT_CANONICAL_COMMAND=status", h->env_db, h->env_sock,
 			      "BGRUN_SINK=", NULL };
-	struct bgrun_spawn_opts o = BGRUN_SPAWN_OPTS_INIT;
-	struct daemon d = { 0 };
-	int64_t *lat = malloc((size_t)k * sizeof(*lat));
-	int64_t *cpu = malloc((size_t)k * sizeof(*cpu));
 
-	paths(db, sock);
-	(void)snprintf(env_db, sizeof(env_db), "BGRUN_DB=%s", db);
-	(void)snprintf(env_sock, sizeof(env_sock), "BGRUN_SOCKET=%s", sock);
-	(void)snprintf(pid, sizeof(pid), "HGPID=%d", (int)getpid());
-	if (lat == NULL || cpu == NULL)
+	h->kind = kind;
+	paths(h->db, h->sock);
+	(void)snprintf(h->env_db, sizeof(h->env_db), "BGRUN_DB=%s", h->db);
+	(void)snprintf(h->env_sock, sizeof(h->env_sock), "BGRUN_SOCKET=%s", h->sock);
+	(void)snprintf(h->pid, sizeof(h->pid), "HGPID=%d", (int)getpid());
+	memcpy(h->env, env, sizeof(env));
+	h->lat = malloc((size_t)k * sizeof(*h->lat));
+	h->cpu = malloc((size_t)k * sizeof(*h->cpu));
+	if (h->lat == NULL || h->cpu == NULL)
 		die("out of memory");
-	if (kind == HOOK_DAEMON)
-		daemon_start(&d, db, sock);
-	o.argv = kind == HOOK_TRUE ? argv_true : argv_send;
-	o.env_set = env;
-	for (int i = 0; i < k; i++) {
-		struct bgrun_child *child;
-		struct bgrun_status st;
-
-		if (bgrun_spawn(&o, &child) < 0 || bgrun_child_wait(child, -1, &st) < 0)
-			die("cannot run logsink send");
-		bgrun_child_free(child);
-		if (!st.exited || st.exit_code != 0)
-			die("logsink send failed");
-		lat[i] = st.duration_ns;
-		cpu[i] = st.rusage.user_cpu_ns + st.rusage.sys_cpu_ns;
+	if (kind == HOOK_TRUE) {
+		h->argv[0] = "/bin/true";
+	} else if (kind >= HOOK_APPEND) {
+		/* Its files in a directory of its own, where db would be. */
+		if (mkdir(h->db, 0700) < 0)
+			die("cannot make the floor's directory");
+		h->argv[0] = hook_floor;
+		h->argv[1] = floor_modes[kind];
+		h->argv[2] = h->db;
+	} else {
+		h->argv[0] = logsink;
+		h->argv[1] = "send";
+		h->argv[2] = "--from-hg-env";
 	}
+	h->o = (struct bgrun_spawn_opts)BGRUN_SPAWN_OPTS_INIT;
+	h->o.argv = h->argv;
+	h->o.env_set = h->env;
 	if (kind == HOOK_DAEMON)
-		(void)daemon_stop(&d);
-	report(kind, 1, lat, (size_t)k, 0, -1, 0);
+		daemon_start(&h->d, h->db, h->sock);
+}
+
+static void hook_once(struct hook_run *h, int i)
+{
+	struct bgrun_child *child;
+	struct bgrun_status st;
+
+	if (bgrun_spawn(&h->o, &child) < 0 || bgrun_child_wait(child, -1, &st) < 0)
+		die(h->kind >= HOOK_APPEND ? "cannot run hook-floor (--floor PATH?)"
+					   : "cannot run logsink send");
+	bgrun_child_free(child);
+	if (!st.exited || st.exit_code != 0)
+		die(h->kind >= HOOK_APPEND ? "hook-floor failed" : "logsink send failed");
+	h->lat[i] = st.duration_ns;
+	h->cpu[i] = st.rusage.user_cpu_ns + st.rusage.sys_cpu_ns;
+}
+
+static void hook_report(struct hook_run *h, int k)
+{
+	if (h->kind == HOOK_DAEMON)
+		(void)daemon_stop(&h->d);
+	report(h->kind, 1, h->lat, (size_t)k, 0, -1, 0);
 	/* CPU time is what the machine's load does not stretch. */
-	qsort(cpu, (size_t)k, sizeof(*cpu), bench_cmp64);
+	qsort(h->cpu, (size_t)k, sizeof(*h->cpu), bench_cmp64);
 	printf("%-30s %7s %7s %8s %9s %9.1f %9.1f %9.1f %9.1f\n", "  its CPU (user+sys)",
-	       "", "", "", "", (double)pct(cpu, (size_t)k, 50) / 1e3,
-	       (double)pct(cpu, (size_t)k, 90) / 1e3,
-	       (double)pct(cpu, (size_t)k, 99) / 1e3, (double)cpu[k - 1] / 1e3);
+	       "", "", "", "", (double)pct(h->cpu, (size_t)k, 50) / 1e3,
+	       (double)pct(h->cpu, (size_t)k, 90) / 1e3,
+	       (double)pct(h->cpu, (size_t)k, 99) / 1e3, (double)h->cpu[k - 1] / 1e3);
 	if (csv != NULL)
-		fprintf(csv, "\"%s (cpu)\",1,%d,,,%.1f,%.1f,%.1f,%.1f,,\n", kind_names[kind],
-			k, (double)pct(cpu, (size_t)k, 50) / 1e3,
-			(double)pct(cpu, (size_t)k, 90) / 1e3,
-			(double)pct(cpu, (size_t)k, 99) / 1e3, (double)cpu[k - 1] / 1e3);
-	free(lat);
-	free(cpu);
+		fprintf(csv, "\"%s (cpu)\",1,%d,,,%.1f,%.1f,%.1f,%.1f,,\n",
+			kind_names[h->kind], k, (double)pct(h->cpu, (size_t)k, 50) / 1e3,
+			(double)pct(h->cpu, (size_t)k, 90) / 1e3,
+			(double)pct(h->cpu, (size_t)k, 99) / 1e3,
+			(double)h->cpu[k - 1] / 1e3);
+	free(h->lat);
+	free(h->cpu);
+}
+
+/*
+ * The hook processes, `logsink send --from-hg-env` as logtoprocess runs
+ * it and the floors beside it, k of each, interleaved: one of every kind
+ * a round, the order turning each round, so that what the machine does
+ * meanwhile falls on all of them alike (run one kind after the other,
+ * /bin/true's p50 moved by 40% between runs here).
+ */
+static void hooks(const enum kind *kinds, int nk, int k)
+{
+	struct hook_run *h = calloc((size_t)nk, sizeof(*h));
+
+	if (h == NULL)
+		die("out of memory");
+	for (int j = 0; j < nk; j++)
+		hook_setup(&h[j], kinds[j], k);
+	for (int i = 0; i < k; i++)
+		for (int j = 0; j < nk; j++)
+			hook_once(&h[(i + j) % nk], i);
+	for (int j = 0; j < nk; j++)
+		hook_report(&h[j], k);
+	free(h);
 }
 
 /* The machine is shared: say how busy it was. */
@@ -661,6 +736,8 @@ int main(int argc, char **argv)
 			dir = argv[++i];
 		} else if (strcmp(argv[i], "--logsink") == 0 && i + 1 < argc) {
 			logsink = argv[++i];
+		} else if (strcmp(argv[i], "--floor") == 0 && i + 1 < argc) {
+			hook_floor = argv[++i];
 		} else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
 			csv_path = argv[++i];
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
@@ -673,7 +750,7 @@ int main(int argc, char **argv)
 		} else {
 			fprintf(stderr, "usage: sink-bench [--quick] [--events N] "
 				"[--window N] [--rounds N] [--hooks N] [--dir DIR] "
-				"[--logsink PATH] "
+				"[--logsink PATH] [--floor PATH] "
 				"[--csv FILE] [--only SCENARIO] [--clients N] "
 				"[--serve-arg ARG]...\n");
 			return 2;
@@ -706,14 +783,23 @@ int main(int argc, char **argv)
 			if (wanted(only, kinds[k]) &&
 			    (only_clients == 0 || only_clients == client_counts[c]))
 				scenario(kinds[k], client_counts[c], events, &max_rss);
-	if (wanted(only, HOOK_TRUE))
-		hooks(HOOK_TRUE, nhooks);
-	if (wanted(only, HOOK_DAEMON))
-		hooks(HOOK_DAEMON, nhooks);
-	if (wanted(only, HOOK_EMBEDDED))
-		hooks(HOOK_EMBEDDED, nhooks);
-	printf("daemon peak RSS (VmHWM, largest of its runs): %.1f MiB\n",
-	       (double)max_rss / 1024);
+	{
+		static const enum kind order[] = { HOOK_TRUE, HOOK_APPEND,
+			HOOK_SQLITE_NOSYNC, HOOK_SQLITE, HOOK_SQLITE7, HOOK_DAEMON,
+			HOOK_EMBEDDED };
+		enum kind chosen[sizeof(order) / sizeof(order[0])];
+		int nk = 0;
+
+		for (size_t j = 0; j < sizeof(order) / sizeof(order[0]); j++)
+			if (wanted(only, order[j]))
+				chosen[nk++] = order[j];
+		if (nk > 0)
+			hooks(chosen, nk, nhooks);
+	}
+	/* None when no daemon scenario ran (--only hook). */
+	if (max_rss >= 0)
+		printf("daemon peak RSS (VmHWM, largest of its runs): %.1f MiB\n",
+		       (double)max_rss / 1024);
 	printf("(latency: per event, send to ack or per put; hooks: spawn to "
 	       "reap of one process;\n pipelined clients encode their frames "
 	       "before the clock starts;\n ev/txn: events per transaction of "
