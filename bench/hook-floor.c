@@ -88,7 +88,7 @@ static int count_frames(void *ctx, sqlite3 *db, const char *name, int n)
 	return SQLITE_OK;
 }
 
-/* The schema of each mode's table, and its insert. */
+/* The schema of each mode's table (made by its first run), and its insert. */
 static const char *const schema[2] = {
 	"CREATE TABLE IF NOT EXISTS t (id TEXT PRIMARY KEY NOT NULL, "
 	"body TEXT NOT NULL) STRICT;",
@@ -127,15 +127,24 @@ static int one_row(const char *dir, int sync, int seven)
 	(void)sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
 	(void)sqlite3_wal_hook(db, count_frames, NULL);
 	rc = sqlite3_exec(db,
-			  "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+			  "PRAGMA synchronous = NORMAL;"
 			  "PRAGMA journal_size_limit = 4194304;",
 			  NULL, NULL, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(db, schema[seven], NULL, NULL, NULL);
+	if (rc == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, insert[seven], -1, &st, NULL) != SQLITE_OK) {
+		/*
+		 * No table yet: the first run makes the file (WAL mode is the
+		 * file's) and its schema, so that the others do only what a
+		 * hook must.
+		 */
+		rc = sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(db, schema[seven], NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_prepare_v2(db, insert[seven], -1, &st, NULL);
+	}
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(db, insert[seven], -1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		(void)sqlite3_bind_text(st, 1, buf, 40, SQLITE_STATIC);
 		(void)sqlite3_bind_text(st, 2, buf, RECORD_BYTES, SQLITE_STATIC);

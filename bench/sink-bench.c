@@ -101,6 +101,12 @@ static const char *const floor_modes[] = {
 	[HOOK_SQLITE7] = "sqlite-7",
 };
 
+/* Whether kind is one of hook-floor's. */
+static bool is_floor(enum kind kind)
+{
+	return floor_modes[kind] != NULL;
+}
+
 static const char *logsink = SINK_BENCH_LOGSINK;
 #ifndef SINK_BENCH_FLOOR
 #define SINK_BENCH_FLOOR "hook-floor"
@@ -603,7 +609,7 @@ static void hook_setup(struct hook_run *h, enum kind kind, int k)
 		die("out of memory");
 	if (kind == HOOK_TRUE) {
 		h->argv[0] = "/bin/true";
-	} else if (kind >= HOOK_APPEND) {
+	} else if (is_floor(kind)) {
 		/* Its files in a directory of its own, where db would be. */
 		if (mkdir(h->db, 0700) < 0)
 			die("cannot make the floor's directory");
@@ -628,11 +634,11 @@ static void hook_once(struct hook_run *h, int i)
 	struct bgrun_status st;
 
 	if (bgrun_spawn(&h->o, &child) < 0 || bgrun_child_wait(child, -1, &st) < 0)
-		die(h->kind >= HOOK_APPEND ? "cannot run hook-floor (--floor PATH?)"
+		die(is_floor(h->kind) ? "cannot run hook-floor (--floor PATH?)"
 					   : "cannot run logsink send");
 	bgrun_child_free(child);
 	if (!st.exited || st.exit_code != 0)
-		die(h->kind >= HOOK_APPEND ? "hook-floor failed" : "logsink send failed");
+		die(is_floor(h->kind) ? "hook-floor failed" : "logsink send failed");
 	h->lat[i] = st.duration_ns;
 	h->cpu[i] = st.rusage.user_cpu_ns + st.rusage.sys_cpu_ns;
 }
