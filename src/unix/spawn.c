@@ -342,7 +342,7 @@ static int add_fd_actions(posix_spawn_file_actions_t *fa,
 			  const struct bgrun__req *req, const struct wiring *w)
 {
 	const struct bgrun_stdio *s[3] = { &req->in, &req->out, &req->err };
-	int null_fd = -1, r = 0;
+	int null_stream = -1, r = 0; /* the child's stream opened on /dev/null */
 
 	/*
 	 * The streams without a source of ours are /dev/null, opened once in
@@ -355,12 +355,12 @@ static int add_fd_actions(posix_spawn_file_actions_t *fa,
 			r = posix_spawn_file_actions_adddup2(fa, w->fd[i], i);
 		} else if (s[i]->kind == BGRUN_STDIO_STDOUT) {
 			r = posix_spawn_file_actions_adddup2(fa, 1, 2);
-		} else if (null_fd >= 0) {
-			r = posix_spawn_file_actions_adddup2(fa, null_fd, i);
+		} else if (null_stream >= 0) {
+			r = posix_spawn_file_actions_adddup2(fa, null_stream, i);
 		} else {
 			r = posix_spawn_file_actions_addopen(fa, i, "/dev/null",
 							     O_RDWR, 0);
-			null_fd = i;
+			null_stream = i;
 		}
 	}
 	for (size_t i = 0; i < w->n_pass && r == 0; i++)
